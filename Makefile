@@ -1,0 +1,29 @@
+# Self-bootstrapping: every target creates .venv and installs the project if needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
+
+test: $(STAMP)
+	DO_NOT_TRACK=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	DO_NOT_TRACK=1 $(BIN)/python benchmarks/covariate.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

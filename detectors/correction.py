@@ -1,0 +1,110 @@
+"""Multiple-testing corrections as small pure functions.
+
+Every function takes raw p-values (any shape, NaN allowed for "not tested") and returns
+adjusted p-values of the same shape; NaN stays NaN and is not counted as a hypothesis.
+
+>>> import numpy as np
+>>> benjamini_hochberg(np.array([0.01, 0.04, 0.03, 0.5])).round(3).tolist()
+[0.04, 0.053, 0.053, 0.5]
+>>> holm(np.array([0.01, 0.04, 0.03])).round(3).tolist()
+[0.03, 0.06, 0.06]
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+
+__all__ = ["benjamini_hochberg", "holm", "bonferroni", "adjust_pvalues", "CORRECTIONS", "is_shift", "readjust"]
+
+
+def _prepare(p_values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p = np.asarray(p_values, dtype=float)
+    flat = p.ravel()
+    mask = ~np.isnan(flat)
+    if np.any((flat[mask] < 0) | (flat[mask] > 1)):
+        raise ValueError("p-values must lie in [0, 1].")
+    return p, flat, mask
+
+
+def _finish(p: np.ndarray, flat: np.ndarray, mask: np.ndarray, adjusted: np.ndarray) -> np.ndarray:
+    out = np.full(flat.shape, np.nan)
+    out[mask] = np.clip(adjusted, 0.0, 1.0)
+    return out.reshape(p.shape)
+
+
+def bonferroni(p_values) -> np.ndarray:
+    """Bonferroni: ``min(1, m * p)``; controls the family-wise error rate."""
+    p, flat, mask = _prepare(p_values)
+    return _finish(p, flat, mask, flat[mask] * mask.sum())
+
+
+def holm(p_values) -> np.ndarray:
+    """Holm step-down; controls the family-wise error rate, uniformly beats Bonferroni."""
+    p, flat, mask = _prepare(p_values)
+    q = flat[mask]
+    m = q.size
+    order = np.argsort(q, kind="mergesort")
+    stepped = np.maximum.accumulate((m - np.arange(m)) * q[order])
+    adjusted = np.empty(m)
+    adjusted[order] = stepped
+    return _finish(p, flat, mask, adjusted)
+
+
+def benjamini_hochberg(p_values) -> np.ndarray:
+    """Benjamini–Hochberg step-up; controls the false discovery rate (default)."""
+    p, flat, mask = _prepare(p_values)
+    q = flat[mask]
+    m = q.size
+    order = np.argsort(q, kind="mergesort")
+    ranked = q[order] * m / np.arange(1, m + 1)
+    stepped = np.minimum.accumulate(ranked[::-1])[::-1]
+    adjusted = np.empty(m)
+    adjusted[order] = stepped
+    return _finish(p, flat, mask, adjusted)
+
+
+CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "bh": benjamini_hochberg,
+    "holm": holm,
+    "bonferroni": bonferroni,
+}
+
+
+def adjust_pvalues(p_values, method: str = "bh") -> np.ndarray:
+    """Adjust ``p_values`` with the correction named ``method`` (``bh``, ``holm``, ``bonferroni``)."""
+    try:
+        correction = CORRECTIONS[method]
+    except KeyError:
+        raise ValueError(f"Unknown correction {method!r}; choose one of {sorted(CORRECTIONS)}.") from None
+    return correction(p_values)
+
+
+def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor: float):
+    """The SPEC §5 decision: significant after correction AND a practically relevant effect.
+
+    Works elementwise on arrays; NaN (untested / insufficient data) is never a shift.
+    """
+    p = np.asarray(p_value_adjusted, dtype=float)
+    e = np.asarray(effect_size, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return (p < alpha) & (np.abs(e) >= effect_floor)
+
+
+T = TypeVar("T")
+
+
+def readjust(tests: Sequence[T], *, alpha: float = 0.05, method: str = "bh") -> list[T]:
+    """Correct a family of :class:`detectors.base.ShiftTest` records together.
+
+    Returns new records with ``p_value_adjusted`` and ``drifted`` recomputed across the
+    whole family (an audit corrects everything it tested in one go, SPEC §5).
+    """
+    if not tests:
+        return []
+    adjusted = adjust_pvalues([t.p_value for t in tests], method)
+    decisions = is_shift(adjusted, [t.effect_size for t in tests], alpha=alpha,
+                         effect_floor=np.array([t.effect_floor for t in tests]))
+    return [dataclasses.replace(t, p_value_adjusted=float(a), drifted=bool(d))
+            for t, a, d in zip(tests, adjusted, decisions)]

@@ -1,0 +1,76 @@
+"""The FastAPI application factory."""
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.deps import require_api_key
+from service.errors import ServiceError
+from service.limits import BodySizeLimit
+from service.routers import datasets, health
+from service.runtime import Runtime
+from service.settings import Settings, get_settings
+
+log = logging.getLogger("contextshift")
+
+HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+              405: "method_not_allowed", 413: "upload_too_large", 415: "unsupported_format",
+              422: "invalid_request"}
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; ``settings`` default to the environment (``get_settings()``)."""
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        app.state.runtime = Runtime.start(settings)
+        try:
+            yield
+        finally:
+            app.state.runtime.close()
+
+    app = FastAPI(title="contextshift", version="0.1.0", lifespan=lifespan,
+                  description="Context-shift auditing for production ML models.")
+    app.dependency_overrides[get_settings] = lambda: settings
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    _install_error_handlers(app)
+    app.include_router(health.router)
+    protected = [Depends(require_api_key)]
+    app.include_router(datasets.router, dependencies=protected)
+    return app
+
+
+def _error(status: int, code: str, message: str, details: dict | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status,
+                        content={"error": {"code": code, "message": message, "details": details or {}}})
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        response = JSONResponse(status_code=exc.status_code, content=exc.to_body(), headers=headers)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def request_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [{"location": [str(p) for p in e.get("loc", ())], "message": e.get("msg", "")}
+                    for e in exc.errors()]
+        where = ", ".join(".".join(p["location"]) + ": " + p["message"] for p in problems[:3])
+        return _error(422, "invalid_request", f"Invalid request: {where}", {"problems": problems})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = HTTP_CODES.get(exc.status_code, "http_error")
+        return _error(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return _error(500, "internal_error", "An unexpected error occurred; it has been logged.")

@@ -1,0 +1,50 @@
+"""SQLAlchemy 2 tables. Alembic migrations in ``service/migrations`` create them."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class DatasetRow(Base):
+    __tablename__ = "datasets"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    domain: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    n_rows: Mapped[int] = mapped_column(Integer)
+    n_columns: Mapped[int] = mapped_column(Integer)
+    columns: Mapped[list] = mapped_column(JSON)
+    validation: Mapped[dict] = mapped_column(JSON)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    path: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuditRow(Base):
+    __tablename__ = "audits"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    benchmark_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"))
+    production_id: Mapped[str] = mapped_column(ForeignKey("datasets.id", ondelete="RESTRICT"))
+    domain: Mapped[str] = mapped_column(String(64))
+    options: Mapped[dict] = mapped_column(JSON, default=dict)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    stage: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    result: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    report_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

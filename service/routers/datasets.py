@@ -1,0 +1,95 @@
+"""Datasets: upload (validated, stored atomically), list, get, delete."""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Response, UploadFile, status
+
+from service import ingest, roles, validation
+from service.deps import DatasetsDep, RuntimeDep
+from service.errors import InvalidRequest, ValidationFailed
+from service.packs import resolve_pack
+from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut
+
+router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
+DATASET_ROLES = ("benchmark", "production")
+
+
+@router.post("", response_model=DatasetOut, status_code=status.HTTP_201_CREATED,
+             responses={200: {"model": DatasetOut, "description": "Same name and content: existing dataset"}})
+def upload_dataset(
+    runtime: RuntimeDep,
+    response: Response,
+    file: Annotated[UploadFile, File(description="CSV, Parquet or JSON Lines, optionally .gz")],
+    name: Annotated[str, Form(min_length=1, max_length=255)],
+    role: Annotated[str, Form(description="benchmark or production")],
+    domain: Annotated[str | None, Form()] = None,
+    schema_json: Annotated[str | None, Form(alias="schema",
+                                            description='JSON: {"columns": {"<column>": "<role>"}}')] = None,
+) -> DatasetOut:
+    """Upload a table. Bad input answers 4xx and stores nothing."""
+    filename = file.filename or "upload"
+    if role not in DATASET_ROLES:
+        raise InvalidRequest(f"Unknown dataset role {role!r}; use 'benchmark' or 'production'.",
+                             code="invalid_role", details={"field": "role", "allowed": list(DATASET_ROLES)})
+    user_schema = _parse_schema_field(schema_json)
+    pack = resolve_pack(runtime, domain) if domain else None
+    ingest.detect_format(filename)
+    store = runtime.datasets
+    store.tmp_dir.mkdir(parents=True, exist_ok=True)
+    spooled = store.tmp_dir / f"upload-{uuid.uuid4().hex}"
+    try:
+        sha256, _ = ingest.spool_to_disk(file.file, spooled, max_bytes=runtime.settings.max_upload_bytes,
+                                         filename=filename)
+        existing = store.find_duplicate(name, sha256)
+        if existing is not None:
+            response.status_code = status.HTTP_200_OK
+            return DatasetOut.from_row(existing)
+        frame = ingest.read_table(spooled, filename)
+    finally:
+        spooled.unlink(missing_ok=True)
+    column_roles = roles.infer_roles(frame.columns, schema=roles.parse_schema(user_schema, frame.columns, filename),
+                                     context_columns=pack.context_names if pack else ())
+    expectations = validation.schema_expectations(frame, column_roles)
+    if pack is not None:
+        expectations += validation.pack_expectations(pack.expectations, pack.name, frame.columns)
+    report = validation.validate(frame, expectations)
+    if not report["success"]:
+        failures = [r for r in report["results"] if not r["success"]]
+        first = failures[0]
+        raise ValidationFailed(
+            f"File {filename!r} failed {len(failures)} data expectation(s); first: {first['expectation']} "
+            f"on column {first['column']!r}, e.g. {first.get('partial_unexpected_list', [])[:5]}.",
+            details={"file": filename, "failures": failures})
+    row = store.create(name=name, role=role, domain=pack.name if pack else None, frame=frame,
+                       columns=roles.describe_columns(frame, column_roles), validation=report, sha256=sha256)
+    return DatasetOut.from_row(row)
+
+
+def _parse_schema_field(schema: str | None):
+    if schema is None or not schema.strip():
+        return None
+    try:
+        return json.loads(schema)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"Field 'schema' is not valid JSON: {exc.msg} at position {exc.pos}.",
+                             code="invalid_schema", details={"field": "schema", "position": exc.pos}) from None
+
+
+@router.get("", response_model=DatasetList)
+def list_datasets(store: DatasetsDep, limit: int = 100, offset: int = 0) -> DatasetList:
+    return DatasetList(items=[DatasetOut.from_row(r) for r in store.list(limit=min(max(limit, 1), 1000),
+                                                                         offset=max(offset, 0))])
+
+
+@router.get("/{dataset_id}", response_model=DatasetOut)
+def get_dataset(dataset_id: str, store: DatasetsDep) -> DatasetOut:
+    return DatasetOut.from_row(store.get(dataset_id))
+
+
+@router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_dataset(dataset_id: str, store: DatasetsDep) -> Response:
+    store.delete(dataset_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,70 @@
+"""The dataset store on SQLite and PostgreSQL: atomic writes, idempotency, orphan clean-up."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from service.db import make_engine, migrate, session_factory
+from service.errors import NotFound
+from service.store import DatasetStore
+
+
+@pytest.fixture
+def store(database_url, tmp_path):
+    engine = make_engine(database_url)
+    migrate(engine)
+    yield DatasetStore(session_factory(engine), tmp_path / "data")
+    engine.dispose()
+
+
+def _frame(n=100):
+    rng = np.random.default_rng(1)
+    return pd.DataFrame({"id": np.arange(n), "x": rng.normal(size=n), "c": rng.choice(["a", "b"], n)})
+
+
+def _create(store, frame, name="d", sha="a" * 64):
+    return store.create(name=name, role="benchmark", domain=None, frame=frame,
+                        columns=[{"name": c, "role": "feature", "dtype": "x"} for c in frame.columns],
+                        validation={"success": True, "results": []}, sha256=sha)
+
+
+def test_create_get_load_delete(store):
+    frame = _frame()
+    row = _create(store, frame)
+    assert store.get(row.id).n_rows == 100
+    pd.testing.assert_frame_equal(store.load_frame(row.id), frame)
+    assert store.find_duplicate("d", "a" * 64).id == row.id
+    assert store.find_duplicate("d", "b" * 64) is None
+    store.delete(row.id)
+    with pytest.raises(NotFound):
+        store.get(row.id)
+    assert list(store.datasets_dir.glob("*")) == []
+
+
+def test_migrate_is_idempotent(database_url):
+    engine = make_engine(database_url)
+    migrate(engine)
+    migrate(engine)
+    engine.dispose()
+
+
+def test_failed_commit_leaves_no_file(store, monkeypatch):
+    def broken_begin():
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(store.sessions, "begin", broken_begin)
+    with pytest.raises(RuntimeError):
+        _create(store, _frame())
+    assert list(store.datasets_dir.glob("*")) == []
+    assert not any(store.tmp_dir.glob("*"))
+
+
+def test_orphans_from_a_crash_are_removed(store):
+    kept = _create(store, _frame())
+    store.tmp_dir.mkdir(parents=True, exist_ok=True)
+    (store.tmp_dir / "half-written.part").write_bytes(b"PAR1 partial")
+    (store.datasets_dir / "ds_orphan.parquet").write_bytes(b"renamed but never committed")
+    assert store.remove_orphans() == 2
+    assert [p.name for p in store.datasets_dir.iterdir()] == [f"{kept.id}.parquet"]
+    assert store.list()[0].id == kept.id
