@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.deps import require_api_key
 from service.errors import ServiceError
 from service.limits import BodySizeLimit
-from service.routers import datasets, health
+from service.routers import audits, datasets, domains, health, index
 from service.runtime import Runtime
 from service.settings import Settings, get_settings
 
@@ -30,6 +30,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.runtime = Runtime.start(settings)
+        app.state.runtime.start_worker()
         try:
             yield
         finally:
@@ -42,7 +43,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_error_handlers(app)
     app.include_router(health.router)
     protected = [Depends(require_api_key)]
-    app.include_router(datasets.router, dependencies=protected)
+    for router in (datasets.router, audits.router, domains.router, index.router):
+        app.include_router(router, dependencies=protected)
     return app
 
 

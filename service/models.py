@@ -48,3 +48,13 @@ class AuditRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class DomainPackRow(Base):
+    """A user-supplied domain pack, stored as the YAML it was posted as."""
+
+    __tablename__ = "domain_packs"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    yaml: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

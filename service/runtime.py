@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import make_engine, migrate, session_factory
 from service.settings import Settings
+from service.audits import AuditStore
+from service.packs import PackRegistry
 from service.store import DatasetStore
+
+if TYPE_CHECKING:
+    from service.worker import AuditWorker
 
 log = logging.getLogger("contextshift")
 
@@ -20,6 +26,9 @@ class Runtime:
     engine: Engine
     sessions: sessionmaker[Session]
     datasets: DatasetStore
+    audits: AuditStore
+    packs: PackRegistry
+    worker: "AuditWorker | None" = None
 
     @classmethod
     def start(cls, settings: Settings) -> "Runtime":
@@ -28,11 +37,22 @@ class Runtime:
         migrate(engine)
         sessions = session_factory(engine)
         runtime = cls(settings=settings, engine=engine, sessions=sessions,
-                      datasets=DatasetStore(sessions, settings.data_dir))
+                      datasets=DatasetStore(sessions, settings.data_dir),
+                      audits=AuditStore(sessions, settings.data_dir), packs=PackRegistry(sessions))
         removed = runtime.datasets.remove_orphans()
         if removed:
             log.info("removed %d unreferenced data files left by an interrupted upload", removed)
         return runtime
 
+    def start_worker(self) -> None:
+        """Start the audit pool; audits left running by a dead process are marked failed."""
+        from service.worker import AuditWorker
+
+        self.worker = AuditWorker(self, max_workers=self.settings.audit_workers)
+        for audit_id in self.audits.recover():
+            self.worker.submit(audit_id)
+
     def close(self) -> None:
+        if self.worker is not None:
+            self.worker.shutdown(wait=False)
         self.engine.dispose()

@@ -59,3 +59,58 @@ class Health(BaseModel):
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (400, 401, 404, 409, 413, 415, 422)
 }
+
+
+class AuditOptions(BaseModel):
+    """Tuning knobs of one audit; every field has a sane default."""
+
+    model_config = {"extra": "forbid"}
+
+    alpha: float = Field(default=0.05, gt=0, lt=0.5, description="Significance level after correction.")
+    correction: Literal["bh", "holm", "bonferroni"] = "bh"
+    seed: int = Field(default=0, ge=0)
+    budget: int = Field(default=500, ge=0, le=10_000_000, description="Rows to label in the next round.")
+    min_slice_size: int | None = Field(default=None, ge=1, description="Default: the domain pack's.")
+    discovery: bool = Field(default=True, description="Search for weak slices beyond the expert ones.")
+    evidently_companion: bool = Field(default=False, description="Also render Evidently's drift page.")
+    saturation_threshold: float = Field(default=0.8, gt=0, le=1)
+
+
+class AuditCreate(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    benchmark: str = Field(min_length=1, max_length=64)
+    production: str = Field(min_length=1, max_length=64)
+    domain: str = Field(default="generic", min_length=1, max_length=64)
+    options: AuditOptions = Field(default_factory=AuditOptions)
+
+
+class AuditStatus(BaseModel):
+    id: str
+    status: Literal["queued", "running", "succeeded", "failed"]
+    progress: float = 0.0
+    stage: str | None = None
+    domain: str | None = None
+    benchmark: str | None = None
+    production: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    verdict: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class AuditList(BaseModel):
+    items: list[AuditStatus]
+
+
+class DomainSummary(BaseModel):
+    name: str
+    title: str
+    task: str
+    n_contexts: int
+    n_slices: int
+    builtin: bool
+
+
+class DomainList(BaseModel):
+    items: list[DomainSummary]

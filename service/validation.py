@@ -58,7 +58,7 @@ def pack_expectations(raw: Iterable[Mapping[str, Any]], pack_name: str,
     out = []
     for item in raw:
         column = item.get("column")
-        if column is not None and column not in present:
+        if column is not None and column not in present and item["type"] != "expect_column_to_exist":
             continue
         kwargs = {k: v for k, v in item.get("kwargs", {}).items()}
         out.append(Expectation(item["type"], column, kwargs, source=f"domain:{pack_name}"))

@@ -26,7 +26,7 @@ def upload_dataset(
     name: Annotated[str, Form(min_length=1, max_length=255)],
     role: Annotated[str, Form(description="benchmark or production")],
     domain: Annotated[str | None, Form()] = None,
-    schema_json: Annotated[str | None, Form(alias="schema",
+    schema_text: Annotated[str | None, Form(alias="schema",
                                             description='JSON: {"columns": {"<column>": "<role>"}}')] = None,
 ) -> DatasetOut:
     """Upload a table. Bad input answers 4xx and stores nothing."""
@@ -34,7 +34,7 @@ def upload_dataset(
     if role not in DATASET_ROLES:
         raise InvalidRequest(f"Unknown dataset role {role!r}; use 'benchmark' or 'production'.",
                              code="invalid_role", details={"field": "role", "allowed": list(DATASET_ROLES)})
-    user_schema = _parse_schema_field(schema_json)
+    user_schema = _parse_schema_field(schema_text)
     pack = resolve_pack(runtime, domain) if domain else None
     ingest.detect_format(filename)
     store = runtime.datasets

@@ -1,0 +1,107 @@
+"""Audits: submit (runs in the background), follow, read the result, the reports and the plan."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Response, status
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+
+from service.deps import RuntimeDep
+from service.errors import Conflict, InvalidRequest, NotFound
+from service.models import AuditRow
+from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus
+
+router = APIRouter(prefix="/v1/audits", tags=["audits"], responses=ERROR_RESPONSES)
+
+
+def status_of(row: AuditRow) -> AuditStatus:
+    verdict = (row.result or {}).get("verdict")
+    return AuditStatus(id=row.id, status=row.status, progress=row.progress, stage=row.stage,
+                       domain=row.domain, benchmark=row.benchmark_id, production=row.production_id,
+                       created_at=row.created_at, finished_at=row.finished_at, verdict=verdict,
+                       error=row.error)
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=AuditStatus)
+def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus:
+    """Queue an audit of ``production`` against ``benchmark`` under a domain pack."""
+    bench, prod = runtime.datasets.get(body.benchmark), runtime.datasets.get(body.production)
+    if bench.role != "benchmark" or prod.role != "production":
+        raise InvalidRequest(
+            f"'benchmark' must name a benchmark dataset and 'production' a production dataset "
+            f"(got roles {bench.role!r} and {prod.role!r}).", code="invalid_dataset_role",
+            details={"benchmark": bench.role, "production": prod.role})
+    runtime.packs.get(body.domain)
+    row = runtime.audits.create(benchmark_id=bench.id, production_id=prod.id, domain=body.domain,
+                                options=body.options.model_dump())
+    runtime.worker.submit(row.id)
+    return status_of(row)
+
+
+@router.get("", response_model=AuditList)
+def list_audits(runtime: RuntimeDep, limit: int = 100, offset: int = 0) -> AuditList:
+    rows = runtime.audits.list(limit=min(max(limit, 1), 1000), offset=max(offset, 0))
+    return AuditList(items=[status_of(r) for r in rows])
+
+
+@router.get("/{audit_id}", response_model=dict[str, Any],
+            description="The AuditResult once succeeded; otherwise its status and progress.")
+def get_audit(audit_id: str, runtime: RuntimeDep) -> JSONResponse:
+    row = runtime.audits.get(audit_id)
+    if row.status == "succeeded" and row.result is not None:
+        return JSONResponse({**row.result, "id": row.id, "status": row.status})
+    return JSONResponse(status_of(row).model_dump(mode="json"))
+
+
+@router.delete("/{audit_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_audit(audit_id: str, runtime: RuntimeDep) -> Response:
+    row = runtime.audits.get(audit_id)
+    if row.status in ("queued", "running"):
+        raise Conflict(f"Audit {audit_id!r} is {row.status}; wait until it has finished.")
+    runtime.audits.delete(audit_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+def _finished(runtime: Any, audit_id: str) -> AuditRow:
+    row = runtime.audits.get(audit_id)
+    if row.status != "succeeded":
+        raise Conflict(f"Audit {audit_id!r} is {row.status}; its report exists once it has succeeded.",
+                       code="audit_not_ready", details={"status": row.status, "progress": row.progress})
+    return row
+
+
+def _report_file(runtime: Any, audit_id: str, suffix: str) -> str:
+    path = runtime.audits.reports_dir / f"{audit_id}{suffix}"
+    if not path.exists():
+        raise NotFound(f"Audit {audit_id!r} has no {suffix} report.")
+    return path.read_text(encoding="utf-8")
+
+
+@router.get("/{audit_id}/report", response_class=HTMLResponse)
+def get_report(audit_id: str, runtime: RuntimeDep) -> HTMLResponse:
+    _finished(runtime, audit_id)
+    return HTMLResponse(_report_file(runtime, audit_id, ".html"))
+
+
+@router.get("/{audit_id}/report.md", response_class=PlainTextResponse)
+def get_report_markdown(audit_id: str, runtime: RuntimeDep) -> PlainTextResponse:
+    _finished(runtime, audit_id)
+    return PlainTextResponse(_report_file(runtime, audit_id, ".md"), media_type="text/markdown")
+
+
+@router.get("/{audit_id}/report.evidently", response_class=HTMLResponse)
+def get_evidently_report(audit_id: str, runtime: RuntimeDep) -> HTMLResponse:
+    _finished(runtime, audit_id)
+    return HTMLResponse(_report_file(runtime, audit_id, ".evidently.html"))
+
+
+@router.get("/{audit_id}/next-round")
+def get_next_round(audit_id: str, runtime: RuntimeDep,
+                   format: Literal["json", "csv", "jsonl"] = "json") -> Response:
+    row = _finished(runtime, audit_id)
+    if format == "json":
+        return JSONResponse(row.result.get("next_round") or {})
+    text = _report_file(runtime, audit_id, f".next-round.{format}")
+    media = "text/csv" if format == "csv" else "application/x-ndjson"
+    return Response(text, media_type=media,
+                    headers={"Content-Disposition": f'attachment; filename="{audit_id}-next-round.{format}"'})

@@ -1,0 +1,43 @@
+"""A plain HTML index of datasets and audits, with links to the reports."""
+from __future__ import annotations
+
+from html import escape
+
+from fastapi import APIRouter
+from fastapi.responses import HTMLResponse
+
+from service.deps import RuntimeDep
+
+router = APIRouter(tags=["index"])
+
+PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>contextshift</title>
+<style>body{{font:15px/1.5 system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1f2933}}
+table{{border-collapse:collapse;width:100%;margin-bottom:2rem}}td,th{{border-bottom:1px solid #e4e7eb;
+padding:.4rem .6rem;text-align:left}}th{{background:#f5f7fa}}.high{{color:#b42318}}.medium{{color:#b54708}}
+.low{{color:#1d4ed8}}.none{{color:#027a48}}code{{font-size:13px}}</style></head><body>
+<h1>contextshift</h1><p>Context-shift audits of production ML models. API docs: <a href="/docs">/docs</a>.</p>
+<h2>Audits</h2><table><tr><th>audit</th><th>status</th><th>domain</th><th>verdict</th><th>report</th></tr>
+{audits}</table><h2>Datasets</h2><table><tr><th>id</th><th>name</th><th>role</th><th>rows</th>
+<th>columns</th><th>created</th></tr>{datasets}</table></body></html>"""
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def index(runtime: RuntimeDep) -> HTMLResponse:
+    audits = "".join(_audit_row(a) for a in runtime.audits.list(limit=200)) or \
+        "<tr><td colspan=5>No audits yet: POST /v1/audits.</td></tr>"
+    datasets = "".join(
+        f"<tr><td><code>{escape(d.id)}</code></td><td>{escape(d.name)}</td><td>{escape(d.role)}</td>"
+        f"<td>{d.n_rows:,}</td><td>{d.n_columns}</td><td>{d.created_at:%Y-%m-%d %H:%M}</td></tr>"
+        for d in runtime.datasets.list(limit=200)) or "<tr><td colspan=6>No datasets yet.</td></tr>"
+    return HTMLResponse(PAGE.format(audits=audits, datasets=datasets))
+
+
+def _audit_row(audit) -> str:
+    verdict = (audit.result or {}).get("verdict") or {}
+    severity = str(verdict.get("severity", ""))
+    summary = escape(str(verdict.get("summary", (audit.error or {}).get("message", ""))))
+    link = (f'<a href="/v1/audits/{escape(audit.id)}/report">HTML</a> · '
+            f'<a href="/v1/audits/{escape(audit.id)}/report.md">Markdown</a>'
+            if audit.status == "succeeded" else f"{audit.progress:.0%} {escape(audit.stage or '')}")
+    return (f"<tr><td><code>{escape(audit.id)}</code></td><td>{escape(audit.status)}</td>"
+            f"<td>{escape(audit.domain)}</td><td class=\"{escape(severity)}\">{summary}</td><td>{link}</td></tr>")

@@ -1,0 +1,82 @@
+"""Background execution of audits in a thread pool, with progress written to the database."""
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from service.errors import ServiceError
+
+log = logging.getLogger("contextshift.worker")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.part")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class AuditWorker:
+    """Runs submitted audits; ``runtime`` gives the stores, packs and settings."""
+
+    def __init__(self, runtime: Any, *, max_workers: int = 1) -> None:
+        self.runtime = runtime
+        self.pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="audit")
+        self.futures: dict[str, Future] = {}
+
+    def submit(self, audit_id: str) -> Future:
+        future = self.pool.submit(self.run, audit_id)
+        self.futures[audit_id] = future
+        return future
+
+    def run(self, audit_id: str) -> None:
+        audits = self.runtime.audits
+        audits.mark_running(audit_id)
+        try:
+            self._execute(audit_id)
+        except ServiceError as exc:
+            audits.mark_failed(audit_id, exc.to_body()["error"])
+        except Exception as exc:  # the audit fails, the service stays up
+            log.exception("audit %s failed", audit_id)
+            audits.mark_failed(audit_id, {"code": "audit_error", "message": f"{type(exc).__name__}: {exc}",
+                                          "details": {"trace": traceback.format_exc(limit=3)[-2000:]}})
+        finally:
+            self.futures.pop(audit_id, None)
+
+    def _execute(self, audit_id: str) -> None:
+        from service.pipeline import AuditInput, run_audit  # heavy: scientific stack
+        from service.packs import resolve_pack
+
+        runtime = self.runtime
+        row = runtime.audits.get(audit_id)
+        datasets = runtime.datasets
+        bench_row, prod_row = datasets.get(row.benchmark_id), datasets.get(row.production_id)
+        audit_input = AuditInput(
+            audit_id=audit_id,
+            benchmark=datasets.load_frame(bench_row.id), production=datasets.load_frame(prod_row.id),
+            benchmark_roles={c["name"]: c["role"] for c in bench_row.columns},
+            production_roles={c["name"]: c["role"] for c in prod_row.columns},
+            benchmark_ref={"id": bench_row.id, "name": bench_row.name},
+            production_ref={"id": prod_row.id, "name": prod_row.name},
+            pack=resolve_pack(runtime, row.domain).pack, options=row.options)
+        outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
+        reports_dir = runtime.audits.reports_dir
+        html_path = reports_dir / f"{audit_id}.html"
+        atomic_write_text(html_path, outcome.html)
+        atomic_write_text(reports_dir / f"{audit_id}.md", outcome.markdown)
+        for fmt, text in (outcome.exports or {}).items():
+            atomic_write_text(reports_dir / f"{audit_id}.next-round.{fmt}", text)
+        if outcome.companion_html:
+            atomic_write_text(reports_dir / f"{audit_id}.evidently.html", outcome.companion_html)
+        runtime.audits.mark_succeeded(audit_id, outcome.result, str(html_path.name))
+
+    def shutdown(self, wait: bool = False) -> None:
+        self.pool.shutdown(wait=wait, cancel_futures=True)

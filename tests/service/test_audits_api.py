@@ -1,0 +1,130 @@
+"""Audits through the API: queued in the background, result shaped as SPEC §9, reports, recovery."""
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from domains.examples import PLANTED, make_example
+from service.app import create_app
+
+SECTIONS = ("id", "status", "domain", "benchmark", "production", "verdict", "covariate", "label",
+            "semantic", "slices", "limitations", "next_round")
+
+
+def _upload(client, frame, name, role, domain="medical"):
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    res = client.post("/v1/datasets", files={"file": (f"{name}.parquet", buf.getvalue())},
+                      data={"name": name, "role": role, "domain": domain})
+    assert res.status_code == 201, res.text
+    return res.json()["id"]
+
+
+def wait_for(client, audit_id, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(f"/v1/audits/{audit_id}").json()
+        if body["status"] in ("succeeded", "failed"):
+            return body
+        time.sleep(0.2)
+    raise TimeoutError(f"audit {audit_id} still {body['status']}")
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory):
+    from service.settings import Settings
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("audits") / "data", scheduler_enabled=False)
+    bench, prod = make_example("medical", n_benchmark=3000, n_production=3000, shift="planted", random_state=3)
+    with TestClient(create_app(settings)) as client:
+        ids = _upload(client, bench, "bench", "benchmark"), _upload(client, prod, "prod", "production")
+        res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "medical",
+                                              "options": {"budget": 300}})
+        assert res.status_code == 202 and res.json()["status"] in ("queued", "running", "succeeded")
+        result = wait_for(client, res.json()["id"])
+        yield client, result, ids
+
+
+def test_audit_succeeds_with_every_section(audited):
+    _, result, ids = audited
+    assert result["status"] == "succeeded", result.get("error")
+    assert all(key in result for key in SECTIONS)
+    assert result["benchmark"]["id"] == ids[0] and result["benchmark"]["n_rows"] == 3000
+    feature = result["covariate"]["features"][0]
+    assert {"name", "method", "statistic", "p_value", "p_value_adjusted", "effect_size", "drifted"} <= set(feature)
+
+
+def test_planted_weak_slice_ranks_first_and_untested_context_reported(audited):
+    _, result, _ = audited
+    plant = PLANTED["medical"]
+    assert result["verdict"]["shift_detected"] is True
+    first = result["limitations"][0]
+    assert first["slice"] == plant.weak_slice, [(lim["kind"], lim["slice"]) for lim in result["limitations"][:5]]
+    untested = [u for u in result["semantic"]["untested_contexts"]
+                if u.get("column") == plant.untested_column and str(u.get("value")) == plant.untested_value]
+    assert untested
+
+
+def test_one_correction_across_the_audit(audited):
+    _, result, _ = audited
+    family = result["parameters"]["n_tests_corrected"]
+    counted = (len(result["covariate"]["features"]) + len(result["covariate"].get("missing", []))
+               + len(result["semantic"]["contexts"]))
+    assert family >= counted
+
+
+def test_reports_and_next_round(audited):
+    client, result, _ = audited
+    audit_id = result["id"]
+    html = client.get(f"/v1/audits/{audit_id}/report")
+    assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+    assert len(html.content) < 1_000_000 and "<script" not in html.text.lower()
+    md = client.get(f"/v1/audits/{audit_id}/report.md")
+    assert md.status_code == 200 and PLANTED["medical"].weak_slice in md.text
+    plan = client.get(f"/v1/audits/{audit_id}/next-round").json()
+    assert plan["budget"] == 300 and plan["n_allocated"] <= 300 and plan["rows"]
+    csv = client.get(f"/v1/audits/{audit_id}/next-round", params={"format": "csv"})
+    assert csv.headers["content-type"].startswith("text/csv") and csv.text.count("\n") >= 2
+    jsonl = client.get(f"/v1/audits/{audit_id}/next-round", params={"format": "jsonl"})
+    assert jsonl.text.strip().splitlines()[0].startswith("{")
+    index = client.get("/")
+    assert audit_id in index.text and "report" in index.text
+
+
+@pytest.mark.parametrize("body,status,code", [
+    ({"benchmark": "ds_missing", "production": "ds_missing"}, 404, "not_found"),
+    ({"benchmark": "A", "production": "B", "domain": "astrology"}, 422, "unknown_domain"),
+    ({"benchmark": "A", "production": "B", "options": {"alpha": 2}}, 422, "invalid_request"),
+    ({"benchmark": "B", "production": "A"}, 422, "invalid_dataset_role"),
+])
+def test_bad_audit_requests(audited, body, status, code):
+    client, _, ids = audited
+    body = {k: ({"A": ids[0], "B": ids[1]}.get(v, v) if isinstance(v, str) else v) for k, v in body.items()}
+    res = client.post("/v1/audits", json=body)
+    assert res.status_code == status and res.json()["error"]["code"] == code, res.text
+
+
+def test_datasets_in_use_cannot_be_deleted(audited):
+    client, _, ids = audited
+    res = client.delete(f"/v1/datasets/{ids[0]}")
+    assert res.status_code == 409 and res.json()["error"]["code"] == "conflict"
+
+
+def test_running_audit_is_failed_after_restart(tmp_path):
+    from service.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", scheduler_enabled=False)
+    bench, prod = make_example("deepfake", n_benchmark=300, n_production=300, random_state=0)
+    with TestClient(create_app(settings)) as client:
+        ids = _upload(client, bench, "b", "benchmark", "deepfake"), _upload(client, prod, "p", "production", "deepfake")
+        runtime = client.app.state.runtime
+        row = runtime.audits.create(benchmark_id=ids[0], production_id=ids[1], domain="deepfake", options={})
+        runtime.audits.mark_running(row.id)  # as if the process died right here
+    with TestClient(create_app(settings)) as client:
+        body = client.get(f"/v1/audits/{row.id}").json()
+        assert body["status"] == "failed" and body["error"]["code"] == "interrupted"
+        report = client.get(f"/v1/audits/{row.id}/report")
+        assert report.status_code == 409 and report.json()["error"]["code"] == "audit_not_ready"
