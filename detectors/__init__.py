@@ -21,5 +21,97 @@ __all__ = [
 ]
 
 # --- covariate (issue 3) ---
+from detectors.bbsd import OutputShiftDetector, OutputShiftResult
+from detectors.classifier_test import ClassifierTestResult, ClassifierTwoSampleDetector
+from detectors.covariate import DEFAULT_EFFECT_FLOORS, CovariateResult, CovariateShiftDetector
+from detectors.mmd import MMDDetector, MMDResult
+
+__all__ += [
+    "CovariateShiftDetector",
+    "CovariateResult",
+    "DEFAULT_EFFECT_FLOORS",
+    "ClassifierTwoSampleDetector",
+    "ClassifierTestResult",
+    "MMDDetector",
+    "MMDResult",
+    "OutputShiftDetector",
+    "OutputShiftResult",
+]
 # --- label (issue 4) ---
+from detectors.concept import (ConceptShiftDetector, ConceptShiftResult, GroupChange, group_performance_change,
+                               proportion_change)
+from detectors.label_quality import (AgreementResult, AnnotatorReliability, AnnotatorShare, LabelQualityResult,
+                                     SliceDisagreement, SourceAgreement, annotator_reliability, annotator_shares,
+                                     assess_label_quality, disagreement_by_slice, krippendorff_alpha,
+                                     source_agreement)
+from detectors.label_shift import LabelShiftEstimator, LabelShiftResult
+from detectors.metric_ci import MetricEstimate, ObservedPerformance, metric_with_ci, observed_performance
+from detectors.confidence_based import ConfidenceBasedEstimator
+from detectors.performance import (MetricComparison, PerformanceComparison, PerformanceEstimate,
+                                   PriorReweightedEstimator, compare_performance)
+
+__all__ += [
+    "LabelShiftEstimator",
+    "LabelShiftResult",
+    "ConfidenceBasedEstimator",
+    "PriorReweightedEstimator",
+    "PerformanceEstimate",
+    "PerformanceComparison",
+    "MetricComparison",
+    "compare_performance",
+    "MetricEstimate",
+    "ObservedPerformance",
+    "metric_with_ci",
+    "observed_performance",
+    "ConceptShiftDetector",
+    "ConceptShiftResult",
+    "GroupChange",
+    "group_performance_change",
+    "proportion_change",
+    "krippendorff_alpha",
+    "annotator_shares",
+    "annotator_reliability",
+    "disagreement_by_slice",
+    "source_agreement",
+    "assess_label_quality",
+    "AgreementResult",
+    "AnnotatorShare",
+    "AnnotatorReliability",
+    "SliceDisagreement",
+    "SourceAgreement",
+    "LabelQualityResult",
+]
 # --- context (issue 5) ---
+from detectors.attribution import (CellAttribution, ConditionalShiftDetector, ConditionalShiftResult,
+                                   PerformanceAttribution, attribute_performance, context_cells)
+from detectors.context import ContextShiftDetector, ContextShiftResult, SliceShare, UntestedContext
+from detectors.discovery import Condition, DiscoveredSlice, DiscoveryResult, discover_weak_slices
+from detectors.embedding import (ContextDescription, EmbeddingShiftDetector, EmbeddingShiftResult, NovelRegion,
+                                 embedding_matrix)
+from detectors.slices import Outcomes, SliceEvaluation, SliceEvaluator, SliceResult
+
+__all__ += [
+    "ContextShiftDetector",
+    "ContextShiftResult",
+    "SliceShare",
+    "UntestedContext",
+    "SliceEvaluator",
+    "SliceEvaluation",
+    "SliceResult",
+    "Outcomes",
+    "attribute_performance",
+    "context_cells",
+    "PerformanceAttribution",
+    "CellAttribution",
+    "ConditionalShiftDetector",
+    "ConditionalShiftResult",
+    "EmbeddingShiftDetector",
+    "EmbeddingShiftResult",
+    "NovelRegion",
+    "ContextDescription",
+    "embedding_matrix",
+    "discover_weak_slices",
+    "DiscoveryResult",
+    "DiscoveredSlice",
+    "Condition",
+]

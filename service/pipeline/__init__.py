@@ -69,8 +69,8 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     clock.stage("label", "slice discovery")
     slices, definitions = stages.expert_masks(ctx)
     sources = {name: "expert" for name in slices}
-    discovered = stages.discovery(ctx, bench_out, prod_out)
-    for found in stages.novel_discoveries(ctx, discovered, slices, prod_out.y_true is not None):
+    discovered, errors = stages.discovery(ctx, bench_out, prod_out)
+    for found in stages.novel_discoveries(ctx, discovered, slices, errors, prod_out.y_true is not None):
         name = found.definition  # the conditions themselves are the most telling name
         slices[name] = (found.mask(inp.benchmark), found.mask(inp.production))
         definitions[name], sources[name] = found.definition, "discovered"

@@ -13,7 +13,8 @@ from service.pipeline.columns import AuditColumns, class_list, score_matrix
 CONDITIONAL_MAX_COLUMNS = 5  # drifted features re-tested within context cells (cost grows per column)
 ATTRIBUTION_MAX_CONTEXTS = 2  # context columns crossed into cells; more makes cells too thin
 MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones
-COVERED_SHARE = 0.8  # a discovery mostly inside an already reported slice adds nothing
+COVERED_SHARE = 0.8  # a discovery mostly inside an already reported slice...
+MIN_EXTRA_GAP = 0.05  # ...adds nothing unless its error rate is this much higher
 
 
 @dataclass
@@ -98,7 +99,7 @@ def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
     """BBSE priors, label-free performance estimates and, with production labels, concept shift."""
     from detectors.concept import ConceptShiftDetector
     from detectors.label_shift import LabelShiftEstimator
-    from detectors.performance import ConfidenceBasedEstimator, PriorReweightedEstimator
+    from detectors import ConfidenceBasedEstimator, PriorReweightedEstimator
 
     out: dict[str, Any] = {}
     if bench.y_true is None or bench.y_pred is None or prod.y_pred is None:
@@ -132,39 +133,47 @@ def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
 
     contexts = list(ctx.columns.contexts)
     if not ctx.options.get("discovery", True) or not contexts:
-        return None
+        return None, None
     frame, data = (ctx.production, prod) if prod.y_true is not None else (ctx.benchmark, bench)
     if data.y_true is None or data.y_pred is None:
-        return None
+        return None, None
     types = {c.name: c.type for c in ctx.pack.context if c.name in contexts}
-    return discover_weak_slices(frame[contexts], data.y_true != data.y_pred, min_support=ctx.min_slice_size,
-                                alpha=ctx.alpha, correction=ctx.correction, column_types=types)
+    errors = data.y_true != data.y_pred
+    return discover_weak_slices(frame[contexts], errors, min_support=ctx.min_slice_size,
+                                alpha=ctx.alpha, correction=ctx.correction, column_types=types), errors
 
 
 def novel_discoveries(ctx: StageContext, discovered, slices: dict[str, tuple[np.ndarray, np.ndarray]],
-                      labelled_production: bool, limit: int = MAX_DISCOVERED) -> list:
-    """Discovered slices that say something new: a slice whose rows lie mostly
-    (``COVERED_SHARE``) inside an expert slice or an already kept discovery is dropped, since
-    that weakness is already reported; the rest, most excess errors first, up to ``limit``."""
-    if discovered is None:
+                      errors: np.ndarray | None, labelled_production: bool, limit: int = MAX_DISCOVERED) -> list:
+    """Discovered slices that say something new, most excess errors first, up to ``limit``.
+
+    Dropped: a discovery with a condition on a value the benchmark (almost) lacks, because
+    the untested-context report covers it; and one whose rows lie mostly (``COVERED_SHARE``)
+    inside an already reported slice without being worse than it by ``MIN_EXTRA_GAP``.
+    """
+    if discovered is None or errors is None:
         return []
     side = 1 if labelled_production else 0
     frame = ctx.production if labelled_production else ctx.benchmark
-    kept_masks = [masks[side] for masks in slices.values()]
+    reported = [(m := masks[side], _rate(errors, m)) for masks in slices.values()]
     kept = []
-    rare_in_benchmark = ctx.min_slice_size
     for found in discovered.slices:
-        if len(found.conditions) == 1 and found.mask(ctx.benchmark).sum() < rare_in_benchmark:
-            continue  # a single rare value: the untested-context report already names it
+        if any(c.mask(ctx.benchmark).sum() < ctx.min_slice_size for c in found.conditions):
+            continue
         mask = found.mask(frame)
-        size = mask.sum()
-        if size == 0 or any((mask & other).sum() >= COVERED_SHARE * size for other in kept_masks):
+        size, rate = mask.sum(), _rate(errors, mask)
+        if size == 0 or any((mask & other).sum() >= COVERED_SHARE * size and rate - other_rate < MIN_EXTRA_GAP
+                            for other, other_rate in reported):
             continue
         kept.append(found)
-        kept_masks.append(mask)
+        reported.append((mask, rate))
         if len(kept) == limit:
             break
     return kept
+
+
+def _rate(errors: np.ndarray, mask: np.ndarray) -> float:
+    return float(errors[mask].mean()) if mask.any() else 0.0
 
 
 def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]]):

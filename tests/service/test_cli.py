@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 
 def test_help_is_fast():
     started = time.perf_counter()
@@ -20,3 +22,53 @@ def test_app_and_cli_import_no_heavy_libraries():
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "service.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**__import__("os").environ, "DO_NOT_TRACK": "1"}, timeout=300)
+
+
+def _example_files(tmp_path, shift):
+    from domains.examples import make_example
+
+    bench, prod = make_example("deepfake", n_benchmark=1500, n_production=1500, shift=shift, random_state=5)
+    bench.to_csv(tmp_path / "bench.csv", index=False)
+    prod.to_parquet(tmp_path / "prod.parquet", index=False)
+    return str(tmp_path / "bench.csv"), str(tmp_path / "prod.parquet")
+
+
+def test_audit_writes_reports_and_fails_on_shift(tmp_path):
+    bench, prod = _example_files(tmp_path, "planted")
+    html, js = tmp_path / "out" / "r.html", tmp_path / "out" / "r.json"
+    res = _run("audit", "--benchmark", bench, "--production", prod, "--domain", "deepfake",
+               "--html", str(html), "--json", str(js), "--fail-on-shift")
+    assert res.returncode == 1, res.stderr
+    assert html.stat().st_size < 1_000_000 and "heavy_compression" in res.stdout
+    import json
+
+    assert json.loads(js.read_text())["verdict"]["shift_detected"] is True
+    plain = _run("audit", "--benchmark", bench, "--production", prod, "--domain", "deepfake")
+    assert plain.returncode == 0
+
+
+@pytest.mark.parametrize("problem,expected", [
+    ("missing", "file_not_found"), ("bad_domain", "unknown_domain"), ("broken", "invalid_csv")])
+def test_audit_bad_input_exits_2_with_the_api_message(tmp_path, problem, expected):
+    bench, prod = _example_files(tmp_path, "none")
+    domain = "deepfake"
+    if problem == "missing":
+        bench = str(tmp_path / "nope.csv")
+    elif problem == "bad_domain":
+        domain = "astrology"
+    else:
+        (tmp_path / "broken.csv").write_bytes(b'id,x\n1,"open\n2,3\n')
+        bench = str(tmp_path / "broken.csv")
+    res = _run("audit", "--benchmark", bench, "--production", prod, "--domain", domain)
+    assert res.returncode == 2 and f"[{expected}]" in res.stderr, res.stderr
+
+
+def test_demo_prints_where_the_report_is(tmp_path):
+    res = _run("demo", "--out", str(tmp_path / "demo"), "--rows", "4000")
+    assert res.returncode == 0, res.stderr
+    assert "Report:" in res.stdout and (tmp_path / "demo" / "report.html").exists()

@@ -1,0 +1,370 @@
+"""What the context mix explains: performance attribution and context-conditional shift.
+
+Both work on **context cells**: a partition of the rows by one or more context columns
+(:func:`context_cells`; numeric columns binned at benchmark quantiles).
+
+**Performance attribution** (:func:`attribute_performance`) for a per-row metric (accuracy,
+error rate: the mean of a 0/1 value per row). With benchmark cell shares ``wb``, production
+shares ``wp`` and per-cell metrics ``mb``, ``mp``::
+
+    benchmark            B = sum wb * mb
+    expected production  E = sum wp * mb     (benchmark performance under the production mix)
+    observed production  O = sum wp * mp     (when production is labelled)
+    mix effect = E - B,  within-context effect = O - E,  total = O - B
+
+Cells with fewer than ``min_cell_size`` benchmark rows cannot be evaluated on their own: their
+metric is shrunk towards the pooled benchmark metric (``(k + m * pooled) / (n + m)`` with
+``m = min_cell_size``; an empty cell gets the pooled value — an explicit assumption), and their
+production share is reported as ``uncovered_share``. Keep cells coarse: every combination
+of the chosen columns is a cell. CIs are percentile bootstraps of both datasets, drawn as multinomial
+counts over (cell x outcome), so their cost does not grow with the number of rows.
+
+**Context-conditional shift** (:class:`ConditionalShiftDetector`): does a feature's (or
+the model output's) distribution still differ after reweighting the benchmark to the
+production context mix? Each benchmark row in cell ``c`` gets the importance weight
+``n_p(c) / n_b(c)``. The statistic is the KS distance (numeric) or total variation distance
+(categorical) between production and the reweighted benchmark; its p-value comes from a
+permutation test that shuffles the dataset labels **within cells**, which keeps every cell's
+counts (so the weights) fixed and is exact under "same distribution within every context
+cell": ``p = (1 + #{T_b >= T}) / (1 + B)``. Production rows in cells the benchmark lacks are
+left out (reported as ``uncovered_share``). ``details`` also give the unweighted statistic,
+so what the mix explains is visible.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from detectors.base import DetectorInputError, Result, ShiftTest
+from detectors.context import literal_text
+from detectors.correction import CORRECTIONS, readjust
+
+__all__ = ["context_cells", "CellAttribution", "PerformanceAttribution", "attribute_performance",
+           "ConditionalShiftDetector", "ConditionalShiftResult", "CONDITIONAL_EFFECT_FLOORS"]
+
+CONDITIONAL_EFFECT_FLOORS = {"weighted_ks": 0.1, "weighted_tvd": 0.1}
+
+
+# ------------------------------------------------------------------ cells
+
+def _column_codes(b: pd.Series, p: pd.Series, n_bins: int, discrete_max_unique: int) -> tuple:
+    both = pd.concat([b, p], ignore_index=True)
+    numeric = pd.api.types.is_numeric_dtype(both) and not pd.api.types.is_bool_dtype(both)
+    if numeric and b.nunique(dropna=True) > discrete_max_unique:
+        edges = np.unique(np.quantile(b.dropna().to_numpy(float), np.linspace(0, 1, n_bins + 1)[1:-1]))
+        v = both.to_numpy(float)
+        codes = np.where(np.isnan(v), len(edges) + 1, np.searchsorted(edges, np.nan_to_num(v), side="right"))
+        bounds = [None, *edges.tolist(), None]
+        labels = [_range_text(b.name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
+        labels.append(f"{b.name} is missing")
+    else:
+        values = both.astype(object).where(both.notna(), None)
+        uniques = pd.unique(values.dropna())
+        codes = pd.Index(uniques).get_indexer(values.to_numpy())
+        codes = np.where(codes < 0, len(uniques), codes)
+        labels = [f"{b.name} == {literal_text(v)}" for v in uniques] + [f"{b.name} is missing"]
+    return codes[: len(b)], codes[len(b):], labels
+
+
+def _range_text(name, low, high) -> str:
+    if low is None:
+        return f"{name} < {literal_text(high)}"
+    if high is None:
+        return f"{name} >= {literal_text(low)}"
+    return f"{literal_text(low)} <= {name} < {literal_text(high)}"
+
+
+def context_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns: Sequence[str], *,
+                  n_bins: int = 4, discrete_max_unique: int = 12) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """Cell id of every row: the combination of the rows' values in ``columns``.
+
+    Returns ``(benchmark_cells (n_b,), production_cells (n_p,), labels)`` where ``labels[i]``
+    describes cell ``i`` in the slice-expression language.
+    """
+    columns = list(columns)
+    if not columns:
+        return np.zeros(len(benchmark), int), np.zeros(len(production), int), ("all rows",)
+    per_col = [_column_codes(benchmark[c], production[c], n_bins, discrete_max_unique) for c in columns]
+    stacked = np.column_stack([np.concatenate([cb, cp]) for cb, cp, _ in per_col])
+    combos, ids = np.unique(stacked, axis=0, return_inverse=True)
+    ids = ids.ravel()
+    labels = tuple(" and ".join(per_col[j][2][k] for j, k in enumerate(row)) for row in combos)
+    return ids[: len(benchmark)], ids[len(benchmark):], labels
+
+
+# ------------------------------------------------------------------ performance attribution
+
+@dataclass(frozen=True)
+class CellAttribution(Result):
+    cell: str
+    n_benchmark: int
+    n_production: int
+    benchmark_share: float
+    production_share: float
+    benchmark_value: float  # NaN when the cell has no benchmark rows
+    production_value: float  # NaN without production labels or rows
+    covered: bool
+    mix_contribution: float  # (wp - wb) * (mb_used - B): sums to the mix effect
+    within_contribution: float  # wp * (mp - mb_used)
+
+
+@dataclass(frozen=True)
+class PerformanceAttribution(Result):
+    metric: str
+    benchmark_value: float
+    benchmark_ci: tuple
+    expected_production_value: float
+    expected_ci: tuple
+    observed_production_value: float | None
+    observed_ci: tuple | None
+    mix_effect: float
+    mix_ci: tuple
+    within_effect: float | None
+    within_ci: tuple | None
+    total_change: float | None
+    total_ci: tuple | None
+    uncovered_share: float
+    n_benchmark: int
+    n_production: int
+    cells: tuple  # CellAttribution, largest |mix| + |within| contribution first
+    confidence: float
+
+
+def _cell_stats(cells: np.ndarray, values: np.ndarray | None, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
+    n = np.bincount(cells, minlength=n_cells).astype(float)
+    k = np.bincount(cells, weights=values, minlength=n_cells) if values is not None else np.zeros(n_cells)
+    return n, k
+
+
+def _decompose(nb, kb, npr, kp, covered, prior: float):
+    """B, E, O per replicate (leading axes allowed).
+
+    Uncovered cells (fewer than ``prior`` benchmark rows) are shrunk towards the pooled
+    benchmark metric, ``(k + prior * pooled) / (n + prior)``: empty cells get the pooled value.
+    """
+    tb, tp = nb.sum(-1, keepdims=True), npr.sum(-1, keepdims=True)
+    pooled = kb.sum(-1, keepdims=True) / tb
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mb = np.where(covered, kb / np.where(nb > 0, nb, 1), (kb + prior * pooled) / (nb + prior))
+    bench = kb.sum(-1) / tb[..., 0]
+    expected = (npr / tp * mb).sum(-1)
+    observed = kp.sum(-1) / tp[..., 0]
+    return bench, expected, observed, mb
+
+
+def attribute_performance(benchmark_cells, benchmark_values, production_cells, production_values=None, *,
+                          labels: Sequence[str] | None = None, metric: str = "accuracy", min_cell_size: int = 30,
+                          n_boot: int = 1000, confidence: float = 0.95, random_state: int | None = 0
+                          ) -> PerformanceAttribution:
+    """Split the production performance change into a context-mix and a within-context effect.
+
+    Parameters
+    ----------
+    benchmark_cells, production_cells : int arrays of shape (n_b,), (n_p,) (see :func:`context_cells`)
+    benchmark_values, production_values : arrays of shape (n_b,), (n_p,) with values in [0, 1]
+        Per-row metric (1 = correct for accuracy); ``production_values=None`` when unlabelled.
+    labels : description of each cell id, optional
+    """
+    cb, cp = np.asarray(benchmark_cells, dtype=np.int64), np.asarray(production_cells, dtype=np.int64)
+    vb = np.asarray(benchmark_values, dtype=float)
+    vp = None if production_values is None else np.asarray(production_values, dtype=float)
+    if vb.shape != cb.shape or (vp is not None and vp.shape != cp.shape) or not len(cb) or not len(cp):
+        raise DetectorInputError("cells and values must be non-empty 1-D arrays of matching lengths.")
+    if ((vb < 0) | (vb > 1)).any() or (vp is not None and ((vp < 0) | (vp > 1)).any()):
+        raise DetectorInputError("per-row metric values must lie in [0, 1].")
+    n_cells = int(max(cb.max(), cp.max())) + 1
+    nb, kb = _cell_stats(cb, vb, n_cells)
+    npr, kp = _cell_stats(cp, vp, n_cells)
+    covered = nb >= min_cell_size
+    bench, expected, observed, mb = _decompose(nb, kb, npr, kp, covered, float(min_cell_size))
+    reps = _bootstrap(nb, kb, npr, kp, vp is not None, n_boot, np.random.default_rng(random_state))
+    b_rep, e_rep, o_rep, _ = _decompose(*reps, covered, float(min_cell_size))
+    ci = _percentile(confidence)
+    labelled = vp is not None
+    wb, wp = nb / nb.sum(), npr / npr.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mp = np.where(npr > 0, kp / np.where(npr > 0, npr, 1), np.nan) if labelled else np.full(n_cells, np.nan)
+        mb_raw = np.where(nb > 0, kb / np.where(nb > 0, nb, 1), np.nan)
+    names = labels if labels is not None else [f"cell {i}" for i in range(n_cells)]
+    cells = [CellAttribution(str(names[i]), int(nb[i]), int(npr[i]), wb[i], wp[i], mb_raw[i], mp[i], bool(covered[i]),
+                             (wp[i] - wb[i]) * (mb[i] - bench), wp[i] * (mp[i] - mb[i]) if labelled and npr[i] else 0.0)
+             for i in range(n_cells) if nb[i] or npr[i]]
+    cells.sort(key=lambda c: -(abs(c.mix_contribution) + abs(c.within_contribution)))
+    return PerformanceAttribution(
+        metric=metric, benchmark_value=float(bench), benchmark_ci=ci(b_rep), expected_production_value=float(expected),
+        expected_ci=ci(e_rep), observed_production_value=float(observed) if labelled else None,
+        observed_ci=ci(o_rep) if labelled else None, mix_effect=float(expected - bench), mix_ci=ci(e_rep - b_rep),
+        within_effect=float(observed - expected) if labelled else None,
+        within_ci=ci(o_rep - e_rep) if labelled else None,
+        total_change=float(observed - bench) if labelled else None, total_ci=ci(o_rep - b_rep) if labelled else None,
+        uncovered_share=float(wp[~covered].sum()), n_benchmark=len(cb), n_production=len(cp), cells=tuple(cells),
+        confidence=float(confidence))
+
+
+def _bootstrap(nb, kb, npr, kp, labelled: bool, n_boot: int, rng):
+    """Multinomial resampling of (cell x outcome) counts; values in (0, 1) are split by their mean."""
+    def draw(n, k):
+        probs = np.concatenate([k, n - k]) / n.sum()
+        counts = rng.multinomial(int(n.sum()), np.clip(probs, 0, None) / probs.sum(), size=n_boot).astype(float)
+        half = len(n)
+        return counts[:, :half] + counts[:, half:], counts[:, :half]
+    nb_r, kb_r = draw(nb, kb)
+    if labelled:
+        np_r, kp_r = draw(npr, kp)
+    else:
+        np_r = rng.multinomial(int(npr.sum()), npr / npr.sum(), size=n_boot).astype(float)
+        kp_r = np.zeros_like(np_r)
+    return nb_r, kb_r, np_r, kp_r
+
+
+def _percentile(confidence: float):
+    a = (1 - confidence) / 2
+
+    def ci(values: np.ndarray) -> tuple:
+        values = values[np.isfinite(values)]
+        if not values.size:
+            return (float("nan"), float("nan"))
+        lo, hi = np.quantile(values, [a, 1 - a])
+        return (float(lo), float(hi))
+    return ci
+
+
+
+# ------------------------------------------------------------------ context-conditional shift
+
+@dataclass(frozen=True)
+class ConditionalShiftResult(Result):
+    """Shift that remains after reweighting the benchmark to the production context mix."""
+
+    is_shift: bool
+    tests: tuple  # ShiftTest per column, kind="context_conditional"
+    uncovered_share: float  # production rows in cells without benchmark rows (left out)
+    n_cells: int
+    alpha: float
+    correction: str
+
+
+class ConditionalShiftDetector:
+    """Permutation tests of "same distribution within every context cell".
+
+    Parameters
+    ----------
+    alpha, correction : decision level and multiple-testing correction across columns
+    n_permutations : int, default 500
+    max_rows : int, default 10_000
+        Rows per dataset used (a seeded random subsample above it).
+    min_samples : int, default 30
+        Fewest covered rows per dataset to test.
+    effect_floors : dict, optional, overrides of :data:`CONDITIONAL_EFFECT_FLOORS`
+    random_state : int, default 0
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> cb, cp = rng.integers(0, 2, 1500), (rng.random(1500) < 0.8).astype(int)  # mix shifts
+    >>> xb, xp = rng.normal(cb, 1), rng.normal(cp, 1)  # x depends on the cell only
+    >>> res = ConditionalShiftDetector().test(pd.DataFrame({"x": xb}), pd.DataFrame({"x": xp}), cb, cp)
+    >>> res.is_shift, res.tests[0].details["unweighted_statistic"] > 0.1
+    (False, True)
+    """
+
+    def __init__(self, *, alpha=0.05, correction="bh", n_permutations=500, max_rows=10_000, min_samples=30,
+                 effect_floors=None, discrete_max_unique=12, random_state=0):
+        self.alpha = alpha
+        self.correction = correction
+        self.n_permutations = n_permutations
+        self.max_rows = max_rows
+        self.min_samples = min_samples
+        self.effect_floors = effect_floors
+        self.discrete_max_unique = discrete_max_unique
+        self.random_state = random_state
+
+    def test(self, benchmark: pd.DataFrame, production: pd.DataFrame, benchmark_cells, production_cells
+             ) -> ConditionalShiftResult:
+        """Test every column of ``benchmark``/``production`` (shapes (n_b, k), (n_p, k)) given the cells."""
+        if self.correction not in CORRECTIONS or int(self.n_permutations) < 1:
+            raise DetectorInputError("invalid correction or n_permutations.")
+        cb, cp = np.asarray(benchmark_cells, dtype=np.int64), np.asarray(production_cells, dtype=np.int64)
+        if cb.shape != (len(benchmark),) or cp.shape != (len(production),):
+            raise DetectorInputError("cells must have one entry per row of each frame.")
+        rng = np.random.default_rng(self.random_state)
+        ib, ip = self._subsample(len(cb), rng), self._subsample(len(cp), rng)
+        cb, cp = cb[ib], cp[ip]
+        covered_p = np.isin(cp, cb)
+        uncovered = float(1 - covered_p.mean())
+        ip, cp = ip[covered_p], cp[covered_p]
+        cells = np.concatenate([cb, cp])
+        is_prod = np.concatenate([np.zeros(len(cb), bool), np.ones(len(cp), bool)])
+        n_cells = int(cells.max()) + 1 if len(cells) else 1
+        n_b_cell = np.bincount(cb, minlength=n_cells).astype(float)
+        n_p_cell = np.bincount(cp, minlength=n_cells).astype(float)
+        # contribution of a row to "production ECDF - reweighted benchmark ECDF"; sums to 0 per cell
+        with np.errstate(invalid="ignore", divide="ignore"):
+            bench_weight = np.where(n_b_cell > 0, n_p_cell / np.where(n_b_cell > 0, n_b_cell, 1), 0.0)
+        n_p = max(len(cp), 1)
+        contrib_prod, contrib_bench = 1.0 / n_p, -bench_weight[cells] / n_p
+        # the same relabellings serve every column (n_permutations x rows booleans)
+        perms = list(_within_cell_permutations(cells, is_prod, int(self.n_permutations), rng))
+        tests = []
+        for name in benchmark.columns:
+            values = pd.concat([benchmark[name].iloc[ib], production[name].iloc[ip]], ignore_index=True)
+            tests.append(self._one(name, values, is_prod, perms, contrib_prod, contrib_bench, len(cb), len(cp)))
+        tests = readjust(tests, alpha=self.alpha, method=self.correction)
+        return ConditionalShiftResult(any(t.drifted for t in tests), tuple(tests), uncovered, int((n_p_cell > 0).sum()),
+                                      float(self.alpha), self.correction)
+
+    def _subsample(self, n: int, rng) -> np.ndarray:
+        return np.sort(rng.choice(n, int(self.max_rows), replace=False)) if n > self.max_rows else np.arange(n)
+
+    def _one(self, name, values: pd.Series, is_prod, perms, c_prod, c_bench, n_b, n_p) -> ShiftTest:
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) \
+            and values.nunique(dropna=True) > self.discrete_max_unique
+        effect = "weighted_ks" if numeric else "weighted_tvd"
+        floor = float({**CONDITIONAL_EFFECT_FLOORS, **(self.effect_floors or {})}[effect])
+        keep = values.notna().to_numpy()
+        if min((keep & ~is_prod).sum(), (keep & is_prod).sum()) < self.min_samples:
+            nan = float("nan")
+            return ShiftTest(name, "permutation", nan, nan, nan, nan, effect, floor, n_b, n_p, False,
+                             kind="context_conditional", status="insufficient_data")
+        stat_fn = _ks_statistics if numeric else _tvd_statistics
+        contrib = lambda labels: np.where(labels, c_prod, c_bench)[..., keep]  # noqa: E731
+        observed = float(stat_fn(values[keep], contrib(is_prod)[None, :])[0])
+        unweighted = float(stat_fn(values[keep], np.where(is_prod, 1 / is_prod.sum(), -1 / (~is_prod).sum())[None, keep])[0])
+        null = np.concatenate([stat_fn(values[keep], contrib(chunk)) for chunk in perms])
+        p = float((1 + (null >= observed - 1e-12).sum()) / (1 + null.size))
+        details = {"unweighted_statistic": unweighted, "n_permutations": int(null.size),
+                   "explained_by_mix": float(1 - observed / unweighted) if unweighted > 0 else 0.0}
+        return ShiftTest(name, "permutation_within_cells", observed, p, p, observed, effect, floor, n_b, n_p, False,
+                         kind="context_conditional", details=details)
+
+
+def _within_cell_permutations(cells: np.ndarray, is_prod: np.ndarray, n_perm: int, rng, chunk: int = 100):
+    """Yield boolean label matrices (chunk, m): dataset labels shuffled within each cell."""
+    by_cell = np.argsort(cells, kind="stable")
+    labels_by_cell = is_prod[by_cell]
+    for start in range(0, n_perm, chunk):
+        b = min(chunk, n_perm - start)
+        keys = cells[None, :] + rng.random((b, cells.size))  # random order inside each cell block
+        order = np.argsort(keys, axis=1)
+        out = np.empty((b, cells.size), dtype=bool)
+        np.put_along_axis(out, order, np.broadcast_to(labels_by_cell, (b, cells.size)), axis=1)
+        yield out
+
+
+def _ks_statistics(values: pd.Series, contrib: np.ndarray) -> np.ndarray:
+    """max_x |sum of contributions of rows with value <= x|, per row of ``contrib``."""
+    v = values.to_numpy(float)
+    order = np.argsort(v, kind="stable")
+    sorted_v = v[order]
+    ends = np.append(sorted_v[1:] != sorted_v[:-1], True)  # ECDFs only at the end of tie groups
+    return np.abs(np.cumsum(contrib[:, order], axis=1)[:, ends]).max(axis=1)
+
+
+def _tvd_statistics(values: pd.Series, contrib: np.ndarray) -> np.ndarray:
+    codes = pd.factorize(values.astype(object))[0]
+    onehot = np.zeros((codes.size, codes.max() + 1))
+    onehot[np.arange(codes.size), codes] = 1
+    return 0.5 * np.abs(contrib @ onehot).sum(axis=1)

@@ -1,0 +1,242 @@
+"""Concept shift when production labels exist: observed label shift and performance change
+per class (or per slice: the per-group functions take any boolean group mask).
+
+Under pure label shift ``P(x | y)`` is fixed, so every per-class recall ``P(yhat = y | y)``
+stays put; a significant and practically large change in a class's recall means the relation
+between inputs and labels (or the inputs within that class) changed.
+
+>>> import numpy as np
+>>> c = proportion_change(80, 100, 60, 100, name="recall[cat]", metric="recall", group="cat")
+>>> round(c.difference, 2), c.test.drifted, c.test.kind
+(-0.2, True, 'concept')
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes, total_variation
+from detectors.correction import readjust
+from detectors.intervals import newcombe_interval, wilson_interval
+
+__all__ = ["GroupChange", "ConceptShiftResult", "ConceptShiftDetector", "proportion_change",
+           "group_performance_change", "two_proportion_pvalue", "observed_label_shift"]
+
+
+@dataclass(frozen=True)
+class GroupChange(Result):
+    """Change of one proportion metric in one group (a class or a slice), production minus benchmark."""
+
+    name: str
+    metric: str
+    group: Any
+    benchmark_value: float
+    benchmark_ci: tuple
+    production_value: float
+    production_ci: tuple
+    difference: float
+    difference_ci: tuple
+    p_value: float
+    n_benchmark: int
+    n_production: int
+    test: ShiftTest
+
+
+@dataclass(frozen=True)
+class ConceptShiftResult(Result):
+    """Observed label shift plus per-class recall changes (p-values BH-corrected among classes)."""
+
+    is_shift: bool
+    label_shift_observed: bool
+    benchmark_prior: dict
+    production_prior: dict
+    label_test: ShiftTest
+    per_class: tuple
+
+    @property
+    def tests(self) -> tuple:
+        """Every hypothesis tested here, for an audit-wide correction."""
+        return (self.label_test,) + tuple(c.test for c in self.per_class)
+
+
+def two_proportion_pvalue(k1, n1, k2, n2) -> tuple[float, float]:
+    """Two-sided test of ``p1 == p2``: pooled z-test, or Fisher's exact test when an expected cell is < 5.
+
+    Returns ``(statistic, p_value)``; the statistic is z (NaN for Fisher).
+    """
+    pooled = (k1 + k2) / (n1 + n2)
+    expected = np.array([n1 * pooled, n1 * (1 - pooled), n2 * pooled, n2 * (1 - pooled)])
+    if expected.min() < 5:
+        _, p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]])
+        return float("nan"), float(p)
+    se = np.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    z = (k2 / n2 - k1 / n1) / se
+    return float(z), float(2 * stats.norm.sf(abs(z)))
+
+
+def proportion_change(k_ref, n_ref, k_cur, n_cur, *, name: str, metric: str = "accuracy", group: Any = None,
+                      alpha: float = 0.05, effect_floor: float = 0.05, confidence: float = 0.95,
+                      min_samples: int = 30, kind: str = "concept") -> GroupChange:
+    """Compare a proportion (successes ``k`` of ``n``) between benchmark and production.
+
+    Wilson CIs for each side, Newcombe CI for the difference (production - benchmark), a
+    two-proportion p-value, and a ShiftTest whose effect is ``|difference|`` against
+    ``effect_floor``. Below ``min_samples`` rows on either side: ``status="insufficient_data"``.
+    """
+    k_ref, n_ref, k_cur, n_cur = int(k_ref), int(n_ref), int(k_cur), int(n_cur)
+    nan = float("nan")
+    ref_ci = wilson_interval(k_ref, n_ref, confidence=confidence) if n_ref else (nan, nan)
+    cur_ci = wilson_interval(k_cur, n_cur, confidence=confidence) if n_cur else (nan, nan)
+    v_ref = k_ref / n_ref if n_ref else nan
+    v_cur = k_cur / n_cur if n_cur else nan
+    if min(n_ref, n_cur) < max(min_samples, 1):
+        test = ShiftTest(name, "two_proportion", nan, nan, nan, nan, "abs_diff", effect_floor, n_ref, n_cur,
+                         False, kind=kind, status="insufficient_data", details={"metric": metric})
+        return GroupChange(name, metric, group, v_ref, ref_ci, v_cur, cur_ci, v_cur - v_ref, (nan, nan), nan,
+                           n_ref, n_cur, test)
+    diff_ci = newcombe_interval(k_ref, n_ref, k_cur, n_cur, confidence=confidence)
+    stat, p = two_proportion_pvalue(k_ref, n_ref, k_cur, n_cur)
+    diff = v_cur - v_ref
+    drifted = bool(p < alpha and abs(diff) >= effect_floor)
+    method = "fisher_exact" if np.isnan(stat) else "z_two_proportion"
+    test = ShiftTest(name, method, stat, p, p, abs(diff), "abs_diff", effect_floor, n_ref, n_cur, drifted,
+                     kind=kind, details={"metric": metric, "benchmark": v_ref, "production": v_cur})
+    return GroupChange(name, metric, group, v_ref, ref_ci, v_cur, cur_ci, diff, diff_ci, p, n_ref, n_cur, test)
+
+
+def group_performance_change(success_ref, success_cur, *, group_ref=None, group_cur=None, name: str,
+                             metric: str = "accuracy", group: Any = None, **kwargs) -> GroupChange:
+    """Proportion of ``success`` rows within a group, benchmark vs production.
+
+    ``success_*`` are boolean arrays (e.g. ``y_pred == y_true``); ``group_*`` boolean masks of
+    the same length (e.g. a slice, or ``y_true == c`` for per-class recall; all rows if None).
+    Keyword arguments go to :func:`proportion_change`.
+    """
+    s_ref, s_cur = _bool(success_ref, "success_ref"), _bool(success_cur, "success_cur")
+    g_ref = np.ones(len(s_ref), bool) if group_ref is None else _bool(group_ref, "group_ref")
+    g_cur = np.ones(len(s_cur), bool) if group_cur is None else _bool(group_cur, "group_cur")
+    if len(g_ref) != len(s_ref) or len(g_cur) != len(s_cur):
+        raise DetectorInputError("group masks must have the same length as the success arrays.")
+    return proportion_change(s_ref[g_ref].sum(), g_ref.sum(), s_cur[g_cur].sum(), g_cur.sum(),
+                             name=name, metric=metric, group=group, **kwargs)
+
+
+def _bool(values, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise DetectorInputError(f"{name} must be 1-D, got shape {arr.shape}.")
+    if arr.dtype != bool:
+        if arr.size and (~np.isin(arr, [0, 1])).any():
+            raise DetectorInputError(f"{name} must be boolean.")
+        arr = arr.astype(bool)
+    return arr
+
+
+def observed_label_shift(y_ref, y_cur, classes, *, alpha=0.05, effect_floor=0.05, min_samples=30) -> ShiftTest:
+    """Chi-square test of equal true-label distributions; effect = total variation distance."""
+    k = len(classes)
+    c_ref = np.bincount(encode(y_ref, classes, "y_true"), minlength=k)
+    c_cur = np.bincount(encode(y_cur, classes, "y_true_production"), minlength=k)
+    n_ref, n_cur = int(c_ref.sum()), int(c_cur.sum())
+    if min(n_ref, n_cur) < min_samples:
+        nan = float("nan")
+        return ShiftTest("label_observed", "chi2", nan, nan, nan, nan, "tvd", effect_floor, n_ref, n_cur, False,
+                         kind="label", status="insufficient_data")
+    stat, p, dof = chi2_two_sample(c_ref, c_cur)
+    tvd = total_variation(c_ref / n_ref, c_cur / n_cur)
+    return ShiftTest("label_observed", "chi2", stat, p, p, tvd, "tvd", effect_floor, n_ref, n_cur,
+                     bool(p < alpha and tvd >= effect_floor), kind="label", details={"dof": dof})
+
+
+class ConceptShiftDetector:
+    """Observed label shift and per-class recall change between labelled benchmark and production.
+
+    Parameters
+    ----------
+    alpha : float
+    effect_floor : float
+        Floor on ``|recall change|`` (default 0.05, i.e. 5 points).
+    label_effect_floor : float
+        Floor on the total variation distance of the label distributions (default 0.05).
+    correction : {"bh", "holm", "bonferroni"}
+        Correction across classes inside this result (an audit re-corrects globally).
+    min_samples : int
+        Minimum rows of a class on each side for its recall to be tested.
+    confidence : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y_b = rng.integers(0, 3, 3000); y_p = rng.integers(0, 3, 3000)
+    >>> keep = rng.random(3000) < 0.85                      # synthetic: 85 % correct
+    >>> p_b = np.where(keep, y_b, (y_b + 1) % 3)
+    >>> keep_p = rng.random(3000) < np.where(y_p == 2, 0.6, 0.85)   # class 2 degrades
+    >>> p_p = np.where(keep_p, y_p, (y_p + 1) % 3)
+    >>> r = ConceptShiftDetector().fit(y_b, p_b).test(y_p, p_p)
+    >>> r.is_shift, [c.group for c in r.per_class if c.test.drifted]
+    (True, [2])
+    """
+
+    def __init__(self, *, alpha=0.05, effect_floor=0.05, label_effect_floor=0.05, correction="bh",
+                 min_samples=30, confidence=0.95):
+        self.alpha = alpha
+        self.effect_floor = effect_floor
+        self.label_effect_floor = label_effect_floor
+        self.correction = correction
+        self.min_samples = min_samples
+        self.confidence = confidence
+
+    def fit(self, y_true, y_pred) -> "ConceptShiftDetector":
+        """Remember the labelled benchmark: ``y_true``, ``y_pred`` of shape (n,)."""
+        self.y_true_, self.y_pred_ = _pair(y_true, y_pred, "benchmark")
+        self.classes_ = sorted_classes(self.y_true_)
+        if len(self.classes_) < 2:
+            raise DetectorInputError("Benchmark labels hold a single class; need at least two.")
+        return self
+
+    def test(self, y_true, y_pred) -> ConceptShiftResult:
+        """Compare labelled production rows ``y_true``, ``y_pred`` (shape (m,)) with the benchmark."""
+        check_fitted(self, "y_true_")
+        y_cur, p_cur = _pair(y_true, y_pred, "production")
+        label_test = observed_label_shift(self.y_true_, y_cur, self.classes_, alpha=self.alpha,
+                                          effect_floor=self.label_effect_floor, min_samples=self.min_samples)
+        kw = dict(alpha=self.alpha, effect_floor=self.effect_floor, confidence=self.confidence,
+                  min_samples=self.min_samples)
+        changes = [group_performance_change(self.y_pred_ == self.y_true_, p_cur == y_cur,
+                                            group_ref=self.y_true_ == c, group_cur=y_cur == c,
+                                            name=f"recall[{c}]", metric="recall", group=c, **kw)
+                   for c in self.classes_.tolist()]
+        changes = _correct(changes, alpha=self.alpha, method=self.correction)
+        k = len(self.classes_)
+        prior_ref = np.bincount(encode(self.y_true_, self.classes_, "y_true"), minlength=k) / len(self.y_true_)
+        prior_cur = np.bincount(encode(y_cur, self.classes_, "y_true"), minlength=k) / len(y_cur)
+        cls = self.classes_.tolist()
+        return ConceptShiftResult(
+            is_shift=any(c.test.drifted for c in changes), label_shift_observed=label_test.drifted,
+            benchmark_prior=dict(zip(cls, prior_ref.tolist())), production_prior=dict(zip(cls, prior_cur.tolist())),
+            label_test=label_test, per_class=tuple(changes))
+
+
+def _correct(changes: list[GroupChange], *, alpha: float, method: str) -> list[GroupChange]:
+    tested = [i for i, c in enumerate(changes) if c.test.status == "ok"]
+    fixed = readjust([changes[i].test for i in tested], alpha=alpha, method=method)
+    out = list(changes)
+    for i, t in zip(tested, fixed):
+        out[i] = dataclasses.replace(changes[i], test=t)
+    return out
+
+
+def _pair(y_true, y_pred, name: str) -> tuple[np.ndarray, np.ndarray]:
+    t = as_label_array(y_true, f"y_true ({name})")
+    p = as_label_array(y_pred, f"y_pred ({name})")
+    if len(t) != len(p):
+        raise DetectorInputError(f"{name}: y_true has {len(t)} rows but y_pred has {len(p)}.")
+    if len(t) == 0:
+        raise DetectorInputError(f"{name} has no rows.")
+    return t, p

@@ -1,0 +1,195 @@
+"""Confidence-based performance estimation (like NannyML's CBPE) from calibrated scores.
+
+Benchmark scores are calibrated with isotonic regression (one-vs-rest; the positive score
+only for binary tasks); the calibrated ``P(y | x)`` of each production row gives its expected
+true class, hence an expected confusion matrix and every metric. Valid when ``P(y | x)`` is
+unchanged (covariate shift); under label shift use
+:class:`detectors.performance.PriorReweightedEstimator`. Intervals cover the metric realised on
+these production rows (see :mod:`detectors.performance`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.isotonic import isotonic_regression
+
+from detectors.base import DetectorInputError, check_fitted
+from detectors.confusion import as_label_array, encode, parse_predictions, sorted_classes
+from detectors.performance import PerformanceEstimate, _ConfusionEstimator, _insufficient_estimate
+
+__all__ = ["ConfidenceBasedEstimator"]
+
+# Bootstrap replicates draw labels for at most this many production rows (a fixed subsample);
+# beyond it label noise is negligible next to calibration error, so the CI is slightly wider.
+_MAX_BOOTSTRAP_ROWS = 50_000
+
+
+def _grid_positions(x: np.ndarray, values: np.ndarray):
+    """Left/right neighbours in the sorted grid ``x`` and interpolation weights (clipped at the ends)."""
+    if len(x) == 1:
+        zeros = np.zeros(len(values), dtype=np.int64)
+        return zeros, zeros, np.zeros(len(values))
+    hi = np.clip(np.searchsorted(x, values, side="right"), 1, len(x) - 1)
+    lo = hi - 1
+    return lo, hi, np.clip((values - x[lo]) / (x[hi] - x[lo]), 0.0, 1.0)
+
+
+def _draw_labels(prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One categorical draw per row of ``prob`` (rows sum to 1)."""
+    u = rng.random(len(prob))
+    return np.minimum((u[:, None] > np.cumsum(prob, 1)).sum(1), prob.shape[1] - 1)
+
+
+class ConfidenceBasedEstimator(_ConfusionEstimator):
+    """Expected production metrics from calibrated scores (no production labels needed).
+
+    Parameters
+    ----------
+    calibrate : bool
+        Fit one-vs-rest isotonic calibration on the benchmark (``False``: scores are trusted).
+    positive : label, optional
+        Positive class of a binary task (inferred for 0/1 labels).
+    threshold : float
+        Decision threshold for 1-D binary scores when no ``y_pred`` is given.
+    metrics : sequence of str, optional
+    n_bootstrap, confidence, min_samples, random_state
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> def simulate(n, shift):                      # synthetic; p(y | x) fixed, x shifts
+    ...     x = rng.normal(shift, 1, n); p = 1 / (1 + np.exp(-2 * x))
+    ...     return (rng.random(n) < p).astype(int), p
+    >>> y_b, s_b = simulate(4000, 0.0); y_p, s_p = simulate(4000, 1.0)
+    >>> est = ConfidenceBasedEstimator(n_bootstrap=100).fit(y_b, s_b).estimate(s_p)
+    >>> acc = est.get("accuracy"); observed = float(np.mean((s_p >= .5) == y_p))
+    >>> bool(acc.ci_low <= observed <= acc.ci_high)
+    True
+    """
+
+    def __init__(self, *, calibrate=True, positive=None, threshold=0.5, metrics=None, n_bootstrap=200,
+                 confidence=0.95, min_samples=50, random_state=0):
+        self.calibrate = calibrate
+        self.positive = positive
+        self.threshold = threshold
+        self.metrics = metrics
+        self.n_bootstrap = n_bootstrap
+        self.confidence = confidence
+        self.min_samples = min_samples
+        self.random_state = random_state
+
+    def fit(self, y_true, scores, *, classes=None) -> "ConfidenceBasedEstimator":
+        """Fit calibration on benchmark ``scores``: shape (n,) positive-class score or (n, k) probabilities."""
+        y_true = as_label_array(y_true, "y_true")
+        self.classes_ = sorted_classes(y_true) if classes is None else np.asarray(list(classes), dtype=object)
+        if len(self.classes_) < 2:
+            raise DetectorInputError("Benchmark labels hold a single class; need at least two.")
+        self.pos_ = self._positive_index()
+        proba = self._as_proba(scores, "scores")
+        if len(proba) != len(y_true):
+            raise DetectorInputError(f"y_true has {len(y_true)} rows but scores has {len(proba)}.")
+        if len(y_true) < self.min_samples:
+            raise DetectorInputError(f"Benchmark has {len(y_true)} rows; at least {self.min_samples} are needed.")
+        self.y_codes_ = encode(y_true, self.classes_, "y_true")
+        self.proba_ = proba
+        self.n_benchmark_ = len(y_true)
+        targets = [self.pos_] if len(self.classes_) == 2 and self.pos_ is not None else range(len(self.classes_))
+        self._sorted_scores = [(c, *np.unique(proba[:, c], return_inverse=True), (self.y_codes_ == c).astype(float))
+                               for c in targets]
+        self.calibrators_ = self._fit_calibrators()
+        return self
+
+    def _as_proba(self, scores, name: str) -> np.ndarray:
+        arr = np.asarray(scores, dtype=float) if not hasattr(scores, "columns") else None
+        if arr is not None and arr.ndim == 1:
+            if len(self.classes_) != 2 or self.pos_ is None:
+                raise DetectorInputError(f"1-D {name} are binary positive-class scores: need two classes and positive=.")
+            if not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
+                raise DetectorInputError(f"{name} must be finite probabilities in [0, 1].")
+            proba = np.empty((len(arr), 2))
+            proba[:, self.pos_], proba[:, 1 - self.pos_] = arr, 1 - arr
+            return proba
+        _, proba, column_classes = parse_predictions(scores, None, name)
+        if proba.ndim != 2 or proba.shape[1] != len(self.classes_):
+            raise DetectorInputError(f"{name} must have {len(self.classes_)} probability columns.")
+        if column_classes is not None:
+            order = encode(np.array([str(c) for c in column_classes], dtype=object),
+                           [str(c) for c in self.classes_], f"{name} columns")
+            proba = proba[:, np.argsort(order)]
+        return proba
+
+    def _fit_calibrators(self, weights: np.ndarray | None = None) -> list | None:
+        """Isotonic maps ``(class, x, y)`` fitted with row ``weights`` (bootstrap counts; None = all once).
+
+        Binary tasks calibrate the positive score only. Scores are sorted and de-duplicated once
+        in ``fit``, so a bootstrap refit is two bincounts and one pool-adjacent-violators pass.
+        """
+        if not self.calibrate:
+            return None
+        weights = np.ones(self.n_benchmark_) if weights is None else weights
+        maps = []
+        for c, x, inverse, hit in self._sorted_scores:
+            w = np.bincount(inverse, weights=weights, minlength=len(x))
+            wy = np.bincount(inverse, weights=weights * hit, minlength=len(x))
+            keep = w > 0
+            fitted = isotonic_regression(wy[keep] / w[keep], sample_weight=w[keep], y_min=0.0, y_max=1.0)
+            maps.append((c, x[keep], fitted))
+        return maps
+
+    def _calibrated(self, proba: np.ndarray, maps, grid=None) -> np.ndarray:
+        """Apply isotonic ``maps``; ``grid`` (from :func:`_grid_positions`) skips the binary searches."""
+        if maps is None:
+            return proba
+        cols = []
+        for j, (c, x, y) in enumerate(maps):
+            if grid is None:
+                cols.append(np.interp(proba[:, c], x, y))
+            else:  # interpolate on the benchmark grid once, then gather: same piecewise-linear map
+                lo, hi, frac = grid[j]
+                full = np.interp(self._sorted_scores[j][1], x, y)
+                cols.append(full[lo] * (1 - frac) + full[hi] * frac)
+        if len(maps) == 1:  # binary
+            c = maps[0][0]
+            out = np.empty_like(proba)
+            out[:, c], out[:, 1 - c] = cols[0], 1 - cols[0]
+            return out
+        out = np.column_stack(cols)
+        total = out.sum(1, keepdims=True)
+        # Rows calibrated to all zeros keep their raw probabilities rather than dividing by 0.
+        return np.where(total > 0, out / np.where(total > 0, total, 1), proba)
+
+    def estimate(self, scores_production, y_pred=None) -> PerformanceEstimate:
+        """Estimate metrics of production predictions ``y_pred`` (default: argmax / threshold)."""
+        check_fitted(self, "proba_")
+        proba = self._as_proba(scores_production, "scores_production")
+        n_p = len(proba)
+        if n_p == 0:
+            raise DetectorInputError("scores_production is empty.")
+        pred = self._predicted_codes(proba, scores_production, y_pred)
+        if n_p < self.min_samples:
+            return _insufficient_estimate("confidence_based", self, n_p)
+        k = len(self.classes_)
+        calibrated = self._calibrated(proba, self.calibrators_)
+        expected = np.stack([np.bincount(pred, weights=calibrated[:, t], minlength=k) for t in range(k)])
+        rng = np.random.default_rng(self.random_state)
+        sub = rng.choice(n_p, _MAX_BOOTSTRAP_ROWS, replace=False) if n_p > _MAX_BOOTSTRAP_ROWS else np.arange(n_p)
+        boot = np.empty((self.n_bootstrap, k, k))
+        proba_sub = proba[sub]
+        grid = None if self.calibrators_ is None else [_grid_positions(x, proba_sub[:, c])
+                                                       for c, x, _, _ in self._sorted_scores]
+        for b in range(self.n_bootstrap):
+            resample = np.bincount(rng.integers(0, self.n_benchmark_, self.n_benchmark_), minlength=self.n_benchmark_)
+            maps = self._fit_calibrators(resample.astype(float))
+            labels = _draw_labels(self._calibrated(proba_sub, maps, grid), rng)
+            boot[b] = np.bincount(labels * k + pred[sub], minlength=k * k).reshape(k, k)
+        return self._summarise("confidence_based", expected, boot, n_p)
+
+    def _predicted_codes(self, proba, raw_scores, y_pred) -> np.ndarray:
+        if y_pred is not None:
+            pred = as_label_array(y_pred, "y_pred")
+            if len(pred) != len(proba):
+                raise DetectorInputError(f"y_pred has {len(pred)} rows but scores_production has {len(proba)}.")
+            return encode(pred, self.classes_, "y_pred")
+        if np.ndim(raw_scores) == 1 and not hasattr(raw_scores, "columns"):
+            return np.where(proba[:, self.pos_] >= self.threshold, self.pos_, 1 - self.pos_)
+        return proba.argmax(1)

@@ -1,0 +1,351 @@
+"""Context-mix shift: per context column, per slice share, and untested contexts.
+
+A *context* is a semantically meaningful condition of data generation (skin type,
+compression, generator...). This detector answers three questions:
+
+* did the mix of each **context column** change? Categorical and boolean columns (and
+  numeric ones with at most ``discrete_max_unique`` values) get the two-sample chi-square
+  test on the 2 x k contingency table (missing values are a category of their own; sparse
+  categories pooled), effect Cramér's V; numeric columns the two-sample KS test, effect the
+  Wasserstein-1 distance over the benchmark standard deviation;
+* did the **share of each slice** change? Shares with Wilson intervals, the difference with
+  a Newcombe interval, the pooled two-proportion z test (Fisher's exact test when an
+  expected count is below 5), effect the absolute difference in shares;
+* which contexts are **untested**: category values present in production but absent from
+  the benchmark or with fewer than ``min_slice_size`` benchmark rows, and slices in the
+  same situation. These are coverage facts, not hypothesis tests.
+
+Every hypothesis is a :class:`~detectors.base.ShiftTest` (``kind="context"`` or
+``"slice_share"``) so an audit can correct them together with everything else. Within one
+call they are corrected together (BH by default); ``is_shift`` is "any test drifted".
+
+================  ======  ==============================================================
+effect            floor   why
+================  ======  ==============================================================
+cramers_v         0.1     Cohen's "small" association (same floor as covariate columns)
+wasserstein_normed 0.1    a 0.1-sigma change of the column's distribution
+share_difference  0.02    two percentage points of the data moved in or out of the slice
+================  ======  ==============================================================
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.correction import CORRECTIONS, readjust
+from detectors.covariate import categorical_shift_test
+from detectors.intervals import newcombe_interval, wilson_interval
+from detectors.univariate import ecdf_gap_statistics, ks_pvalue, missing_rate_test
+
+__all__ = ["ContextShiftDetector", "ContextShiftResult", "SliceShare", "UntestedContext",
+           "CONTEXT_EFFECT_FLOORS", "literal_text"]
+
+CONTEXT_EFFECT_FLOORS = {"cramers_v": 0.1, "wasserstein_normed": 0.1, "share_difference": 0.02}
+MISSING = "<missing>"
+
+
+def literal_text(value: Any) -> str:
+    """``value`` as a literal of the slice-expression language (strings double-quoted)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return repr(int(value)) if float(value).is_integer() else repr(float(value))
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass(frozen=True)
+class SliceShare(Result):
+    """How much of each dataset falls in one slice, and whether that changed."""
+
+    name: str
+    n_benchmark: int
+    n_production: int
+    benchmark_share: float
+    benchmark_share_ci: tuple
+    production_share: float
+    production_share_ci: tuple
+    difference: float  # production share - benchmark share
+    difference_ci: tuple
+    test: ShiftTest
+
+
+@dataclass(frozen=True)
+class UntestedContext(Result):
+    """A context present in production that the benchmark cannot evaluate."""
+
+    name: str  # e.g. 'generator == "diffusion"' or a slice name
+    kind: str  # unseen_value | rare_value | unseen_slice | rare_slice
+    column: str | None
+    value: Any
+    n_benchmark: int
+    n_production: int
+    production_share: float
+    production_share_ci: tuple
+    min_slice_size: int
+
+
+@dataclass(frozen=True)
+class ContextShiftResult(Result):
+    """Outcome of :meth:`ContextShiftDetector.test`; ``to_dict()`` gives SPEC §9 ``semantic``."""
+
+    is_shift: bool
+    contexts: tuple  # ShiftTest per context column, kind="context"
+    slice_shares: tuple  # SliceShare per slice (its .test has kind="slice_share")
+    untested_contexts: tuple  # UntestedContext, largest production share first
+    alpha: float
+    correction: str
+    n_benchmark: int
+    n_production: int
+    embedding: Any = None  # e.g. an EmbeddingShiftResult attached with with_embedding()
+
+    @property
+    def tests(self) -> tuple:
+        """Every hypothesis test of this result (corrected together)."""
+        return self.contexts + tuple(s.test for s in self.slice_shares)
+
+    def with_tests(self, tests) -> "ContextShiftResult":
+        """A copy with the tests replaced by re-corrected ones (same order as :attr:`tests`)."""
+        tests = tuple(tests)
+        k = len(self.contexts)
+        shares = tuple(replace(s, test=t) for s, t in zip(self.slice_shares, tests[k:]))
+        return replace(self, contexts=tests[:k], slice_shares=shares, is_shift=any(t.drifted for t in tests))
+
+    def with_embedding(self, embedding) -> "ContextShiftResult":
+        return replace(self, embedding=embedding)
+
+
+def _share_stats(k1: np.ndarray, n1: int, k2: np.ndarray, n2: int) -> list[dict]:
+    """Shares with Wilson CIs and their difference with a Newcombe CI, for all slices at once."""
+    lo1, hi1 = (np.atleast_1d(v) for v in wilson_interval(k1, np.full(k1.shape, n1)))
+    lo2, hi2 = (np.atleast_1d(v) for v in wilson_interval(k2, np.full(k2.shape, n2)))
+    dlo, dhi = (np.atleast_1d(v) for v in newcombe_interval(k1, np.full(k1.shape, n1), k2, np.full(k2.shape, n2)))
+    return [{"benchmark_share": k1[i] / n1, "benchmark_share_ci": (lo1[i], hi1[i]), "production_share": k2[i] / n2,
+             "production_share_ci": (lo2[i], hi2[i]), "difference": k2[i] / n2 - k1[i] / n1,
+             "difference_ci": (dlo[i], dhi[i])} for i in range(k1.size)]
+
+
+def _as_mask(mask, n: int, what: str) -> np.ndarray:
+    arr = np.asarray(mask)
+    if arr.shape != (n,):
+        raise DetectorInputError(f"{what} must be a boolean mask of shape ({n},), got {arr.shape}.")
+    if arr.dtype != bool:
+        if not np.isin(arr, [0, 1]).all():
+            raise DetectorInputError(f"{what} must be boolean.")
+        arr = arr.astype(bool)
+    return arr
+
+
+class ContextShiftDetector:
+    """Context-mix shift per column and per slice, plus untested contexts.
+
+    Parameters
+    ----------
+    alpha : float, default 0.05
+    correction : {"bh", "holm", "bonferroni"}, default "bh"
+    min_slice_size : int, default 30
+        Benchmark rows a context value or slice needs to count as tested.
+    min_production_count : int, default 1
+        Production rows a context value or slice needs to be reported as untested.
+    min_samples : int, default 30
+        Fewest non-missing rows per dataset for a column or slice share to be tested.
+    discrete_max_unique : int, default 12
+        Numeric columns with at most this many distinct values are tested as categorical.
+    effect_floors : dict, optional
+        Overrides of :data:`CONTEXT_EFFECT_FLOORS`.
+    random_state : int, default 0
+        Unused by these closed-form tests; kept so every detector takes a seed.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> bench = pd.DataFrame({"site": rng.choice(["a", "b"], 1000)})
+    >>> prod = pd.DataFrame({"site": rng.choice(["a", "b", "c"], 1000, p=[.45, .45, .1])})
+    >>> res = ContextShiftDetector().fit(bench).test(prod)
+    >>> res.is_shift, [(u.name, u.kind) for u in res.untested_contexts]
+    (True, [('site == "c"', 'unseen_value')])
+    """
+
+    def __init__(self, *, alpha=0.05, correction="bh", min_slice_size=30, min_production_count=1,
+                 min_samples=30, discrete_max_unique=12, effect_floors=None, random_state=0):
+        self.alpha = alpha
+        self.correction = correction
+        self.min_slice_size = min_slice_size
+        self.min_production_count = min_production_count
+        self.min_samples = min_samples
+        self.discrete_max_unique = discrete_max_unique
+        self.effect_floors = effect_floors
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise DetectorInputError(f"alpha must be in (0, 1), got {self.alpha!r}.")
+        if self.correction not in CORRECTIONS:
+            raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}, got {self.correction!r}.")
+        unknown = set(self.effect_floors or {}) - set(CONTEXT_EFFECT_FLOORS)
+        if unknown:
+            raise DetectorInputError(f"Unknown effect floors {sorted(unknown)}; known: {sorted(CONTEXT_EFFECT_FLOORS)}.")
+        if int(self.min_slice_size) < 1 or int(self.min_samples) < 1:
+            raise DetectorInputError("min_slice_size and min_samples must be at least 1.")
+
+    def _floor(self, name: str) -> float:
+        return float({**CONTEXT_EFFECT_FLOORS, **(self.effect_floors or {})}[name])
+
+    def fit(self, benchmark: pd.DataFrame, *, column_types: Mapping[str, str] | None = None):
+        """Learn the benchmark context mix.
+
+        Parameters
+        ----------
+        benchmark : DataFrame of shape (n_benchmark, n_context_columns)
+            Context columns only.
+        column_types : mapping name -> "numeric" | "categorical" | "boolean", optional
+            Declared types (e.g. from a domain pack); inferred from dtypes otherwise.
+        """
+        self._check_params()
+        if not isinstance(benchmark, pd.DataFrame) or benchmark.shape[0] == 0:
+            raise DetectorInputError("benchmark must be a non-empty DataFrame of context columns.")
+        types = {}
+        for name in benchmark.columns:
+            declared = (column_types or {}).get(name)
+            col = benchmark[name]
+            numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+            if declared is not None and declared not in ("numeric", "categorical", "boolean"):
+                raise DetectorInputError(f"column {name!r}: unknown type {declared!r}.")
+            declared = declared or ("numeric" if numeric else "categorical")
+            # few distinct values: the chi-square test uses them all (KS is conservative with ties)
+            discrete = col.nunique(dropna=True) <= self.discrete_max_unique
+            types[name] = "numeric" if declared == "numeric" and numeric and not discrete else "categorical"
+        self.column_types_ = types
+        self.benchmark_counts_ = {c: self._counts(benchmark[c]) for c, t in types.items() if t == "categorical"}
+        self.benchmark_sorted_ = {c: np.sort(benchmark[c].dropna().to_numpy(float))
+                                  for c, t in types.items() if t == "numeric"}
+        self.n_benchmark_ = int(benchmark.shape[0])
+        return self
+
+    @staticmethod
+    def _counts(series: pd.Series) -> pd.Series:
+        """Category counts with missing values as the category ``"<missing>"``."""
+        counts = series.value_counts(dropna=False)
+        if counts.index.hasnans:
+            counts.index = [MISSING if pd.isna(v) else v for v in counts.index]
+            counts = counts.groupby(level=0, sort=False).sum()
+        return counts
+
+    def test(self, production: pd.DataFrame, *, slices: Mapping[str, tuple] | None = None) -> ContextShiftResult:
+        """Compare the production context mix with the benchmark.
+
+        Parameters
+        ----------
+        production : DataFrame of shape (n_production, n_context_columns)
+            Must hold every column seen in :meth:`fit`.
+        slices : mapping name -> (benchmark_mask, production_mask), optional
+            Boolean masks of shapes ``(n_benchmark,)`` and ``(n_production,)``.
+        """
+        check_fitted(self, "column_types_")
+        self._check_params()
+        missing = [c for c in self.column_types_ if c not in getattr(production, "columns", [])]
+        if missing:
+            raise DetectorInputError(f"production lacks the context columns {missing}.")
+        n2 = int(production.shape[0])
+        if n2 == 0:
+            raise DetectorInputError("production has no rows.")
+        columns, untested = [], []
+        for name, kind in self.column_types_.items():
+            if kind == "numeric":
+                columns.append(self._numeric_test(name, production[name]))
+            else:
+                counts = self._counts(production[name])
+                columns.append(self._categorical_test(name, counts))
+                untested += self._untested_values(name, counts, n2)
+        shares = self._slice_shares(slices or {}, n2)
+        untested += [u for u in (self._untested_slice(s) for s in shares) if u is not None]
+        adjusted = readjust(columns + [s.test for s in shares], alpha=self.alpha, method=self.correction)
+        shares = [replace(s, test=t) for s, t in zip(shares, adjusted[len(columns):])]
+        untested.sort(key=lambda u: (-u.production_share, u.name))
+        return ContextShiftResult(
+            is_shift=any(t.drifted for t in adjusted), contexts=tuple(adjusted[:len(columns)]),
+            slice_shares=tuple(shares), untested_contexts=tuple(untested), alpha=float(self.alpha),
+            correction=self.correction, n_benchmark=self.n_benchmark_, n_production=n2)
+
+    # ------------------------------------------------------------------ columns
+    def _insufficient(self, name, method, effect, n1, n2, kind="context", details=None) -> ShiftTest:
+        nan = float("nan")
+        return ShiftTest(name, method, nan, nan, nan, nan, effect, self._floor(effect), int(n1), int(n2), False,
+                         kind=kind, status="insufficient_data", details=details or {})
+
+    def _categorical_test(self, name: str, counts: pd.Series) -> ShiftTest:
+        reference = self.benchmark_counts_[name]
+        n1, n2 = int(reference.sum()), int(counts.sum())
+        if min(n1, n2) < self.min_samples:
+            return self._insufficient(name, "chi2", "cramers_v", n1, n2)
+        test = categorical_shift_test(name, reference, counts, floor=self._floor("cramers_v"), kind="context")
+        shares = {str(k): (float(reference.get(k, 0) / n1), float(counts.get(k, 0) / n2))
+                  for k in list(reference.index) + [c for c in counts.index if c not in reference.index]}
+        return replace(test, details={**test.details, "shares": shares})
+
+    def _numeric_test(self, name: str, values: pd.Series) -> ShiftTest:
+        ref = self.benchmark_sorted_[name]
+        cur = np.sort(values.dropna().to_numpy(float))
+        if min(ref.size, cur.size) < self.min_samples:
+            return self._insufficient(name, "ks", "wasserstein_normed", ref.size, cur.size)
+        ks, _, wasserstein = ecdf_gap_statistics(ref, cur)
+        p, ks_method = ks_pvalue(ks, ref.size, cur.size)
+        scale = float(ref.std()) or float(np.concatenate([ref, cur]).std())
+        effect = wasserstein / scale if scale > 0 else 0.0
+        details = {"ks_method": ks_method, "wasserstein": wasserstein, "median_benchmark": float(np.median(ref)),
+                   "median_production": float(np.median(cur)), "std_benchmark": float(ref.std())}
+        return ShiftTest(name, "ks", ks, p, p, effect, "wasserstein_normed", self._floor("wasserstein_normed"),
+                         ref.size, cur.size, False, kind="context", details=details)
+
+    def _untested_values(self, name: str, counts: pd.Series, n2: int) -> list[UntestedContext]:
+        reference = self.benchmark_counts_[name]
+        out = []
+        for value, k2 in counts.items():
+            k1 = int(reference.get(value, 0))
+            if value == MISSING or k2 < self.min_production_count or k1 >= self.min_slice_size:
+                continue
+            label = f"{name} == {literal_text(value)}"
+            out.append(UntestedContext(label, "unseen_value" if k1 == 0 else "rare_value", name, value, k1,
+                                       int(k2), k2 / n2, wilson_interval(k2, n2), int(self.min_slice_size)))
+        return out
+
+    # ------------------------------------------------------------------ slices
+    def _slice_shares(self, slices: Mapping[str, tuple], n2: int) -> list[SliceShare]:
+        n1 = self.n_benchmark_
+        counts = []
+        for name, masks in slices.items():
+            try:
+                bench_mask, prod_mask = masks
+            except (TypeError, ValueError):
+                raise DetectorInputError(f"slice {name!r}: expected (benchmark_mask, production_mask).") from None
+            b = _as_mask(bench_mask, n1, f"slice {name!r} benchmark mask")
+            p = _as_mask(prod_mask, n2, f"slice {name!r} production mask")
+            counts.append((int(b.sum()), int(p.sum())))
+        if not counts:
+            return []
+        k1, k2 = (np.array(c, dtype=float) for c in zip(*counts))
+        floor = self._floor("share_difference")
+        out = []
+        for name, (a, b), stats in zip(slices, counts, _share_stats(k1, n1, k2, n2)):
+            if min(n1, n2) < self.min_samples:
+                test = self._insufficient(name, "z_two_proportions", "share_difference", n1, n2, "slice_share", stats)
+            else:
+                z, pval, method = missing_rate_test(a, n1, b, n2)
+                test = ShiftTest(name, method, z, pval, pval, abs(stats["difference"]), "share_difference", floor,
+                                 n1, n2, False, kind="slice_share",
+                                 details={**stats, "k_benchmark": a, "k_production": b})
+            out.append(SliceShare(name, a, b, test=test, **stats))
+        return out
+
+    def _untested_slice(self, share: SliceShare) -> UntestedContext | None:
+        if share.n_benchmark >= self.min_slice_size or share.n_production < self.min_production_count:
+            return None
+        kind = "unseen_slice" if share.n_benchmark == 0 else "rare_slice"
+        return UntestedContext(share.name, kind, None, None, share.n_benchmark, share.n_production,
+                               share.production_share, share.production_share_ci, int(self.min_slice_size))
+

@@ -1,0 +1,316 @@
+"""Per-feature covariate shift: one test per column plus one per missing-value rate.
+
+Decision rule (SPEC §5): a column has *drifted* when its p-value, adjusted together with
+every other test of the same call (features and missing-value rates), is below ``alpha``
+**and** its effect size reaches the practical floor of its kind:
+
+================================  ======  =====================================================
+effect                            floor   why this floor
+================================  ======  =====================================================
+``wasserstein_normed`` (numeric)  0.1     Wasserstein-1 / reference std: a 0.1 sigma mean
+                                          shift; Evidently's default threshold
+``cramers_v`` (categorical/bool)  0.1     Cohen's "small" association; a 10-point change of a
+                                          50/50 split
+``missing_rate_difference``       0.02    two percentage points more (or less) missing values
+================================  ======  =====================================================
+
+``is_shift`` is "any test drifted". Under no shift at all, "any BH-adjusted p < alpha" is
+Simes' test, whose false-alarm rate is at most ``alpha`` for independent or positively
+dependent tests, so the dataset-level verdict is calibrated at every sample size; the
+floors only remove alarms, which is how it stays quiet on huge samples with negligible
+shifts.
+
+Constant columns are tested, not rejected: a numeric column with at most
+``discrete_max_unique`` values is tested as categorical, so a constant reference column
+gets a chi-square test that is defined (p = 1 when the current column holds the same
+single value). Columns that are entirely missing in the reference are an error: nothing
+was learned about them. Samples with fewer than ``min_samples`` non-missing values give
+``status="insufficient_data"`` (p-values NaN, never drifted) instead of a guess.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.column_types import (ExcludedColumn, category_counts, check_frame, check_same_columns,
+                                    finite_matrix, infer_column_types)
+from detectors.correction import CORRECTIONS, readjust
+from detectors.intervals import newcombe_interval, z_value
+from detectors.univariate import (chi2_two_sample, cramers_v, cvm_pvalue, ecdf_gap_statistics,
+                                  jensen_shannon_distance, ks_test, missing_rate_test,
+                                  population_stability_index)
+
+__all__ = ["CovariateShiftDetector", "CovariateResult", "DEFAULT_EFFECT_FLOORS", "categorical_shift_test",
+           "category_counts"]
+
+DEFAULT_EFFECT_FLOORS = {
+    "wasserstein_normed": 0.1,
+    "cramers_v": 0.1,
+    "missing_rate_difference": 0.02,
+}
+_LISTED = 20  # at most this many category names are listed in details
+
+
+@dataclass(frozen=True)
+class CovariateResult(Result):
+    """Outcome of :meth:`CovariateShiftDetector.test`; ``to_dict()`` gives SPEC §9 ``covariate``."""
+
+    is_shift: bool
+    features: tuple[ShiftTest, ...]
+    missing: tuple[ShiftTest, ...]
+    excluded: tuple[ExcludedColumn, ...]
+    alpha: float
+    correction: str
+    n_reference: int
+    n_current: int
+
+    @property
+    def tests(self) -> tuple[ShiftTest, ...]:
+        """Every hypothesis test of this result (corrected together)."""
+        return self.features + self.missing
+
+    @property
+    def drifted(self) -> tuple[str, ...]:
+        """Names of the columns with a drifted distribution."""
+        return tuple(t.name for t in self.features if t.drifted)
+
+
+def _insufficient(name, method, effect_name, floor, n_ref, n_cur, kind, details) -> ShiftTest:
+    nan = float("nan")
+    return ShiftTest(name, method, nan, nan, nan, nan, effect_name, floor, int(n_ref), int(n_cur),
+                     False, kind=kind, status="insufficient_data", details=details)
+
+
+class CovariateShiftDetector:
+    """Univariate covariate-shift tests for every column of a data frame.
+
+    Parameters
+    ----------
+    alpha : float, default 0.05
+        Level of the dataset-level decision, after correction.
+    correction : {"bh", "holm", "bonferroni"}, default "bh"
+    effect_floors : dict, optional
+        Overrides of :data:`DEFAULT_EFFECT_FLOORS`, keyed by effect name.
+    min_samples : int, default 30
+        Fewest non-missing values per sample for a column to be tested.
+    categorical_max_unique : int, default 100
+        Text/categorical columns with more distinct reference values are excluded.
+    discrete_max_unique : int, default 5
+        Numeric columns with at most this many distinct reference values are tested as categorical.
+    numeric_test : {"ks", "cvm"}, default "ks"
+        Which numeric test decides; the other is reported in ``details``.
+    min_expected : float, default 5.0
+        Categories with a smaller expected count are pooled before the chi-square test.
+    random_state : int, default 0
+        Unused by these closed-form tests; kept so every detector takes a seed.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> ref = pd.DataFrame({"x": rng.normal(size=2000), "c": rng.choice(list("abc"), 2000)})
+    >>> cur = pd.DataFrame({"x": rng.normal(0.5, 1, size=2000), "c": rng.choice(list("abc"), 2000)})
+    >>> res = CovariateShiftDetector().fit(ref).test(cur)
+    >>> res.is_shift, res.drifted
+    (True, ('x',))
+    >>> [(t.name, t.method, round(t.effect_size, 2)) for t in res.features]
+    [('x', 'ks', 0.57), ('c', 'chi2', 0.01)]
+    """
+
+    def __init__(self, *, alpha=0.05, correction="bh", effect_floors=None, min_samples=30,
+                 categorical_max_unique=100, discrete_max_unique=5, numeric_test="ks",
+                 min_expected=5.0, random_state=0):
+        self.alpha = alpha
+        self.correction = correction
+        self.effect_floors = effect_floors
+        self.min_samples = min_samples
+        self.categorical_max_unique = categorical_max_unique
+        self.discrete_max_unique = discrete_max_unique
+        self.numeric_test = numeric_test
+        self.min_expected = min_expected
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise DetectorInputError(f"alpha must be in (0, 1), got {self.alpha!r}.")
+        if self.correction not in CORRECTIONS:
+            raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}, got {self.correction!r}.")
+        if self.numeric_test not in ("ks", "cvm"):
+            raise DetectorInputError(f"numeric_test must be 'ks' or 'cvm', got {self.numeric_test!r}.")
+        unknown = set(self.effect_floors or {}) - set(DEFAULT_EFFECT_FLOORS)
+        if unknown:
+            raise DetectorInputError(f"Unknown effect floors {sorted(unknown)}; known: {sorted(DEFAULT_EFFECT_FLOORS)}.")
+        if int(self.min_samples) < 1:
+            raise DetectorInputError("min_samples must be at least 1.")
+
+    def _floor(self, effect_name: str) -> float:
+        return float({**DEFAULT_EFFECT_FLOORS, **(self.effect_floors or {})}[effect_name])
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, reference: pd.DataFrame) -> "CovariateShiftDetector":
+        """Learn column types and the reference summaries the tests need.
+
+        Parameters
+        ----------
+        reference : DataFrame of shape (n_reference, n_columns)
+        """
+        self._check_params()
+        reference = check_frame(reference, role="reference")
+        counts = {}
+        types = infer_column_types(reference, categorical_max_unique=self.categorical_max_unique,
+                                   discrete_max_unique=self.discrete_max_unique, counts=counts)
+        matrix = finite_matrix(reference, types.numeric, role="reference")
+        matrix.sort(axis=1)  # in place; NaN sorts last
+        self.reference_valid_ = (~np.isnan(matrix)).sum(axis=1)
+        self.reference_mean_ = np.array([row[:v].mean() for row, v in zip(matrix, self.reference_valid_)])
+        self.reference_std_ = np.array([row[:v].std() for row, v in zip(matrix, self.reference_valid_)])
+        self.reference_sorted_ = matrix
+        self.reference_counts_ = counts
+        self.reference_missing_ = {c: int(reference.shape[0] - v)
+                                   for c, v in zip(types.numeric, self.reference_valid_)}
+        self.reference_missing_.update({c: int(reference.shape[0] - self.reference_counts_[c].sum())
+                                        for c in self.reference_counts_})
+        empty = [c for c, k in self.reference_missing_.items() if k == reference.shape[0]]
+        if empty:
+            raise DetectorInputError(f"Reference columns {empty} are entirely missing; drop them or "
+                                     "provide values.")
+        self.feature_names_in_ = tuple(reference.columns)
+        self.column_types_ = types
+        self.n_reference_ = int(reference.shape[0])
+        return self
+
+    # ------------------------------------------------------------------ test
+    def test(self, current: pd.DataFrame) -> CovariateResult:
+        """Test every column of ``current`` against the reference.
+
+        Parameters
+        ----------
+        current : DataFrame of shape (n_current, n_columns), same columns as the reference
+        """
+        check_fitted(self, "column_types_")
+        self._check_params()
+        current = check_frame(current, role="current")
+        check_same_columns(self.feature_names_in_, current)
+        n_cur = int(current.shape[0])
+        types = self.column_types_
+        features, current_missing = self._numeric_tests(current)
+        for name in types.categorical + types.boolean:
+            counts = category_counts(current[name])
+            current_missing[name] = int(n_cur - counts.sum())
+            features.append(self._categorical_test(name, counts, current_missing[name], n_cur))
+        position = {name: i for i, name in enumerate(self.feature_names_in_)}
+        features.sort(key=lambda t: position[t.name])  # report in the frame's column order
+        missing = self._missing_tests(current_missing, n_cur)
+        adjusted = readjust(features + missing, alpha=self.alpha, method=self.correction)
+        features, missing = adjusted[: len(features)], adjusted[len(features):]
+        return CovariateResult(is_shift=any(t.drifted for t in adjusted), features=tuple(features),
+                               missing=tuple(missing), excluded=types.excluded, alpha=float(self.alpha),
+                               correction=self.correction, n_reference=self.n_reference_, n_current=n_cur)
+
+    def _rates(self, name: str, missing_current: int, n_cur: int) -> dict:
+        return {"missing_rate_reference": self.reference_missing_[name] / self.n_reference_,
+                "missing_rate_current": missing_current / n_cur}
+
+    def _numeric_tests(self, current: pd.DataFrame) -> tuple[list[ShiftTest], dict]:
+        names = self.column_types_.numeric
+        matrix = finite_matrix(current, names, role="current")
+        matrix.sort(axis=1)  # in place; NaN sorts last
+        valid = (~np.isnan(matrix)).sum(axis=1)
+        n_cur = matrix.shape[1]
+        floor = self._floor("wasserstein_normed")
+        tests, missing = [], {}
+        for j, name in enumerate(names):
+            n_ref, m = int(self.reference_valid_[j]), int(valid[j])
+            missing[name] = n_cur - m
+            details = self._rates(name, n_cur - m, n_cur)
+            if min(n_ref, m) < self.min_samples:
+                tests.append(_insufficient(name, self.numeric_test, "wasserstein_normed", floor, n_ref, m,
+                                           "feature", details))
+                continue
+            tests.append(self._numeric_test(name, j, matrix[j, :m], details, floor))
+        return tests, missing
+
+    def _numeric_test(self, name, j, cur, details, floor) -> ShiftTest:
+        ref = self.reference_sorted_[j, : self.reference_valid_[j]]
+        n, m = ref.size, cur.size
+        ks, cvm, wasserstein = ecdf_gap_statistics(ref, cur)
+        ks, p_ks, ks_method = ks_test(ks, n, m)
+        p_cvm = cvm_pvalue(cvm, n, m)
+        mean_cur, std_cur = float(cur.mean()), float(cur.std())
+        mean_ref, std_ref = float(self.reference_mean_[j]), float(self.reference_std_[j])
+        # Normalise by the reference spread; a constant reference falls back to the pooled one.
+        scale = std_ref if std_ref > 0 else math.sqrt((n * std_ref ** 2 + m * std_cur ** 2) / (n + m))
+        effect = wasserstein / scale if scale > 0 else 0.0
+        half = z_value(0.95) * math.sqrt(std_ref ** 2 / n + std_cur ** 2 / m)
+        diff = mean_cur - mean_ref
+        details.update(ks_statistic=ks, ks_p_value=p_ks, ks_method=ks_method, cvm_statistic=cvm,
+                       cvm_p_value=p_cvm, wasserstein=wasserstein, mean_reference=mean_ref,
+                       mean_current=mean_cur, std_reference=std_ref, std_current=std_cur,
+                       mean_difference=diff, mean_difference_ci=(diff - half, diff + half))
+        statistic, p_value = (ks, p_ks) if self.numeric_test == "ks" else (cvm, p_cvm)
+        return ShiftTest(name, self.numeric_test, statistic, p_value, p_value, effect, "wasserstein_normed",
+                         floor, n, m, False, kind="feature", details=details)
+
+    def _categorical_test(self, name, counts: pd.Series, missing_current: int, n_cur: int) -> ShiftTest:
+        reference = self.reference_counts_[name]
+        floor = self._floor("cramers_v")
+        details = self._rates(name, missing_current, n_cur)
+        n_ref, m = int(reference.sum()), int(counts.sum())
+        if min(n_ref, m) < self.min_samples:
+            return _insufficient(name, "chi2", "cramers_v", floor, n_ref, m, "feature", details)
+        return categorical_shift_test(name, reference, counts, floor=floor, min_expected=self.min_expected,
+                                      details=details)
+
+    def _missing_tests(self, current_missing: dict, n_cur: int) -> list[ShiftTest]:
+        floor = self._floor("missing_rate_difference")
+        tests = []
+        for name in (c for c in self.feature_names_in_ if c in current_missing):
+            k1, k2 = self.reference_missing_[name], current_missing[name]
+            if k1 + k2 == 0:
+                continue  # nothing missing anywhere: no hypothesis to test
+            n1 = self.n_reference_
+            lo, hi = newcombe_interval(k1, n1, k2, n_cur)
+            details = {"missing_reference": k1, "missing_current": k2, "rate_difference": k2 / n_cur - k1 / n1,
+                       "rate_difference_ci": (lo, hi)}
+            if min(n1, n_cur) < self.min_samples:
+                tests.append(_insufficient(name, "z_two_proportions", "missing_rate_difference", floor, n1,
+                                           n_cur, "missing_rate", details))
+                continue
+            z, p, method = missing_rate_test(k1, n1, k2, n_cur)
+            tests.append(ShiftTest(name, method, z, p, p, abs(k2 / n_cur - k1 / n1), "missing_rate_difference",
+                                   floor, n1, n_cur, False, kind="missing_rate", details=details))
+        return tests
+
+
+def categorical_shift_test(name: str, reference_counts: pd.Series, current_counts: pd.Series, *,
+                           floor: float, min_expected: float = 5.0, kind: str = "feature",
+                           details: dict | None = None) -> ShiftTest:
+    """Two-sample chi-square :class:`ShiftTest` of two category-count Series (index = category).
+
+    Unseen categories (in current, not in reference) are kept in the table and named in
+    ``details`` with their share of the current sample; vanished ones likewise.
+    """
+    labels = list(reference_counts.index) + [c for c in current_counts.index if c not in reference_counts.index]
+    ref = reference_counts.reindex(labels, fill_value=0).to_numpy(float)
+    cur = current_counts.reindex(labels, fill_value=0).to_numpy(float)
+    outcome = chi2_two_sample(ref, cur, labels, min_expected=min_expected)
+    unseen = [c for c in labels if c not in reference_counts.index]
+    vanished = [c for c, k in zip(labels, cur) if k == 0 and c in reference_counts.index]
+    details = dict(details or {})
+    details.update(
+        dof=outcome.dof, p_method=outcome.p_method, n_categories=len(labels),
+        jensen_shannon=jensen_shannon_distance(ref, cur), psi=population_stability_index(ref, cur),
+        unseen_categories=[str(c) for c in unseen[:_LISTED]], n_unseen_categories=len(unseen),
+        unseen_share=float(current_counts.reindex(unseen).sum() / cur.sum()) if unseen else 0.0,
+        vanished_categories=[str(c) for c in vanished[:_LISTED]],
+        vanished_share=float(reference_counts.reindex(vanished).sum() / ref.sum()) if vanished else 0.0,
+        merged_categories=[str(c) for c in outcome.merged[:_LISTED]], n_merged_categories=len(outcome.merged),
+    )
+    effect = cramers_v(outcome.statistic, outcome.table)
+    return ShiftTest(name, "chi2", outcome.statistic, outcome.p_value, outcome.p_value, effect, "cramers_v",
+                     floor, int(ref.sum()), int(cur.sum()), False, kind=kind, details=details)

@@ -1,0 +1,355 @@
+"""Label (prior) shift: BBSE / regularised BBSE estimation of production class priors.
+
+Black-box shift estimation (Lipton, Wang & Smola 2018): under label shift ``p(x | y)`` is
+fixed, so the production distribution of the model's outputs is ``mu = A q`` with
+``A[i, j] = P(yhat = i | y = j)`` learned on the labelled benchmark and ``q`` the unknown
+production prior. We solve for ``q`` (clipped at zero and renormalised). When ``A`` is
+ill-conditioned the estimate is regularised towards "no shift" (``q = p``), in the spirit
+of RLLS (Azizzadenesheli et al. 2019; they penalise an unsquared norm, we use the squared
+ridge so that thousands of bootstrap replicates are solved in one batched call).
+
+Deciding is separate from estimating: "no label shift" is tested by a two-sample chi-square
+on predicted classes (benchmark vs production), and a shift is reported only when that
+p-value is below ``alpha`` AND the total variation distance between the benchmark prior and
+the estimated production prior reaches ``effect_floor`` (SPEC §5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.confusion import (EXACT_BOOTSTRAP_ROWS, as_label_array, bootstrap_row_means, chi2_two_sample, confusion_counts, encode, match_columns,
+                                 parse_predictions, sorted_classes, total_variation)
+
+__all__ = ["LabelShiftEstimator", "LabelShiftResult", "solve_priors", "ridge_for_condition"]
+
+
+
+@dataclass(frozen=True)
+class LabelShiftResult(Result):
+    """Estimated production class priors with bootstrap CIs and the "no shift" test.
+
+    Dicts are keyed by class label. ``weights`` are importance weights
+    ``production prior / benchmark prior``. ``effect_size`` is the total variation distance
+    between ``benchmark_prior`` and ``priors``; ``is_shift`` needs ``p_value < alpha`` and
+    ``effect_size >= effect_floor``. With ``status == "insufficient_data"`` estimates are NaN.
+    """
+
+    priors: dict
+    priors_ci: dict
+    benchmark_prior: dict
+    weights: dict
+    weights_ci: dict
+    predicted_prior: dict
+    p_value: float
+    effect_size: float
+    effect_floor: float
+    is_shift: bool
+    method: str
+    condition_number: float
+    regularization: float
+    n_benchmark: int
+    n_production: int
+    confidence: float
+    status: str
+    test: ShiftTest
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``label`` block of SPEC §9 plus the estimation details."""
+        base = super().to_dict()
+        estimate = {str(c): {"estimate": base["priors"][str(c)], "ci_low": base["priors_ci"][str(c)][0],
+                             "ci_high": base["priors_ci"][str(c)][1]} for c in self.priors}
+        weights = {str(c): {"estimate": base["weights"][str(c)], "ci_low": base["weights_ci"][str(c)][0],
+                            "ci_high": base["weights_ci"][str(c)][1]} for c in self.weights}
+        return {"is_shift": base["is_shift"], "p_value": base["p_value"], "status": base["status"],
+                "benchmark_prior": base["benchmark_prior"], "production_prior_estimate": estimate,
+                "importance_weights": weights, "predicted_prior": base["predicted_prior"],
+                "effect_size": base["effect_size"], "effect_name": "tvd_prior",
+                "effect_floor": base["effect_floor"], "method": base["method"],
+                "condition_number": base["condition_number"], "regularization": base["regularization"],
+                "n_benchmark": base["n_benchmark"], "n_production": base["n_production"],
+                "confidence": base["confidence"], "test": base["test"]}
+
+
+def solve_priors(joint: np.ndarray, mu: np.ndarray, lam: float) -> np.ndarray:
+    """Batched BBSE: priors ``q`` from joint ``P(y, yhat)`` (``(..., k_true, k_pred)``) and ``mu``.
+
+    Solves ``min ||A (q - p) - (mu - A p)||^2 + lam ||q - p||^2`` with ``A = P(yhat | y)``
+    (``lam = 0``: least squares via the pseudo-inverse), then clips at 0 and renormalises.
+    """
+    p = joint.sum(-1)
+    # A bootstrap replicate can lose every row of a rare class: its priors are undefined (NaN).
+    valid = (p > 0).all(-1)
+    safe_p = np.where(valid[..., None], p, 1.0)
+    A = np.swapaxes(np.where(valid[..., None, None], joint / safe_p[..., None], np.eye(*joint.shape[-2:])), -1, -2)
+    b = mu - joint.sum(-2)  # production minus benchmark predicted-class distribution
+    if lam > 0:
+        At = np.swapaxes(A, -1, -2)
+        theta = np.linalg.solve(At @ A + lam * np.eye(A.shape[-1]), At @ b[..., None])[..., 0]
+    else:
+        theta = (np.linalg.pinv(A) @ b[..., None])[..., 0]
+    q = np.clip(p + theta, 0.0, None)
+    q = q / q.sum(-1, keepdims=True)
+    return np.where(valid[..., None], q, np.nan)
+
+
+def ridge_for_condition(A: np.ndarray, max_condition: float) -> tuple[float, float]:
+    """Condition number of ``A`` and the smallest ridge capping ``cond(A'A + lam I)`` at ``max_condition**2``."""
+    s = np.linalg.svd(A, compute_uv=False)
+    cond = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+    if cond <= max_condition:
+        return cond, 0.0
+    t2 = max_condition**2
+    return cond, float((s[0] ** 2 - t2 * s[-1] ** 2) / (t2 - 1))
+
+
+class LabelShiftEstimator:
+    """Estimate production class priors from benchmark labels and production predictions.
+
+    Parameters
+    ----------
+    alpha : float
+        Level of the chi-square test on predicted classes.
+    n_bootstrap : int
+        Bootstrap replicates for the prior CIs; benchmark AND production are resampled.
+    regularization : "auto", "none" or float
+        ``"auto"``: plain BBSE unless ``cond(P(yhat | y)) > max_condition``, then the smallest
+        ridge towards "no shift" that brings it back (method ``"rlls"``); a float is a fixed ridge.
+    confidence : float
+        Level of the percentile bootstrap intervals.
+    min_samples : int
+        Fewer benchmark rows raise :class:`DetectorInputError`; fewer production rows give
+        ``status="insufficient_data"``.
+    effect_floor : float
+        Practical floor on the total variation distance between the priors (default 0.05).
+    max_condition : float
+        Condition-number threshold of the ``"auto"`` regularisation.
+    random_state : int or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> conf = np.array([[.8, .1, .1], [.1, .8, .1], [.1, .1, .8]])   # P(yhat | y), synthetic
+    >>> def simulate(prior, n):
+    ...     y = rng.choice(3, size=n, p=prior)
+    ...     return y, np.array([rng.choice(3, p=conf[c]) for c in y])
+    >>> y_b, yhat_b = simulate([1/3, 1/3, 1/3], 3000)
+    >>> _, yhat_p = simulate([0.6, 0.3, 0.1], 3000)
+    >>> r = LabelShiftEstimator(random_state=0).fit(y_b, yhat_b).estimate(yhat_p)
+    >>> r.method, r.is_shift, [round(r.priors[c], 1) for c in (0, 1, 2)]
+    ('bbse', True, [0.6, 0.3, 0.1])
+    >>> lo, hi = r.priors_ci[0]; bool(lo < 0.6 < hi)
+    True
+    """
+
+    def __init__(self, *, alpha=0.05, n_bootstrap=200, regularization="auto", confidence=0.95,
+                 min_samples=50, effect_floor=0.05, max_condition=20.0, random_state=0):
+        self.alpha = alpha
+        self.n_bootstrap = n_bootstrap
+        self.regularization = regularization
+        self.confidence = confidence
+        self.min_samples = min_samples
+        self.effect_floor = effect_floor
+        self.max_condition = max_condition
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, y_true, y_pred, *, classes=None) -> "LabelShiftEstimator":
+        """Learn ``P(y, yhat)`` on the benchmark.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n,)
+        y_pred : array-like of shape (n,) (hard labels) or (n, k) / DataFrame (probabilities)
+        classes : sequence of length k, optional
+            Class of each probability column (default: DataFrame column names without the
+            ``proba_`` prefix, else the sorted benchmark labels).
+        """
+        y_true = as_label_array(y_true, "y_true")
+        kind, pred, column_classes = parse_predictions(y_pred, classes, "y_pred")
+        if len(pred) != len(y_true):
+            raise DetectorInputError(f"y_true has {len(y_true)} rows but y_pred has {len(pred)}.")
+        if len(y_true) < self.min_samples:
+            raise DetectorInputError(f"Benchmark has {len(y_true)} rows; at least {self.min_samples} are needed.")
+        self.classes_ = sorted_classes(y_true)
+        if len(self.classes_) < 2:
+            raise DetectorInputError(f"Benchmark labels hold a single class {self.classes_.tolist()}; "
+                                     "label shift needs at least two.")
+        if kind == "labels":
+            self.pred_classes_ = sorted_classes(y_true, pred)
+            self.kind_ = "labels"
+            t = encode(y_true, self.classes_, "y_true")
+            p = encode(pred, self.pred_classes_, "y_pred")
+            self.joint_counts_ = confusion_counts(t, p, len(self.classes_), len(self.pred_classes_))
+            self.benchmark_pred_counts_ = self.joint_counts_.sum(0)
+            self._benchmark_rows = None
+        else:
+            self._fit_proba(y_true, pred, column_classes)
+        self.n_benchmark_ = len(y_true)
+        self.joint_ = self.joint_counts_ / self.n_benchmark_
+        self.benchmark_prior_ = self.joint_.sum(1)
+        A = (self.joint_ / self.benchmark_prior_[:, None]).T
+        cond, ridge = ridge_for_condition(A, self.max_condition)
+        self.condition_number_ = cond
+        self.lambda_, self.method_ = self._choose_regularization(ridge)
+        return self
+
+    def _fit_proba(self, y_true, proba, column_classes) -> None:
+        if column_classes is None:
+            if proba.shape[1] != len(self.classes_):
+                raise DetectorInputError(f"y_pred has {proba.shape[1]} probability columns but the benchmark has "
+                                         f"{len(self.classes_)} classes; pass classes=[...] in column order.")
+            column_classes = self.classes_
+        self.pred_classes_ = match_columns(column_classes, self.classes_)
+        missing = set(self.classes_.tolist()) - set(self.pred_classes_.tolist())
+        if missing:
+            raise DetectorInputError(f"Benchmark labels {sorted(missing, key=str)} have no probability column.")
+        self.kind_ = "proba"
+        t = encode(y_true, self.classes_, "y_true")
+        k_t, k_p = len(self.classes_), len(self.pred_classes_)
+        rows = np.zeros((len(t), k_t * k_p)) if len(t) <= EXACT_BOOTSTRAP_ROWS else None
+        joint = np.zeros((k_t, k_p))
+        for c in range(k_t):
+            joint[c] = proba[t == c].sum(0)
+            if rows is not None:
+                rows[t == c, c * k_p:(c + 1) * k_p] = proba[t == c]
+        self.joint_counts_ = joint
+        self.benchmark_pred_counts_ = np.bincount(proba.argmax(1), minlength=k_p)
+        self._benchmark_rows = (t, proba) if rows is None else rows
+
+    def _choose_regularization(self, ridge: float) -> tuple[float, str]:
+        reg = self.regularization
+        if isinstance(reg, str):
+            if reg == "none":
+                return 0.0, "bbse"
+            if reg == "auto":
+                return ridge, ("rlls" if ridge > 0 else "bbse")
+            raise DetectorInputError(f"regularization must be 'auto', 'none' or a number, got {reg!r}.")
+        if not np.isfinite(float(reg)) or float(reg) < 0:
+            raise DetectorInputError(f"regularization must be non-negative, got {reg!r}.")
+        return float(reg), ("rlls" if float(reg) > 0 else "bbse")
+
+    # ------------------------------------------------------------- estimate
+    def production_outputs(self, y_pred_production) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Validate production outputs of the kind seen in ``fit``.
+
+        Returns ``(mu, counts, rows)``: the mean output (predicted-class distribution), the
+        predicted-class counts (argmax for probabilities) and, for probabilities only, the
+        ``(m, k)`` rows (hard labels need nothing beyond their counts).
+        """
+        check_fitted(self, "joint_")
+        kind, pred, column_classes = parse_predictions(y_pred_production, None, "y_pred_production")
+        if kind != self.kind_:
+            raise DetectorInputError(f"Benchmark predictions were {self.kind_} but production ones are {kind}.")
+        if len(pred) == 0:
+            raise DetectorInputError("y_pred_production is empty.")
+        k_p = len(self.pred_classes_)
+        if kind == "labels":
+            counts = np.bincount(encode(pred, self.pred_classes_, "y_pred_production"), minlength=k_p)
+            return counts / counts.sum(), counts, None
+        rows = self._align_proba(pred, column_classes)
+        return rows.mean(0), np.bincount(rows.argmax(1), minlength=k_p), rows
+
+    def _align_proba(self, proba: np.ndarray, column_classes) -> np.ndarray:
+        if proba.shape[1] != len(self.pred_classes_):
+            raise DetectorInputError(f"Production has {proba.shape[1]} probability columns, "
+                                     f"benchmark {len(self.pred_classes_)}.")
+        if column_classes is None:
+            return proba
+        names = match_columns(column_classes, self.classes_)
+        order = encode(names, self.pred_classes_, "production probability columns")
+        return proba[:, np.argsort(order)]
+
+    def estimate(self, y_pred_production) -> LabelShiftResult:
+        """Estimate production priors from production outputs of the same kind as in ``fit``.
+
+        Parameters
+        ----------
+        y_pred_production : array-like of shape (m,) or (m, k)
+        """
+        mu, prod_counts, rows = self.production_outputs(y_pred_production)
+        n_p = int(prod_counts.sum())
+        if n_p < self.min_samples:
+            return self._insufficient(n_p, mu)
+        q = solve_priors(self.joint_, mu, self.lambda_)
+        q_boot = self.bootstrap_priors(mu, n_p, rows, np.random.default_rng(self.random_state))[2]
+        stat, p_value, dof = chi2_two_sample(self.benchmark_pred_counts_, prod_counts)
+        effect = total_variation(self.benchmark_prior_, q)
+        drifted = bool(p_value < self.alpha and effect >= self.effect_floor)
+        test = ShiftTest(name="label_prior", method="chi2_predicted_class", statistic=stat, p_value=p_value,
+                         p_value_adjusted=p_value, effect_size=effect, effect_name="tvd_prior",
+                         effect_floor=self.effect_floor, n_reference=self.n_benchmark_, n_current=n_p,
+                         drifted=drifted, kind="label", details={"dof": dof, "estimator": self.method_})
+        return self._result(q, q_boot, mu, p_value, effect, drifted, n_p, test, "ok")
+
+    def bootstrap_priors(self, mu: np.ndarray, n_production: int, rows: np.ndarray | None,
+                         rng: np.random.Generator):
+        """Replicates ``(joint, mu, q)`` with benchmark and production resampled (shapes ``(B, ...)``).
+
+        ``mu``, ``n_production`` and ``rows`` as returned by :meth:`production_outputs`.
+        """
+        B, n_b = self.n_bootstrap, self.n_benchmark_
+        k_t, k_p = self.joint_.shape
+        if self.kind_ == "labels":
+            joint = rng.multinomial(n_b, self.joint_.ravel(), size=B).reshape(B, k_t, k_p) / n_b
+            mu = rng.multinomial(n_production, mu, size=B) / n_production
+        else:
+            joint = self._bootstrap_soft_joint(rng)
+            mu = bootstrap_row_means(rows, B, rng)
+        return joint, mu, solve_priors(joint, mu, self.lambda_)
+
+    def _bootstrap_soft_joint(self, rng: np.random.Generator) -> np.ndarray:
+        B = self.n_bootstrap
+        k_t, k_p = self.joint_.shape
+        if isinstance(self._benchmark_rows, np.ndarray):
+            return bootstrap_row_means(self._benchmark_rows, B, rng).reshape(B, k_t, k_p)
+        # Large benchmark: the mean of e_y (x) f(x) is normal with a block-diagonal second moment.
+        t, proba = self._benchmark_rows
+        second = np.zeros((k_t * k_p, k_t * k_p))
+        for c in range(k_t):
+            block = proba[t == c]
+            second[c * k_p:(c + 1) * k_p, c * k_p:(c + 1) * k_p] = block.T @ block / len(t)
+        mean = self.joint_.ravel()
+        cov = (second - np.outer(mean, mean)) / len(t)
+        return rng.multivariate_normal(mean, cov, size=B, method="eigh").reshape(B, k_t, k_p)
+
+    def _result(self, q, q_boot, mu, p_value, effect, drifted, n_p, test, status) -> LabelShiftResult:
+        lo_q, hi_q = (1 - self.confidence) / 2, 1 - (1 - self.confidence) / 2
+        p = self.benchmark_prior_
+        ci_q = _percentiles(q_boot, lo_q, hi_q, len(p))
+        w_boot = None if q_boot is None else q_boot / p
+        ci_w = _percentiles(w_boot, lo_q, hi_q, len(p))
+        cls = [c for c in self.classes_.tolist()]
+        return LabelShiftResult(
+            priors={c: float(v) for c, v in zip(cls, q)}, priors_ci={c: ci for c, ci in zip(cls, ci_q)},
+            benchmark_prior={c: float(v) for c, v in zip(cls, p)},
+            weights={c: float(v) for c, v in zip(cls, q / p)}, weights_ci={c: ci for c, ci in zip(cls, ci_w)},
+            predicted_prior={c: float(v) for c, v in zip(self.pred_classes_.tolist(), mu)},
+            p_value=float(p_value), effect_size=float(effect), effect_floor=float(self.effect_floor),
+            is_shift=bool(drifted), method=self.method_, condition_number=float(self.condition_number_),
+            regularization=float(self.lambda_), n_benchmark=int(self.n_benchmark_), n_production=int(n_p),
+            confidence=float(self.confidence), status=status, test=test)
+
+    def _insufficient(self, n_p: int, mu: np.ndarray) -> LabelShiftResult:
+        nan = float("nan")
+        test = ShiftTest(name="label_prior", method="chi2_predicted_class", statistic=nan, p_value=nan,
+                         p_value_adjusted=nan, effect_size=nan, effect_name="tvd_prior",
+                         effect_floor=self.effect_floor, n_reference=self.n_benchmark_, n_current=n_p,
+                         drifted=False, kind="label", status="insufficient_data",
+                         details={"min_samples": self.min_samples})
+        q = np.full(len(self.classes_), nan)
+        return self._result(q, None, mu, nan, nan, False, n_p, test, "insufficient_data")
+
+
+def _percentiles(boot, lo: float, hi: float, k: int) -> list[tuple[float, float]]:
+    if boot is None:
+        return [(float("nan"), float("nan"))] * k
+    boot = boot[np.isfinite(boot).all(1)]
+    if len(boot) == 0:
+        return [(float("nan"), float("nan"))] * k
+    qs = np.quantile(boot, [lo, hi], axis=0)
+    return [(float(a), float(b)) for a, b in zip(qs[0], qs[1])]

@@ -1,0 +1,368 @@
+"""Per-slice performance with confidence intervals, in the benchmark and in production.
+
+For every slice (a pair of boolean masks, expert or discovered) and one metric:
+
+* the metric with its CI and sample size in each dataset (:func:`detectors.metric_ci.metric_with_ci`:
+  Wilson for proportions, multinomial bootstrap of confusion cells for balanced accuracy /
+  macro-F1, DeLong for AUC);
+* **change**: production minus benchmark value of the slice, with a CI and a test
+  (two-proportion z / Fisher with a Newcombe CI for proportions; a bootstrap standard error
+  for confusion-matrix metrics; DeLong standard errors for AUC) -> ``p_value``;
+* **gap**: the slice minus the rest of the same dataset (production when it is labelled,
+  else the benchmark), same tests -> ``gap_p_value``.
+
+Both families are :class:`~detectors.base.ShiftTest` records (``kind="slice_performance"``
+and ``"slice_gap"``) corrected together (BH by default); an audit may re-correct them with
+everything else through :meth:`SliceEvaluation.with_tests`. A slice is *underperforming*
+when its adjusted gap p-value is below ``alpha`` and it is worse than the rest by at least
+``effect_floor`` (default 0.05, five points of the metric); *changed* likewise for the
+benchmark-to-production difference. Slices with fewer than ``min_slice_size`` rows in a
+dataset keep their values and CIs there but are not tested (``status="insufficient_data"``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+from scipy import stats
+
+from detectors.base import DetectorInputError, Result, ShiftTest
+from detectors.confusion import confusion_counts, encode, sorted_classes
+from detectors.correction import CORRECTIONS, readjust
+from detectors.intervals import newcombe_interval, z_value
+from detectors.metric_ci import MetricEstimate, infer_positive, metric_from_confusion, metric_with_ci
+from detectors.univariate import missing_rate_test
+
+__all__ = ["Outcomes", "SliceResult", "SliceEvaluation", "SliceEvaluator", "SLICE_METRICS", "METRIC_ALIASES"]
+
+METRIC_ALIASES = {"false_positive_rate": "fpr", "recall_per_manipulation": "sensitivity"}
+SLICE_METRICS = ("accuracy", "error_rate", "balanced_accuracy", "macro_f1", "sensitivity", "specificity",
+                 "fpr", "precision", "auc") + tuple(METRIC_ALIASES)
+LOWER_IS_BETTER = ("error_rate", "fpr")
+_PROPORTIONS = ("accuracy", "error_rate", "sensitivity", "specificity", "fpr", "precision")
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Model outcomes of one dataset: ``y_pred`` (n,), optional ``y_true`` (n,) and ``scores`` (n,)."""
+
+    y_pred: Any
+    y_true: Any = None
+    scores: Any = None
+
+    def __post_init__(self):
+        for name in ("y_pred", "y_true", "scores"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value))
+        n = len(self.y_pred)
+        for name in ("y_true", "scores"):
+            value = getattr(self, name)
+            if value is not None and value.shape != (n,):
+                raise DetectorInputError(f"{name} must have shape ({n},), got {value.shape}.")
+
+    @property
+    def n(self) -> int:
+        return len(self.y_pred)
+
+    @property
+    def labelled(self) -> bool:
+        return self.y_true is not None
+
+
+@dataclass(frozen=True)
+class SliceResult(Result):
+    """One slice: SPEC §9 ``slices`` item plus shares, gap and both tests."""
+
+    name: str
+    definition: str
+    source: str  # expert | discovered
+    n_benchmark: int
+    n_production: int
+    metric: str
+    benchmark_value: float
+    benchmark_ci: tuple
+    production_value: float
+    production_ci: tuple
+    p_value: float  # benchmark vs production
+    p_value_adjusted: float
+    benchmark_share: float
+    production_share: float
+    gap_dataset: str  # where slice vs rest was measured: production | benchmark
+    gap_vs_overall: float  # slice value - overall value
+    gap_vs_rest: float
+    gap_ci: tuple
+    gap_p_value: float
+    gap_p_value_adjusted: float
+    underperforming: bool
+    changed: bool
+    status: str
+
+
+@dataclass(frozen=True)
+class SliceEvaluation(Result):
+    metric: str
+    overall_benchmark: MetricEstimate
+    overall_production: MetricEstimate | None
+    slices: tuple  # SliceResult
+    tests: tuple  # ShiftTest: slice_performance and slice_gap, in slice order
+    alpha: float
+
+    def get(self, name: str) -> SliceResult:
+        return next(s for s in self.slices if s.name == name)
+
+    def with_tests(self, tests) -> "SliceEvaluation":
+        """Copy with re-corrected tests (e.g. after an audit-wide correction)."""
+        by_key = {(t.kind, t.name): t for t in tests}
+        out = []
+        for s in self.slices:
+            perf, gap = by_key.get(("slice_performance", s.name)), by_key.get(("slice_gap", s.name))
+            out.append(replace(
+                s, p_value_adjusted=perf.p_value_adjusted if perf else s.p_value_adjusted,
+                changed=bool(perf.drifted) if perf else s.changed,
+                gap_p_value_adjusted=gap.p_value_adjusted if gap else s.gap_p_value_adjusted,
+                underperforming=bool(gap.drifted and _worse(self.metric, gap.details["difference"])) if gap
+                else s.underperforming))
+        return replace(self, slices=tuple(out), tests=tuple(tests))
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "overall_benchmark": self.overall_benchmark.to_dict(),
+                "overall_production": self.overall_production.to_dict() if self.overall_production else None,
+                "slices": [s.to_dict() for s in self.slices]}
+
+
+def _worse(metric: str, difference: float) -> bool:
+    """Is ``difference`` (slice - rest) in the bad direction for ``metric``?"""
+    return difference > 0 if METRIC_ALIASES.get(metric, metric) in LOWER_IS_BETTER else difference < 0
+
+
+class SliceEvaluator:
+    """Slice metrics with CIs in both datasets, and their tests.
+
+    Parameters
+    ----------
+    metric : str, default "accuracy"
+        One of :data:`SLICE_METRICS` (``false_positive_rate`` = ``fpr``).
+    positive : label, optional
+        Positive class for sensitivity/specificity/fpr/precision/auc (inferred for 0/1 labels).
+    alpha, correction : decision level and multiple-testing correction
+    effect_floor : float, default 0.05
+        Smallest metric difference that counts as a practical gap or change.
+    min_slice_size : int, default 30
+    min_denominator : int, default 10
+        Fewest rows behind the metric (e.g. positives for sensitivity) in each group to test.
+    confidence, n_boot, random_state : CI level, bootstrap replicates, seed
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 4000); in_slice = rng.random(4000) < 0.2
+    >>> pred = np.where(rng.random(4000) < np.where(in_slice, 0.7, 0.9), y, 1 - y)
+    >>> half = np.arange(4000) < 2000
+    >>> ev = SliceEvaluator(metric="accuracy").evaluate(
+    ...     {"s": (in_slice[half], in_slice[~half])}, Outcomes(pred[half], y[half]), Outcomes(pred[~half], y[~half]))
+    >>> s = ev.get("s"); s.underperforming, s.changed, round(s.gap_vs_rest, 2)
+    (True, False, -0.23)
+    """
+
+    def __init__(self, *, metric="accuracy", positive=None, alpha=0.05, correction="bh", effect_floor=0.05,
+                 min_slice_size=30, min_denominator=10, confidence=0.95, n_boot=500, random_state=0):
+        self.metric = metric
+        self.positive = positive
+        self.alpha = alpha
+        self.correction = correction
+        self.effect_floor = effect_floor
+        self.min_slice_size = min_slice_size
+        self.min_denominator = min_denominator
+        self.confidence = confidence
+        self.n_boot = n_boot
+        self.random_state = random_state
+
+    def _check(self, benchmark: Outcomes, production: Outcomes) -> None:
+        if self.metric not in SLICE_METRICS:
+            raise DetectorInputError(f"Unknown slice metric {self.metric!r}; choose one of {list(SLICE_METRICS)}.")
+        if self.correction not in CORRECTIONS:
+            raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}.")
+        if int(self.min_slice_size) < 1 or int(self.min_denominator) < 2:
+            raise DetectorInputError("min_slice_size must be at least 1 and min_denominator at least 2.")
+        if not benchmark.labelled:
+            raise DetectorInputError("the benchmark needs labels (y_true) to evaluate slices.")
+        if self._name == "auc" and (benchmark.scores is None or (production.labelled and production.scores is None)):
+            raise DetectorInputError("metric 'auc' needs scores in every labelled dataset.")
+
+    @property
+    def _name(self) -> str:
+        return METRIC_ALIASES.get(self.metric, self.metric)
+
+    def evaluate(self, slices: Mapping[str, tuple], benchmark: Outcomes, production: Outcomes, *,
+                 definitions: Mapping[str, str] | None = None,
+                 sources: Mapping[str, str] | None = None) -> SliceEvaluation:
+        """Evaluate every slice; ``slices`` maps name -> (benchmark_mask (n_b,), production_mask (n_p,))."""
+        self._check(benchmark, production)
+        ys = [benchmark.y_true, benchmark.y_pred, production.y_pred] + ([production.y_true] if production.labelled else [])
+        self.classes_ = sorted_classes(*ys)
+        positive = self.positive if self.positive is not None else infer_positive(self.classes_.tolist())
+        self.positive_ = positive
+        self._pos = self._positive_index()
+        self._rng = np.random.default_rng(self.random_state)
+        # labels become integer codes once, so that every slice costs a bincount, not a re-encoding
+        benchmark, production = self._encoded(benchmark), self._encoded(production)
+        everything_b, everything_p = np.ones(benchmark.n, bool), np.ones(production.n, bool)
+        overall_b = self._estimate(benchmark, everything_b)
+        overall_p = self._estimate(production, everything_p) if production.labelled else None
+        results, tests = [], []
+        for name, masks in slices.items():
+            b, p = (np.asarray(m, dtype=bool) for m in masks)
+            if b.shape != (benchmark.n,) or p.shape != (production.n,):
+                raise DetectorInputError(f"slice {name!r}: masks must have shapes ({benchmark.n},) and ({production.n},).")
+            result, perf, gap = self._one(name, b, p, benchmark, production, overall_b, overall_p)
+            result = replace(result, definition=(definitions or {}).get(name, name),
+                             source=(sources or {}).get(name, "expert"))
+            results.append(result)
+            tests += [perf, gap]
+        adjusted = readjust(tests, alpha=self.alpha, method=self.correction)
+        evaluation = SliceEvaluation(self.metric, overall_b, overall_p, tuple(results), tuple(adjusted), float(self.alpha))
+        return evaluation.with_tests(adjusted)
+
+    # ------------------------------------------------------------------ one slice
+    def _one(self, name, b, p, benchmark, production, overall_b, overall_p):
+        est_b = self._estimate(benchmark, b)
+        est_p = self._estimate(production, p) if production.labelled else None
+        gap_data, gap_mask, overall = (production, p, overall_p) if production.labelled else (benchmark, b, overall_b)
+        nb, np_ = int(b.sum()), int(p.sum())
+        perf = self._test(name, "slice_performance", benchmark, b, production, p, nb, np_) if production.labelled \
+            else self._untested(name, "slice_performance", nb, np_, "production has no labels")
+        gap = self._test(name, "slice_gap", gap_data, ~gap_mask, gap_data, gap_mask,
+                         int((~gap_mask).sum()), int(gap_mask.sum()))
+        value = est_p if est_p is not None else est_b
+        # "ok" only when the slice was big enough to be tested against the rest
+        status = "ok" if gap.status == "ok" else "insufficient_data"
+        nan = float("nan")
+        result = SliceResult(
+            name=name, definition=name, source="expert", n_benchmark=nb, n_production=np_, metric=self.metric,
+            benchmark_value=est_b.value, benchmark_ci=(est_b.ci_low, est_b.ci_high),
+            production_value=est_p.value if est_p else nan, production_ci=(est_p.ci_low, est_p.ci_high) if est_p else (nan, nan),
+            p_value=perf.p_value, p_value_adjusted=perf.p_value_adjusted,
+            benchmark_share=nb / benchmark.n, production_share=np_ / production.n,
+            gap_dataset="production" if production.labelled else "benchmark",
+            gap_vs_overall=value.value - overall.value, gap_vs_rest=gap.details.get("difference", nan),
+            gap_ci=gap.details.get("difference_ci", (nan, nan)), gap_p_value=gap.p_value,
+            gap_p_value_adjusted=gap.p_value_adjusted, underperforming=False, changed=False, status=status)
+        return result, perf, gap
+
+    def _encoded(self, data: Outcomes) -> Outcomes:
+        codes = lambda y, what: None if y is None else encode(y, self.classes_, what)  # noqa: E731
+        return Outcomes(codes(data.y_pred, "y_pred"), codes(data.y_true, "y_true"),
+                        None if data.scores is None else np.asarray(data.scores, dtype=float))
+
+    def _estimate(self, data: Outcomes, mask: np.ndarray) -> MetricEstimate:
+        name = self._name
+        base = "accuracy" if name == "error_rate" else name
+        nan = float("nan")
+        if not mask.any():
+            return MetricEstimate(self.metric, nan, nan, nan, 0, "none", status="insufficient_data")
+        if name == "auc":  # DeLong, as metric_with_ci does, without its per-row label comparison
+            auc = _auc_summary(data.y_true[mask], data.scores[mask], self._pos)
+            if not np.isfinite(auc["value"]):
+                return MetricEstimate(self.metric, nan, nan, nan, auc["n"], "delong", status="insufficient_data")
+            half = z_value(self.confidence) * auc["se"]
+            return MetricEstimate(self.metric, auc["value"], max(0.0, auc["value"] - half),
+                                  min(1.0, auc["value"] + half), int(mask.sum()), "delong")
+        cls = self._pos if base == "precision" else None
+        est = metric_with_ci(base, data.y_true[mask], data.y_pred[mask], None, positive=self._pos, cls=cls,
+                             confidence=self.confidence, n_boot=self.n_boot, random_state=self.random_state)
+        if name == "error_rate":
+            est = replace(est, name="error_rate", value=1 - est.value, ci_low=1 - est.ci_high, ci_high=1 - est.ci_low)
+        return replace(est, name=self.metric)
+
+    # ------------------------------------------------------------------ tests
+    def _untested(self, name, kind, n1, n2, reason) -> ShiftTest:
+        nan = float("nan")
+        return ShiftTest(name, "none", nan, nan, nan, nan, f"{self.metric}_difference", float(self.effect_floor),
+                         int(n1), int(n2), False, kind=kind, status="insufficient_data",
+                         details={"reason": reason, "difference": nan, "difference_ci": (nan, nan)})
+
+    def _test(self, name, kind, data_a, mask_a, data_b, mask_b, n_a, n_b) -> ShiftTest:
+        """Test ``metric(b) - metric(a)``: b is the production slice or the slice, a the benchmark slice or the rest."""
+        if min(n_a, n_b) < self.min_slice_size:
+            return self._untested(name, kind, n_a, n_b, f"fewer than {self.min_slice_size} rows")
+        a, b = self._summary(data_a, mask_a), self._summary(data_b, mask_b)
+        if min(a["n"], b["n"]) < self.min_denominator:
+            return self._untested(name, kind, n_a, n_b, f"fewer than {self.min_denominator} rows behind the metric")
+        if self._name in _PROPORTIONS:
+            diff = b["k"] / b["n"] - a["k"] / a["n"]
+            lo, hi = newcombe_interval(a["k"], a["n"], b["k"], b["n"], confidence=self.confidence)
+            stat, p, method = missing_rate_test(a["k"], a["n"], b["k"], b["n"])
+        else:
+            diff = b["value"] - a["value"]
+            se = float(np.hypot(a["se"], b["se"]))
+            stat = diff / se if se > 0 else 0.0
+            p, method = float(2 * stats.norm.sf(abs(stat))), f"{b['method']}_z"
+            half = z_value(self.confidence) * se
+            lo, hi = diff - half, diff + half
+        details = {"difference": float(diff), "difference_ci": (float(lo), float(hi)), "value_a": a["value"],
+                   "value_b": b["value"], "n_metric_a": a["n"], "n_metric_b": b["n"],
+                   "compared": "production - benchmark" if kind == "slice_performance" else "slice - rest"}
+        return ShiftTest(name, method, float(stat), float(p), float(p), abs(float(diff)), f"{self.metric}_difference",
+                         float(self.effect_floor), int(n_a), int(n_b), False, kind=kind, details=details)
+
+    def _summary(self, data: Outcomes, mask: np.ndarray) -> dict:
+        """Value, denominator and (k | standard error) of the metric on ``data[mask]``."""
+        name = self._name
+        y_true = data.y_true[mask]
+        if name == "auc":
+            return _auc_summary(y_true, data.scores[mask], self._pos)
+        k = len(self.classes_)
+        cm = confusion_counts(y_true, data.y_pred[mask], k)
+        pos = self._pos
+        if name in _PROPORTIONS:
+            return _proportion_counts(name, cm, pos)
+        n = int(cm.sum())
+        reps = self._rng.multinomial(n, cm.ravel() / n, size=self.n_boot).reshape(self.n_boot, k, k)
+        values = metric_from_confusion(name, reps, pos)
+        values = values[np.isfinite(values)]
+        se = float(values.std(ddof=1)) if values.size > 1 else float("nan")
+        return {"value": float(metric_from_confusion(name, cm, pos)), "n": n, "se": se, "method": "bootstrap"}
+
+    def _positive_index(self) -> int | None:
+        if self.positive_ is None:
+            if self._name in ("sensitivity", "specificity", "fpr", "precision", "auc"):
+                raise DetectorInputError(f"metric {self.metric!r} needs positive=<class label>.")
+            return None
+        hits = [i for i, c in enumerate(self.classes_.tolist()) if c == self.positive_ or str(c) == str(self.positive_)]
+        if not hits:
+            raise DetectorInputError(f"positive={self.positive_!r} is not one of the classes {self.classes_.tolist()}.")
+        return hits[0]
+
+
+def _proportion_counts(name: str, cm: np.ndarray, pos: int | None) -> dict:
+    total, correct = int(cm.sum()), int(np.trace(cm))
+    if name in ("accuracy", "error_rate"):
+        k, n = (correct, total) if name == "accuracy" else (total - correct, total)
+    elif name == "sensitivity":
+        k, n = int(cm[pos, pos]), int(cm[pos].sum())
+    elif name == "precision":
+        k, n = int(cm[pos, pos]), int(cm[:, pos].sum())
+    else:
+        negatives = np.delete(cm, pos, axis=0)
+        fp, n = int(negatives[:, pos].sum()), int(negatives.sum())
+        k = n - fp if name == "specificity" else fp
+    return {"k": k, "n": n, "value": k / n if n else float("nan"), "method": "wilson"}
+
+
+def _auc_summary(codes: np.ndarray, scores: np.ndarray, pos: int | None) -> dict:
+    """AUC and its DeLong standard error (``codes``: integer labels, ``pos``: positive code)."""
+    if pos is None:
+        raise DetectorInputError("metric 'auc' needs positive=<class label>.")
+    is_pos = codes == pos
+    s = np.asarray(scores, dtype=float)
+    pos, neg = s[is_pos], s[~is_pos]
+    m, n = pos.size, neg.size
+    if min(m, n) < 2:
+        return {"value": float("nan"), "n": min(m, n), "se": float("nan"), "method": "delong"}
+    ranks = stats.rankdata(np.concatenate([pos, neg]))
+    v10 = (ranks[:m] - stats.rankdata(pos)) / n
+    v01 = 1 - (ranks[m:] - stats.rankdata(neg)) / m
+    se = float(np.sqrt(v10.var(ddof=1) / m + v01.var(ddof=1) / n))
+    return {"value": float(v10.mean()), "n": min(m, n), "se": se, "method": "delong"}

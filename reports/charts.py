@@ -1,0 +1,190 @@
+"""Small charts as inline SVG strings: slice metrics with CIs, class priors with CIs, top drifted
+features. matplotlib is imported lazily and used through ``matplotlib.figure.Figure`` with the
+SVG canvas (no pyplot, no global backend state: the non-GUI Agg/SVG path, safe in a server).
+
+Every SVG is cleaned for inline use: no XML header, no metadata, no clip paths (so no
+``url(...)``), no namespace URLs; text is kept as ``<text>`` (``svg.fonttype = none``), which
+matplotlib XML-escapes. Labels are shortened and ``$`` is escaped so a user string is never
+parsed as mathtext. A chart that fails or looks unsafe is replaced by an empty string.
+"""
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+
+from reports.formatting import ci_pair, metric_label, num, shorten
+
+__all__ = ["slice_chart", "prior_chart", "drift_chart", "clean_svg"]
+
+BLUE, ORANGE, RED, GREY, INK = "#2563eb", "#ea580c", "#dc2626", "#9ca3af", "#1f2937"
+_RC = {
+    "svg.fonttype": "none", "svg.hashsalt": "contextshift", "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"], "font.size": 9, "axes.edgecolor": "#d1d5db", "axes.linewidth": 0.8,
+    "axes.labelcolor": INK, "xtick.color": "#4b5563", "ytick.color": INK, "axes.spines.top": False,
+    "axes.spines.right": False, "svg.image_inline": True,
+}
+# Checked on every tag (text between tags is XML-escaped by matplotlib, so it cannot hold markup).
+_UNSAFE_TAG = re.compile(r"^<\s*/?\s*(script|style|foreignobject|iframe|image|a)\b|javascript:|\son\w+\s*=|"
+                         r"(?:href|src)\s*=\s*(?![\"']?#)|url\(|@import", re.IGNORECASE)
+
+
+def _label(text, limit: int = 38) -> str:
+    return shorten(text, limit).replace("$", r"\$")
+
+
+def clean_svg(svg: str) -> str:
+    """Make matplotlib's SVG fit for inlining in HTML; ``""`` if anything unsafe remains."""
+    svg = svg[svg.find("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.DOTALL)
+    svg = re.sub(r"<clipPath\b.*?</clipPath>", "", svg, flags=re.DOTALL)
+    svg = re.sub(r'\s+clip-path="url\(#[^")]*\)"', "", svg)
+    svg = re.sub(r'\s+xmlns(?::\w+)?="[^"]*"', "", svg)
+    svg = re.sub(r'<style type="text/css">.*?</style>', "", svg, flags=re.DOTALL)  # page CSS has the rule
+    referenced = set(re.findall(r'href="#([^"]+)"', svg))
+    svg = re.sub(r'\s+id="([^"]*)"', lambda m: m.group(0) if m.group(1) in referenced else "", svg)
+    svg = re.sub(r"<defs>\s*</defs>", "", svg)
+    svg = re.sub(r"\n\s+", "\n", svg)
+    svg = svg.replace("<svg ", '<svg role="img" ', 1)
+    if any(_UNSAFE_TAG.search(tag) for tag in re.findall(r"<[^>]*>", svg)):
+        return ""
+    return svg.strip()
+
+
+def _render(draw, width: float, height: float, title: str) -> str:
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure
+        with matplotlib.rc_context(_RC):
+            fig = Figure(figsize=(width, height), layout="constrained")
+            draw(fig.subplots())
+            buffer = io.StringIO()
+            fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    except Exception:  # a chart must never break the report; the tables carry the same numbers
+        return ""
+    svg = clean_svg(buffer.getvalue())
+    return svg.replace('role="img"', f'role="img" aria-label="{_attr(title)}"', 1) if svg else ""
+
+
+def _attr(text: str) -> str:
+    return (text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def _interval(ax, y, value, ci, colour, marker, label):
+    lo, hi = ci_pair(ci)
+    value = num(value)
+    if value is None:
+        return
+    if lo is not None and hi is not None:
+        ax.errorbar([value], [y], xerr=[[max(value - lo, 0)], [max(hi - value, 0)]], fmt=marker, color=colour,
+                    ecolor=colour, elinewidth=1.6, capsize=2.5, markersize=5, label=label)
+    else:
+        ax.plot([value], [y], marker, color=colour, markersize=5, label=label)
+
+
+def _legend(ax, weak: bool, production: bool, overall: bool) -> None:
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], marker="o", color=BLUE, linestyle="none", markersize=5, label="benchmark")]
+    if weak:
+        handles.append(Line2D([], [], marker="o", color=RED, linestyle="none", markersize=5,
+                              label="significantly weaker than overall"))
+    if production:
+        handles.append(Line2D([], [], marker="s", color=ORANGE, linestyle="none", markersize=5,
+                              label="production (labelled)"))
+    if overall:
+        handles.append(Line2D([], [], color=GREY, linestyle="--", linewidth=1, label="overall (benchmark)"))
+    ax.figure.legend(handles=handles, loc="outside upper left", fontsize=8, frameon=False, ncols=len(handles),
+                     handletextpad=0.3, columnspacing=1.2)
+
+
+def slice_chart(slices: Sequence[Mapping], *, overall_value=None, metric: str = "metric",
+                highlight: Sequence[str] = (), max_slices: int = 25) -> str:
+    """Forest plot: each slice's benchmark metric (and production metric, when labelled) with
+    its 95 % CI against the overall benchmark value; slices named in ``highlight`` in red."""
+    rows = [s for s in slices if isinstance(s, Mapping) and num(s.get("benchmark_value")) is not None][:max_slices]
+    if not rows:
+        return ""
+    marked = set(map(str, highlight))
+
+    def draw(ax):
+        n = len(rows)
+        for i, s in enumerate(rows):
+            y = n - 1 - i
+            weak = str(s.get("name")) in marked
+            labelled = num(s.get("production_value")) is not None
+            _interval(ax, y + (0.12 if labelled else 0), s.get("benchmark_value"), s.get("benchmark_ci"),
+                      RED if weak else BLUE, "o", None)
+            _interval(ax, y - 0.18, s.get("production_value"), s.get("production_ci"), ORANGE, "s", None)
+        ax.set_yticks(range(n), [_label(s.get("name")) for s in reversed(rows)])
+        for tick, s in zip(ax.get_yticklabels(), reversed(rows)):
+            tick.set_color(RED if str(s.get("name")) in marked else INK)
+        if num(overall_value) is not None:
+            ax.axvline(num(overall_value), color=GREY, linestyle="--", linewidth=1)
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel(f"{metric_label(metric)} with 95 % CI")
+        ax.grid(axis="x", color="#eef0f3", linewidth=0.8)
+        ax.set_axisbelow(True)
+        _legend(ax, any(str(s.get("name")) in marked for s in rows),
+                any(num(s.get("production_value")) is not None for s in rows), num(overall_value) is not None)
+
+    return _render(draw, 7.4, 0.8 + 0.3 * len(rows), f"{metric_label(metric)} per slice with 95% confidence intervals")
+
+
+def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_classes: int = 20) -> str:
+    """Benchmark class shares against the estimated production shares with their CIs."""
+    if not isinstance(benchmark_prior, Mapping) or not isinstance(production_estimate, Mapping):
+        return ""
+    classes = [str(c) for c in production_estimate if isinstance(production_estimate[c], Mapping)]
+    bench = {str(k): num(v) for k, v in benchmark_prior.items()}
+    classes.sort(key=lambda c: -abs((num(production_estimate[c].get("estimate")) or 0) - (bench.get(c) or 0)))
+    classes = classes[:max_classes]
+    if not classes:
+        return ""
+
+    def draw(ax):
+        n = len(classes)
+        for i, c in enumerate(classes):
+            y = n - 1 - i
+            if bench.get(c) is not None:
+                ax.plot([bench[c]], [y + 0.12], "o", color=BLUE, markersize=5, label="benchmark" if i == 0 else None)
+            est = production_estimate[c]
+            _interval(ax, y - 0.15, est.get("estimate"), est, ORANGE, "s",
+                      "production estimate" if i == 0 else None)
+        ax.set_yticks(range(n), [_label(c, 28) for c in reversed(classes)])
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.xaxis.set_major_formatter(lambda x, _: f"{100 * x:.0f} %")
+        ax.set_xlabel("share of cases (95 % CI)")
+        ax.grid(axis="x", color="#eef0f3", linewidth=0.8)
+        ax.set_axisbelow(True)
+        ax.figure.legend(loc="outside upper left", fontsize=8, frameon=False, ncols=2)
+
+    return _render(draw, 4.8, 0.9 + 0.3 * len(classes), "Class shares: benchmark versus production estimate")
+
+
+def drift_chart(features: Sequence[Mapping], *, top: int = 15) -> str:
+    """Effect sizes of the features with the largest effects; drifted ones in red, each
+    feature's practical floor as a grey tick."""
+    rows = [f for f in features if isinstance(f, Mapping) and num(f.get("effect_size")) is not None]
+    rows.sort(key=lambda f: (not f.get("drifted") is True, -num(f.get("effect_size"))))
+    rows = rows[:top]
+    if not rows:
+        return ""
+
+    def draw(ax):
+        n = len(rows)
+        ys = list(range(n - 1, -1, -1))
+        values = [num(f.get("effect_size")) for f in rows]
+        colours = [RED if f.get("drifted") is True else "#93c5fd" for f in rows]
+        ax.barh(ys, values, color=colours, height=0.6)
+        for y, f in zip(ys, rows):
+            floor = num(f.get("effect_floor"))
+            if floor is not None:
+                ax.plot([floor, floor], [y - 0.38, y + 0.38], color=INK, linewidth=1.2)
+        ax.set_yticks(ys, [_label(f.get("name"), 30) for f in rows])
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel("effect size (bar) and practical floor (tick); red = drifted")
+        ax.grid(axis="x", color="#eef0f3", linewidth=0.8)
+        ax.set_axisbelow(True)
+
+    return _render(draw, 6.4, 0.7 + 0.28 * len(rows), "Largest feature effect sizes")

@@ -1,0 +1,244 @@
+"""Limitations found in the labels and the metric: label (prior) shift, concept shift (a measured
+performance drop with production labels), label quality, and benchmark saturation."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reports.findings_data import make_limitation, slice_shares
+from reports.formatting import (
+    as_list, ci_pair, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, lower_is_better,
+    metric_label, num, shorten,
+)
+from reports.records import Limitation, RankingContext
+
+__all__ = ["label_findings", "performance_estimates"]
+
+KRIPPENDORFF_TENTATIVE = 0.667  # Krippendorff's lowest alpha for tentative conclusions
+
+
+def _share_ci(value, lo, hi) -> str:
+    if lo is None or hi is None:
+        return fmt_share(value)
+    return f"{fmt_share(value)} [{fmt_share(lo)}, {fmt_share(hi)}]"
+
+
+def _from_performance_estimate(node: Mapping, metric: str | None, name: str | None) -> list:
+    """``PerformanceEstimate.to_dict()``: ``{method, metrics: {key: MetricEstimate}}`` → the primary metric."""
+    metrics = node["metrics"]
+    items = list(metrics.items()) if isinstance(metrics, Mapping) else [(None, m) for m in metrics]
+    for key, m in items:
+        if isinstance(m, Mapping) and (metric is None or metric in (m.get("name"), key)):
+            return [(str(node.get("method") or name or "estimate"), num(m.get("value")), *ci_pair(m))]
+    return []
+
+
+Estimate = tuple[str, "float | None", "float | None", "float | None"]  # (method, value, ci_low, ci_high)
+
+
+def performance_estimates(estimated, metric: str | None = None) -> list[Estimate]:
+    """(method, estimate, ci_low, ci_high) from ``label.estimated_performance`` in any accepted
+    shape: one ``{estimate, ci_low, ci_high}``; ``{"methods": {name: {...}}}``; ``{name: {...}}``;
+    or ``PerformanceEstimate.to_dict()`` records (alone, in a list, or by name), of which the
+    entry for ``metric`` is used."""
+    found: list = []
+
+    def visit(node, name, depth):
+        if depth > 3 or not isinstance(node, (Mapping, list, tuple)):
+            return
+        if isinstance(node, (list, tuple)):
+            for item in node:
+                visit(item, None, depth + 1)
+        elif "estimate" in node:
+            found.append((str(name or node.get("method") or "estimate"), num(node.get("estimate")), *ci_pair(node)))
+        elif isinstance(node.get("metrics"), (Mapping, list, tuple)):
+            found.extend(_from_performance_estimate(node, metric, name))
+        else:
+            for key, value in node.items():
+                if key not in ("metric", "benchmark_value"):
+                    visit(value, key if key != "methods" else None, depth + 1)
+
+    visit(estimated, None, 0)
+    return [(name.replace("_", " "), est, lo, hi) for name, est, lo, hi in found]
+
+
+def _estimate_sentence(label: Mapping, ctx: RankingContext) -> str:
+    """A sentence quoting the label-free performance estimates (context, not part of the score:
+    a confidence-based estimate mixes every kind of shift, so it is not attributed to this one)."""
+    estimated = label.get("estimated_performance")
+    metric = (estimated.get("metric") if isinstance(estimated, Mapping) else None) or ctx.metric
+    rows = performance_estimates(estimated, metric)
+    if not rows:
+        return ""
+    bench = num(estimated.get("benchmark_value")) if isinstance(estimated, Mapping) else None
+    bench = ctx.overall_value if bench is None else bench
+    parts = [f"{fmt_metric(est, (lo, hi))} ({shorten(name, 30)})" for name, est, lo, hi in rows[:4]]
+    return (f" Label-free estimates of production {metric_label(metric)}: {', '.join(parts)}, "
+            f"against {fmt_num(bench)} on the benchmark.")
+
+
+def _label_shift(label: Mapping, ctx: RankingContext) -> list[Limitation]:
+    if label.get("is_shift") is not True:
+        return []
+    bench = label.get("benchmark_prior") if isinstance(label.get("benchmark_prior"), Mapping) else {}
+    prod = label.get("production_prior_estimate") if isinstance(label.get("production_prior_estimate"), Mapping) else {}
+    rows = {str(c): (num(bench.get(c)), v) for c, v in prod.items() if isinstance(v, Mapping)}
+    diffs = {c: (num(v.get("estimate")) or 0.0) - (p or 0.0) for c, (p, v) in rows.items() if p is not None}
+    tv = 0.5 * sum(abs(d) for d in diffs.values())
+    p_text = fmt_p(label.get("p_value_adjusted", label.get("p_value")))
+    if diffs:
+        top = max(sorted(diffs), key=lambda c: (round(abs(diffs[c]), 9), diffs[c]))  # ties: the class that grew
+        p, est = rows[top]
+        lo, hi = ci_pair(est)
+        statement = (f"The class mix has changed: {shorten(top, 40)} is estimated at "
+                     f"{_share_ci(num(est.get('estimate')), lo, hi)} of production against {fmt_share(p)} "
+                     f"of the benchmark (estimated from the model's predictions, without production labels; "
+                     f"{p_text}, {fmt_n(ctx.n_production)}).")
+        title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(p)} → {fmt_share(num(est.get('estimate')))})"
+    else:
+        statement = f"The distribution of the model's predictions has changed ({p_text}, {fmt_n(ctx.n_production)})."
+        title = "the class mix has changed"
+    score = tv * ctx.priors.label_shift_gap
+    evidence = {"total_variation": tv, "p_value": num(label.get("p_value")), "class_changes": diffs,
+                "severity_basis": f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f}"}
+    return [make_limitation("label_shift", None, title, statement + _estimate_sentence(label, ctx), score, evidence)]
+
+
+def _drop(benchmark_value, production_value, metric) -> float | None:
+    b, p = num(benchmark_value), num(production_value)
+    if b is None or p is None:
+        return None
+    return (p - b) if lower_is_better(metric) else (b - p)
+
+
+def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+    found = []
+    observed = get(audit, "label", "observed_performance", default={})
+    if isinstance(observed, Mapping) and observed:
+        metric = observed.get("metric") or ctx.metric
+        drop = _drop(observed.get("benchmark_value"), observed.get("production_value"), metric)
+        flag = observed.get("is_shift")
+        ok = (flag is True and (drop or 0) > 0) if isinstance(flag, bool) else ctx.supported(
+            observed.get("p_value_adjusted"), drop, ctx.floor("performance_drop"))
+        if ok:
+            statement = (f"With production labels, {metric_label(metric)} fell from "
+                         f"{fmt_metric(observed.get('benchmark_value'), observed.get('benchmark_ci'))} "
+                         f"({fmt_n(observed.get('n_benchmark', ctx.overall_n))}) on the benchmark to "
+                         f"{fmt_metric(observed.get('production_value'), observed.get('production_ci'))} "
+                         f"({fmt_n(observed.get('n_production'))}) in production "
+                         f"({fmt_p(observed.get('p_value_adjusted', observed.get('p_value')), 'adjusted p')}).")
+            title = (f"{metric_label(metric)} dropped in production ({fmt_num(observed.get('benchmark_value'))} → "
+                     f"{fmt_num(observed.get('production_value'))})")
+            evidence = {k: observed.get(k) for k in ("metric", "benchmark_value", "benchmark_ci", "production_value",
+                                                     "production_ci", "n_production", "p_value_adjusted")}
+            evidence["severity_basis"] = f"all of production × drop {drop:.3f}"
+            found.append(make_limitation("concept_shift", None, title, statement, drop, evidence))
+    for s in as_list(get(audit, "slices")):
+        metric = s.get("metric") or ctx.metric
+        drop = _drop(s.get("benchmark_value"), s.get("production_value"), metric)
+        # SliceResult: p_value_adjusted tests benchmark vs production; ``changed`` is the decision.
+        flag = s.get("changed")
+        ok = (flag and (drop or 0) > 0) if isinstance(flag, bool) else ctx.supported(
+            s.get("p_value_adjusted"), drop, ctx.floor("performance_drop"))
+        if not ok or str(s.get("status", "ok")) != "ok":
+            continue
+        share, _ = slice_shares(s, ctx)
+        name = shorten(s.get("name"))
+        statement = (f"Within {name}, {metric_label(metric)} fell from "
+                     f"{fmt_metric(s.get('benchmark_value'), s.get('benchmark_ci'))} ({fmt_n(s.get('n_benchmark'))}) "
+                     f"on the benchmark to {fmt_metric(s.get('production_value'), s.get('production_ci'))} "
+                     f"({fmt_n(s.get('n_production'))}) in production "
+                     f"({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}); this context is "
+                     f"{fmt_share(share)} of production.")
+        title = f"{metric_label(metric)} dropped on {name} in production"
+        evidence = {"metric": metric, "drop": drop, "production_share": share,
+                    "p_value_adjusted": num(s.get("p_value_adjusted")),
+                    "severity_basis": f"production share {share or 0:.3f} × drop {drop:.3f}"}
+        found.append(make_limitation("concept_shift", str(s.get("name")), title, statement,
+                                     (share or 0.0) * drop, evidence))
+    return found
+
+
+def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
+    found = []
+    alpha = num(lq.get("krippendorff_alpha"))
+    lo, hi = ci_pair(lq.get("alpha_ci"))
+    if alpha is not None and (hi if hi is not None else alpha) < KRIPPENDORFF_TENTATIVE:
+        statement = (f"Annotators agree poorly on the benchmark labels: Krippendorff's α is {fmt_metric(alpha, (lo, hi))} "
+                     f"({fmt_n(lq.get('n_items'))} items, {fmt_num(lq.get('n_annotators'), 0)} annotators), below "
+                     f"{KRIPPENDORFF_TENTATIVE}, the lowest value usually accepted even for tentative conclusions.")
+        found.append(make_limitation("label_quality", None, f"annotators agree poorly (α {fmt_num(alpha)})", statement,
+                                     (1 - alpha) * ctx.priors.shift_gap,
+                                     {"krippendorff_alpha": alpha, "alpha_ci": [lo, hi],
+                                      "severity_basis": f"(1 − α {alpha:.2f}) × assumed gap {ctx.priors.shift_gap:.2f}"}))
+    annotators = as_list(lq.get("annotators"))
+    cap = num(lq.get("annotator_cap")) or 0.2
+    over = [a for a in annotators if a.get("over_cap") is True
+            or (a.get("over_cap") is None and (num(a.get("share")) or 0) > cap)]
+    for a in sorted(over, key=lambda a: -(num(a.get("share")) or 0))[:3]:
+        share = num(a.get("share")) or 0.0
+        who = shorten(a.get("id"), 40)
+        statement = (f"Annotator {who} gave {fmt_share(share)} of the benchmark labels ({fmt_n(a.get('n_labels'))}), "
+                     f"above the {fmt_share(cap)} cap, so the benchmark leans on one person's judgement.")
+        found.append(make_limitation("label_quality", None, f"one annotator ({who}) gave {fmt_share(share)} of the labels",
+                                     statement, (share - cap) * ctx.priors.shift_gap,
+                                     {"annotator": a.get("id"), "share": share, "cap": cap,
+                                      "severity_basis": f"(share {share:.2f} − cap {cap:.2f}) × assumed gap "
+                                                        f"{ctx.priors.shift_gap:.2f}"}))
+    chance = [a for a in annotators if a.get("near_chance") is True]
+    if chance:
+        share = sum(num(a.get("share")) or 0.0 for a in chance)
+        agreements = [num(a.get("agreement")) for a in chance if num(a.get("agreement")) is not None]
+        mean_agreement = sum(agreements) / len(agreements) if agreements else 0.5
+        names = ", ".join(shorten(a.get("id"), 30) for a in chance[:5]) + (" …" if len(chance) > 5 else "")
+        statement = (f"Annotators {names} ({fmt_share(share)} of the labels) agree with the consensus no better than "
+                     f"chance (mean agreement {fmt_num(mean_agreement)}); their labels look like noise and should be "
+                     f"reviewed or removed.")
+        found.append(make_limitation("label_quality", None, "some annotators agree with the others only at chance level",
+                                     statement, share * (1 - mean_agreement),
+                                     {"annotators": [a.get("id") for a in chance[:20]], "label_share": share,
+                                      "severity_basis": f"label share {share:.3f} × (1 − agreement {mean_agreement:.2f})"}))
+    found += _source_disagreement(lq, ctx)
+    return found
+
+
+def _source_disagreement(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
+    sd = lq.get("source_disagreement")
+    if not isinstance(sd, Mapping):
+        return []
+    rate = num(sd.get("rate"))
+    lo, hi = ci_pair(sd.get("ci"))
+    if rate is None or rate < ctx.floor("label_disagreement") or not (lo or 0) > 0:
+        return []
+    sources = [shorten(s, 30) for s in (sd.get("sources") or ["one labelling source", "another"])][:2]
+    pair = " and ".join(sources) if len(sources) == 2 else "two labelling sources"
+    statement = (f"Labels from {pair} disagree on {_share_ci(rate, lo, hi)} of items ({fmt_n(sd.get('n'))}); "
+                 f"the benchmark's labels are uncertain at least at that rate.")
+    return [make_limitation("label_quality", None, f"labelling sources disagree on {fmt_share(rate)} of items",
+                            statement, rate / 2, {"rate": rate, "ci": [lo, hi], "n": sd.get("n"),
+                                                  "severity_basis": f"disagreement rate {rate:.3f} / 2"})]
+
+
+def _saturation(ctx: RankingContext) -> list[Limitation]:
+    value = ctx.overall_value
+    if value is None or not ctx.higher_is_better or value < ctx.saturation_threshold:
+        return []
+    metric = metric_label(ctx.metric)
+    statement = (f"The benchmark is close to saturated: {metric} is {fmt_metric(value, ctx.overall_ci)} "
+                 f"({fmt_n(ctx.overall_n)}), above the {fmt_num(ctx.saturation_threshold)} saturation threshold, "
+                 f"so it can hardly tell better models apart; the next round should add harder cases from the "
+                 f"weak and untested contexts.")
+    title = f"the benchmark is nearly saturated ({metric} {fmt_num(value)} ≥ {fmt_num(ctx.saturation_threshold)})"
+    evidence = {"metric": ctx.metric, "benchmark_value": value, "benchmark_ci": ctx.overall_ci,
+                "threshold": ctx.saturation_threshold, "severity_basis": "fixed informational score"}
+    return [make_limitation("benchmark_saturation", None, title, statement,
+                            ctx.priors.saturation_score, evidence)]
+
+
+def label_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+    label = get(audit, "label", default={})
+    found = _label_shift(label, ctx) if isinstance(label, Mapping) else []
+    found += _concept_shift(audit, ctx)
+    lq = get(audit, "label_quality")
+    if isinstance(lq, Mapping):
+        found += _label_quality(lq, ctx)
+    return found + _saturation(ctx)

@@ -1,0 +1,143 @@
+"""Small, pure helpers shared by every renderer: tolerant reading of the AuditResult dict and
+plain-language number formatting (metrics with CIs, shares, p-values, sample sizes).
+
+The AuditResult arrives as JSON-ready data, so any number may be ``None`` (JSON has no NaN) or,
+when the caller skipped serialisation, a float NaN. Everything here treats both as "unknown".
+
+>>> fmt_metric(0.6123, (0.52, 0.7))
+'0.61 [0.52, 0.70]'
+>>> fmt_share(0.183), fmt_share(0.004), fmt_p(0.00002), fmt_n(7000)
+('18 %', '0.4 %', 'p < 0.001', 'n=7,000')
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "num", "get", "as_list", "ci_pair", "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
+    "fmt_p", "fmt_n", "metric_label", "effect_label", "lower_is_better", "shorten", "capitalise",
+]
+
+# Metrics where a smaller value is better; every other metric is treated as higher-is-better.
+_LOWER_IS_BETTER = frozenset({
+    "fpr", "false_positive_rate", "fnr", "false_negative_rate", "error_rate", "error",
+    "ece", "brier", "log_loss", "mae", "rmse", "mse",
+})
+_METRIC_LABELS = {
+    "auc": "AUC", "roc_auc": "AUC", "macro_f1": "macro-F1", "f1": "F1", "fpr": "false-positive rate",
+    "fnr": "false-negative rate", "ece": "calibration error (ECE)", "balanced_accuracy": "balanced accuracy",
+}
+_EFFECT_LABELS = {
+    "wasserstein_normed": "normed Wasserstein distance", "cramers_v": "Cramér's V", "psi": "PSI",
+    "jensen_shannon": "Jensen–Shannon distance", "js": "Jensen–Shannon distance",
+    "abs_diff": "difference in proportions", "auc": "AUC", "mmd": "MMD", "ks": "KS statistic",
+    "tv": "total-variation distance", "total_variation": "total-variation distance",
+}
+
+
+def num(value: Any) -> float | None:
+    """``value`` as a finite float, else ``None`` (None, NaN, inf, strings, bools all give None)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def get(mapping: Any, *path: str, default: Any = None) -> Any:
+    """Walk nested mappings; any missing key or non-mapping on the way gives ``default``."""
+    current = mapping
+    for key in path:
+        if not isinstance(current, Mapping) or key not in current:
+            return default
+        current = current[key]
+    return default if current is None else current
+
+
+def as_list(value: Any) -> list:
+    """A list of mappings from ``value``; anything else (None, a scalar) gives ``[]``."""
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [v for v in value if isinstance(v, Mapping)]
+    return []
+
+
+def ci_pair(value: Any) -> tuple[float | None, float | None]:
+    """``[lo, hi]`` (list, tuple or ``{"ci_low", "ci_high"}``) as two optional floats."""
+    if isinstance(value, Mapping):
+        return num(value.get("ci_low")), num(value.get("ci_high"))
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and len(value) == 2:
+        return num(value[0]), num(value[1])
+    return None, None
+
+
+def fmt_num(value: Any, digits: int = 2) -> str:
+    f = num(value)
+    return "n/a" if f is None else f"{f:.{digits}f}"
+
+
+def fmt_ci(ci: Any, digits: int = 2) -> str:
+    lo, hi = ci_pair(ci)
+    if lo is None or hi is None:
+        return ""
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def fmt_metric(value: Any, ci: Any = None, digits: int = 2) -> str:
+    """``0.61 [0.52, 0.70]``; the interval is omitted when unknown, ``n/a`` when the value is."""
+    text = fmt_num(value, digits)
+    interval = fmt_ci(ci, digits)
+    return f"{text} {interval}" if interval and text != "n/a" else text
+
+
+def fmt_share(value: Any) -> str:
+    """A proportion as a percentage; one decimal below 1 % so that small shares are not '0 %'."""
+    f = num(value)
+    if f is None:
+        return "n/a"
+    pct = 100 * f
+    if pct != 0 and abs(pct) < 1:
+        return f"{pct:.1f} %"
+    return f"{pct:.0f} %"
+
+
+def fmt_p(value: Any, name: str = "p") -> str:
+    f = num(value)
+    if f is None:
+        return f"{name} n/a"
+    if f < 0.001:
+        return f"{name} < 0.001"
+    return f"{name} = {f:.3f}" if f < 0.1 else f"{name} = {f:.2f}"
+
+
+def fmt_n(value: Any) -> str:
+    f = num(value)
+    return "n=n/a" if f is None else f"n={int(round(f)):,}"
+
+
+def metric_label(name: Any) -> str:
+    """Readable metric name: ``macro_f1`` → ``macro-F1``, ``balanced_accuracy`` → ``balanced accuracy``."""
+    key = str(name or "metric").strip()
+    return _METRIC_LABELS.get(key.lower(), key.replace("_", " "))
+
+
+def effect_label(name: Any) -> str:
+    key = str(name or "effect size").strip()
+    return _EFFECT_LABELS.get(key.lower(), key.replace("_", " "))
+
+
+def lower_is_better(metric: Any) -> bool:
+    return str(metric or "").strip().lower() in _LOWER_IS_BETTER
+
+
+def shorten(text: Any, limit: int = 80) -> str:
+    """User-supplied names as short single-line text (a 100 kB column name must not flood a report)."""
+    s = " ".join(str("" if text is None else text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text

@@ -1,0 +1,74 @@
+r"""A "Model limitations" section for a model card, in Markdown (SPEC §7).
+
+User strings inside statements are neutralised for Markdown renderers: ``<`` where a tag or
+autolink could start, ``*``, ``$``, ``~``, backticks, ``|`` and backslashes are backslash-escaped,
+``](`` is broken so no link or image can be formed, word-boundary underscores are escaped, and
+newlines are folded into spaces.
+
+>>> md_escape("<script>alert(1)</script> [x](javascript:y) a_b _c_")
+'\\<script>alert(1)\\</script> [x]\\(javascript:y) a_b \\_c\\_'
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from reports.formatting import fmt_metric, fmt_n, get, metric_label, num, shorten
+from reports.limitations import Limitation, verdict
+from reports.normalise import normalise_audit
+from reports.records import CORRECTION_LABELS, KIND_LABELS
+
+__all__ = ["render_markdown", "md_escape"]
+
+MARKDOWN_CAP = 50
+_SPECIAL = re.compile(r"([\\`*|~$]|<(?=[A-Za-z/!?]))")  # "<" only where a tag or autolink could start
+_EDGE_UNDERSCORE = re.compile(r"(?<!\w)_|_(?!\w)")
+
+
+def md_escape(text, limit: int = 2000) -> str:
+    """One line of text that renders literally in CommonMark/GFM."""
+    s = shorten(text, limit)
+    s = _SPECIAL.sub(r"\\\1", s)
+    s = _EDGE_UNDERSCORE.sub(r"\\_", s)
+    return s.replace("](", "]\\(")
+
+
+def _context_line(audit: Mapping) -> str:
+    params = get(audit, "parameters", default={})
+    metric = metric_label(get(audit, "overall", "metric") or get(params, "primary_metric"))
+    correction = CORRECTION_LABELS.get(str(get(params, "correction") or "bh"), md_escape(get(params, "correction"), 40))
+    alpha = num(get(params, "alpha")) or 0.05
+    parts = [
+        f"This section comes from contextshift audit {md_escape(get(audit, 'id') or 'unsaved', 80)}, which compared "
+        f"{fmt_n(get(audit, 'benchmark', 'n_rows'))[2:]} benchmark rows with "
+        f"{fmt_n(get(audit, 'production', 'n_rows'))[2:]} production rows under the "
+        f"{md_escape(get(audit, 'domain') or 'generic', 40)} domain pack.",
+    ]
+    if num(get(audit, "overall", "benchmark_value")) is not None:
+        value = fmt_metric(get(audit, "overall", "benchmark_value"), get(audit, "overall", "benchmark_ci"))
+        parts.append(f"Benchmark {metric}: {value} "
+                     f"({fmt_n(get(audit, 'overall', 'n') or get(audit, 'benchmark', 'n_rows'))}, 95 % CI).")
+    parts.append(f"Findings are listed only when they are statistically significant after {correction} correction "
+                 f"(α = {alpha}) and large enough to matter, except contexts the benchmark cannot evaluate.")
+    return " ".join(parts)
+
+
+def render_markdown(audit: Mapping, limitations: Sequence[Limitation], *, heading_level: int = 2) -> str:
+    """The "Model limitations" section: verdict, ranked limitations with numbers and CIs, context."""
+    if not 1 <= heading_level <= 5:
+        raise ValueError("heading_level must be between 1 and 5.")
+    h = "#" * heading_level
+    audit = normalise_audit(audit)
+    v = verdict(audit, limitations)
+    lines = [f"{h} Model limitations", "", f"**Verdict: {v['severity']} severity.** {md_escape(v['summary'])}", ""]
+    ordered = sorted(limitations, key=lambda lim: lim.rank)
+    for lim in ordered[:MARKDOWN_CAP]:
+        kind = KIND_LABELS.get(lim.kind, lim.kind.replace("_", " "))
+        lines.append(f"{lim.rank}. **{lim.severity.capitalize()} — {kind.lower()}.** {md_escape(lim.statement)}")
+    if len(ordered) > MARKDOWN_CAP:
+        lines += ["", f"_{len(ordered) - MARKDOWN_CAP:,} lower-ranked limitations are omitted; see the audit report._"]
+    if not ordered:
+        lines.append("No limitation was found: no weak or untested context and no shift that passes the tests.")
+    lines += ["", f"{h}# How this was measured", "", _context_line(audit),
+              "Severity weighs each problem's share of production by the size of its performance gap.", ""]
+    return "\n".join(lines)

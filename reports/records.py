@@ -1,0 +1,162 @@
+"""Typed records of the limitation ranking and the severity scale.
+
+Severity score
+--------------
+Every limitation gets one number on one scale, so that a weak slice, an untested context and
+a drifted feature can be ranked against each other:
+
+    score = production prevalence × gap
+
+read as "expected loss of the overall production metric, in metric units, attributable to this
+finding" (0.045 = 4.5 points of sensitivity). Where the gap is measured (a slice metric with a
+CI, an observed production drop) it is used as is; where it cannot be measured it is replaced by
+a documented prior gap (:class:`SeverityPriors`). Labels: ``high`` when score ≥ 0.03,
+``medium`` when ≥ 0.01, else ``low``. The per-kind formulas are listed in ``reports/SCHEMA.md``.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from detectors.base import Result
+from reports.formatting import get, lower_is_better, num
+
+__all__ = [
+    "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
+    "HIGH_SCORE", "MEDIUM_SCORE", "severity_label", "SEVERITY_ORDER", "flagged",
+]
+
+# Kinds from SPEC §7, in the order used to break ties between equal scores.
+KINDS = (
+    "underperforming_slice", "concept_shift", "untested_context", "label_shift",
+    "context_mix_shift", "covariate_shift", "label_quality", "benchmark_saturation",
+)
+KIND_LABELS = {
+    "underperforming_slice": "Weak slice", "untested_context": "Untested context",
+    "context_mix_shift": "Context mix shift", "covariate_shift": "Covariate shift", "label_shift": "Label shift",
+    "concept_shift": "Concept shift", "label_quality": "Label quality", "benchmark_saturation": "Saturated benchmark",
+    "slice": "Slice", "production_sample": "Production sample",
+}
+CORRECTION_LABELS = {"bh": "Benjamini–Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
+SHIFT_KINDS = frozenset({"concept_shift", "label_shift", "context_mix_shift", "covariate_shift"})
+HIGH_SCORE = 0.03  # three points of the primary metric over all of production
+MEDIUM_SCORE = 0.01  # one point
+SEVERITY_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
+
+DEFAULT_FLOORS = {
+    "slice_gap": 0.05,  # a slice must be this much below overall to be "underperforming"
+    "performance_drop": 0.05,  # a production drop (with labels) must be at least this large
+    "label_disagreement": 0.02,  # disagreement rate between two labelling sources
+}
+
+
+def severity_label(score: float) -> str:
+    if score >= HIGH_SCORE:
+        return "high"
+    return "medium" if score >= MEDIUM_SCORE else "low"
+
+
+@dataclass(frozen=True)
+class SeverityPriors:
+    """Gaps assumed where the audit cannot measure one (all in metric units).
+
+    untested_gap : an unevaluated context is assumed to lose this much of the primary metric.
+    shift_gap : a distribution shift of maximal effect size (1.0) over all of production is
+        assumed to cost this much; smaller effects scale linearly.
+    label_shift_gap : assumed spread between per-class recalls, multiplied by the total-variation
+        distance between benchmark and production class priors.
+    saturation_score : fixed score of a saturated benchmark (informational, always "low").
+    """
+
+    untested_gap: float = 0.10
+    shift_gap: float = 0.05
+    label_shift_gap: float = 0.25
+    saturation_score: float = 0.005
+
+
+@dataclass(frozen=True)
+class Limitation(Result):
+    """One ranked, evidenced statement of where the model should not be trusted (SPEC §7).
+
+    ``severity`` is the label (low/medium/high) and ``score`` the number it comes from;
+    ``title`` is a short lower-case clause used in the verdict sentence and report headings.
+    """
+
+    rank: int
+    kind: str
+    slice: str | None
+    title: str
+    statement: str
+    score: float
+    severity: str
+    evidence: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        order = ("rank", "kind", "slice", "severity", "score", "title", "statement", "evidence")
+        return {key: data[key] for key in order}
+
+
+@dataclass(frozen=True)
+class RankingContext:
+    """Everything the finding builders need from the audit's ``parameters`` and ``overall``."""
+
+    alpha: float
+    floors: dict
+    priors: SeverityPriors
+    saturation_threshold: float
+    metric: str
+    higher_is_better: bool
+    overall_value: float | None
+    overall_ci: Any
+    overall_n: float | None
+    overall_production_value: float | None
+    n_benchmark: float | None
+    n_production: float | None
+    min_slice_size: int
+
+    @classmethod
+    def from_audit(cls, audit: Mapping, *, saturation_threshold: float | None,
+                   alpha: float | None, priors: SeverityPriors | None) -> "RankingContext":
+        params = get(audit, "parameters", default={})
+        metric = get(audit, "overall", "metric") or get(params, "primary_metric") or "metric"
+        floors = dict(DEFAULT_FLOORS)
+        floors.update({k: v for k, v in (get(params, "effect_floors", default={}) or {}).items()
+                       if num(v) is not None})
+        threshold = num(saturation_threshold)
+        if threshold is None:
+            threshold = num(get(params, "saturation_threshold"))
+        return cls(
+            alpha=num(alpha) or num(get(params, "alpha")) or 0.05,
+            floors=floors,
+            priors=priors or SeverityPriors(),
+            saturation_threshold=0.8 if threshold is None else threshold,
+            metric=str(metric),
+            higher_is_better=not lower_is_better(metric),
+            overall_value=num(get(audit, "overall", "benchmark_value")),
+            overall_ci=get(audit, "overall", "benchmark_ci"),
+            overall_n=num(get(audit, "overall", "n")) or num(get(audit, "benchmark", "n_rows")),
+            overall_production_value=num(get(audit, "overall", "production_value")),
+            n_benchmark=num(get(audit, "benchmark", "n_rows")),
+            n_production=num(get(audit, "production", "n_rows")),
+            min_slice_size=int(num(get(params, "min_slice_size")) or 30),
+        )
+
+    def floor(self, name: str) -> float:
+        return float(self.floors.get(name, DEFAULT_FLOORS.get(name, 0.0)))
+
+    def supported(self, p_adjusted: Any, effect: Any, floor: float) -> bool:
+        """The SPEC §5 rule: adjusted p below alpha AND effect at least the practical floor."""
+        p, e = num(p_adjusted), num(effect)
+        return p is not None and e is not None and p < self.alpha and e >= floor
+
+
+def flagged(test: Mapping, alpha: float) -> bool:
+    """A ShiftTest-like dict counts when the detector flagged it; else apply the §5 rule to it."""
+    if str(test.get("status", "ok")) != "ok":
+        return False
+    if isinstance(test.get("drifted"), bool):
+        return test["drifted"]
+    p, e, floor = num(test.get("p_value_adjusted")), num(test.get("effect_size")), num(test.get("effect_floor"))
+    return p is not None and e is not None and p < alpha and e >= (floor or 0.0)

@@ -1,0 +1,43 @@
+"""The Markdown "Model limitations" section for model cards."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from reports import rank_limitations, render_markdown
+from reports.markdown import md_escape
+
+
+def test_section_has_heading_verdict_and_every_limitation(audit):
+    limitations = rank_limitations(audit)
+    text = render_markdown(audit, limitations)
+    assert text.startswith("## Model limitations\n")
+    assert "**Verdict: high severity.**" in text
+    for lim in limitations:
+        assert f"{lim.rank}. **{lim.severity.capitalize()}" in text
+        assert md_escape(lim.statement) in text
+    assert "0.61 [0.52, 0.70] (n=212)" in text and "Benjamini–Hochberg" in text
+
+
+def test_numbered_items_follow_rank_order(audit):
+    text = render_markdown(audit, rank_limitations(audit))
+    ranks = [int(m) for m in re.findall(r"^(\d+)\. \*\*", text, flags=re.MULTILINE)]
+    assert ranks == list(range(1, len(ranks) + 1)) and len(ranks) == len(rank_limitations(audit))
+
+
+def test_no_limitations_says_so():
+    text = render_markdown({}, [])
+    assert "No limitation was found" in text and "**Verdict: none severity.**" in text
+
+
+def test_hostile_names_cannot_inject_markup_or_links(hostile_audit):
+    text = render_markdown(hostile_audit, rank_limitations(hostile_audit))
+    assert not re.search(r"(?<!\\)<(script|img|/script)", text)
+    assert "](" not in text and "\\<script>" in text
+    assert "\n" not in md_escape("two\nlines")
+
+
+@pytest.mark.parametrize("level", [1, 3])
+def test_heading_level(audit, level):
+    assert render_markdown(audit, [], heading_level=level).startswith("#" * level + " Model limitations")

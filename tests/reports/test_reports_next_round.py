@@ -1,0 +1,174 @@
+"""The next-round plan: budget split, untested contexts first, capacities, row choice, exports."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reports import NextRoundPlan, plan_next_round, rank_limitations, to_csv, to_json, to_jsonl
+
+UNTESTED = ['imaging_modality == "smartphone"', 'body_site == "genital"']
+
+
+def _plan(audit, budget, **kwargs):
+    return plan_next_round(audit, rank_limitations(audit), budget=budget, min_slice_size=30, **kwargs)
+
+
+def _counts(plan):
+    return {a.slice: a.n_to_label for a in plan.allocations}
+
+
+def _candidates(plan, n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"id": [f"p{i}" for i in range(n)], "uncertainty": rng.random(n),
+                          "prediction": rng.choice(["benign", "malignant"], n)})
+    for a in plan.allocations:
+        frame[a.slice] = rng.random(n) < max(a.production_share or 0.0, 0.02)
+    return frame
+
+
+@pytest.mark.parametrize("budget", [0, 1, 7, 56, 57, 500, 3001])
+def test_budget_split_sums_to_budget(audit, budget):
+    plan = _plan(audit, budget)
+    assert sum(_counts(plan).values()) == plan.n_allocated == budget
+    assert plan.n_unallocated == 0 and all(a.n_to_label >= 0 for a in plan.allocations)
+
+
+def test_untested_contexts_first_up_to_min_size_by_production_share(audit):
+    assert [a.slice for a in _plan(audit, 10).allocations[:2]] == UNTESTED
+    small = _counts(_plan(audit, 20))
+    assert small[UNTESTED[0]] == 20 and sum(small.values()) == 20
+    exact = _counts(_plan(audit, 56))  # 30 for smartphone (0 rows) + 26 for genital (4 rows)
+    assert exact[UNTESTED[0]] == 30 and exact[UNTESTED[1]] == 26 and sum(exact.values()) == 56
+    larger = _counts(_plan(audit, 500))
+    assert larger[UNTESTED[0]] == 30 and larger[UNTESTED[1]] == 26
+
+
+def test_rest_follows_prevalence_times_gap_and_ci_width(audit):
+    plan = _plan(audit, 1000)
+    slices = [a for a in plan.allocations if a.kind == "slice"]
+    quota = 1000 - 56
+    total = sum(a.weight for a in slices)
+    for a in slices:  # largest remainder: every count is within one label of its exact quota
+        assert abs(a.n_to_label - quota * a.weight / total) < 1
+    by_weight = sorted(slices, key=lambda a: a.weight)
+    assert [a.n_to_label for a in by_weight] == sorted(a.n_to_label for a in by_weight)
+    assert max(slices, key=lambda a: a.n_to_label).slice == "Fitzpatrick V–VI"
+
+
+def test_capacity_limits_are_respected_and_excess_is_resplit(audit):
+    plan = _plan(audit, 3001)
+    for a in plan.allocations:
+        assert a.n_production is None or a.n_to_label <= a.n_production
+    assert _counts(plan)["Scalp, age ≥ 60"] == 100  # its production rows
+
+
+def test_unplaceable_budget_is_reported(audit):
+    plan = _plan(audit, 50_000)
+    assert plan.n_allocated + plan.n_unallocated == 50_000 and plan.n_unallocated > 0
+    assert any("could not be placed" in note for note in plan.notes)
+
+
+def test_under_tested_slice_is_topped_up_first():
+    audit = {"slices": [
+        {"name": "rare", "n_benchmark": 10, "n_production": 500, "production_share": 0.05, "gap": 0.0,
+         "benchmark_ci": [0.3, 0.9]},
+        {"name": "common", "n_benchmark": 900, "n_production": 5000, "production_share": 0.5, "gap": 0.1,
+         "benchmark_ci": [0.7, 0.8]}]}
+    plan = plan_next_round(audit, [], budget=20, min_slice_size=30)
+    assert _counts(plan) == {"rare": 20, "common": 0}
+    assert plan.allocations[0].kind == "untested_context"
+    assert sum(_counts(plan_next_round(audit, [], budget=100, min_slice_size=30)).values()) == 100
+
+
+def test_without_any_slice_the_budget_goes_to_a_production_sample():
+    plan = plan_next_round({"production": {"n_rows": 1000}}, [], budget=40, min_slice_size=30)
+    assert [(a.kind, a.n_to_label) for a in plan.allocations] == [("production_sample", 40)]
+
+
+@pytest.mark.parametrize("budget, min_size", [(-1, 30), (1.5, 30), (True, 30), (10, 0)])
+def test_rejects_bad_budget_or_min_size(audit, budget, min_size):
+    with pytest.raises(ValueError):
+        plan_next_round(audit, [], budget=budget, min_slice_size=min_size)
+
+
+def test_candidates_rows_fill_budget_once_each_and_belong_to_their_slice(audit):
+    candidates = _candidates(_plan(audit, 500))
+    plan = _plan(audit, 500, candidates=candidates)
+    assert len(plan.rows) == 500 and len({r.id for r in plan.rows}) == 500
+    indexed = candidates.set_index("id")
+    for r in plan.rows:
+        assert indexed.at[r.id, r.slice] and r.slice in r.tags
+    assert [r.rank for r in plan.rows] == list(range(1, 501))
+    assert all(a.n_selected == a.n_to_label for a in plan.allocations)
+
+
+def test_rows_within_a_slice_alternate_over_predictions_most_uncertain_first(audit):
+    candidates = _candidates(_plan(audit, 300))
+    plan = _plan(audit, 300, candidates=candidates)
+    rows = [r for r in plan.rows if r.slice == "Fitzpatrick V–VI"]
+    groups = [r.group for r in rows]
+    assert set(groups[:2]) == {"benign", "malignant"}
+    for g in ("benign", "malignant"):
+        u = [r.uncertainty for r in rows if r.group == g]
+        assert u == sorted(u, reverse=True)
+    pool = candidates[candidates["Fitzpatrick V–VI"]]
+    top_two_per_class = pool.sort_values("uncertainty", ascending=False).groupby("prediction").head(2)
+    assert set(top_two_per_class["id"]) <= {r.id for r in rows} | set(
+        r.id for r in plan.rows if r.slice in UNTESTED)
+
+
+def test_missing_candidate_column_is_noted_and_budget_moves_on(audit):
+    candidates = _candidates(_plan(audit, 200)).drop(columns=[UNTESTED[0]])
+    plan = _plan(audit, 200, candidates=candidates)
+    assert _counts(plan)[UNTESTED[0]] == 0 and any("No candidate column" in n for n in plan.notes)
+    assert len(plan.rows) == 200
+
+
+@pytest.mark.parametrize("bad", [pd.DataFrame({"id": [1, 1], "uncertainty": [0.1, 0.2]}),
+                                 pd.DataFrame({"uncertainty": [0.1]}), pd.DataFrame({"id": [1]})])
+def test_rejects_bad_candidates(audit, bad):
+    with pytest.raises(ValueError):
+        _plan(audit, 10, candidates=bad)
+
+
+def test_plan_is_deterministic_frozen_and_json_ready(audit):
+    candidates = _candidates(_plan(audit, 100))
+    a, b = _plan(audit, 100, candidates=candidates), _plan(audit, 100, candidates=candidates)
+    assert a == b and isinstance(a, NextRoundPlan)
+    with pytest.raises(AttributeError):
+        a.budget = 3
+    assert json.loads(to_json(a))["n_allocated"] == 100
+
+
+def test_csv_export_rows_and_allocations(audit):
+    plan = _plan(audit, 120, candidates=_candidates(_plan(audit, 120)))
+    rows = list(csv.DictReader(io.StringIO(to_csv(plan))))
+    assert len(rows) == 120 and list(rows[0]) == ["rank", "id", "slice", "uncertainty", "group", "tags"]
+    allocations = list(csv.DictReader(io.StringIO(to_csv(_plan(audit, 120)))))
+    assert sum(int(r["n_to_label"]) for r in allocations) == 120
+    with pytest.raises(ValueError):
+        to_csv(plan, what="everything")
+
+
+def test_csv_neutralises_spreadsheet_formulas():
+    audit = {"slices": [{"name": "=HYPERLINK(\"http://x\")", "production_share": 0.5, "gap": 0.1,
+                         "benchmark_ci": [0.1, 0.2], "n_production": 100}]}
+    text = to_csv(plan_next_round(audit, [], budget=5, min_slice_size=1))
+    assert "'=HYPERLINK" in text and "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text
+
+
+def test_jsonl_is_dynabench_style(audit):
+    plan = _plan(audit, 60, candidates=_candidates(_plan(audit, 60)))
+    lines = to_jsonl(plan).splitlines()
+    assert len(lines) == 60
+    for line in lines:
+        record = json.loads(line)
+        assert list(record) == ["uid", "context", "tags", "metadata"]
+        assert isinstance(record["uid"], str) and record["context"] in record["tags"]
+    briefs = [json.loads(line) for line in to_jsonl(_plan(audit, 60)).splitlines()]
+    assert sum(b["metadata"]["n_to_label"] for b in briefs) == 60
