@@ -118,7 +118,7 @@ def _fold_sentence(tests: list) -> str:
 
 
 def _weak_slice(s: Mapping, ctx: RankingContext, folded: list) -> Limitation:
-    name = shorten(s.get("name"))
+    name = shorten(s.get("title") or s.get("name"))
     metric = metric_label(s.get("metric") or ctx.metric)
     gap = slice_gap(s, ctx) or 0.0
     prod_share, bench_share = slice_shares(s, ctx)

@@ -142,7 +142,7 @@ def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
         if not ok or str(s.get("status", "ok")) != "ok":
             continue
         share, _ = slice_shares(s, ctx)
-        name = shorten(s.get("name"))
+        name = shorten(s.get("title") or s.get("name"))
         statement = (f"Within {name}, {metric_label(metric)} fell from "
                      f"{fmt_metric(s.get('benchmark_value'), s.get('benchmark_ci'))} ({fmt_n(s.get('n_benchmark'))}) "
                      f"on the benchmark to {fmt_metric(s.get('production_value'), s.get('production_ci'))} "

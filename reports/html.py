@@ -187,7 +187,7 @@ def _slices(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
                     key=lambda s: (str(s.get("name")) not in weak, -(gaps[id(s)] if gaps[id(s)] is not None else -9.0)))
     shown, more = _capped(slices)
     rows = [{
-        "name": s.get("name"), "definition": shorten(s.get("definition"), 120), "source": str(s.get("source") or ""),
+        "name": s.get("title") or s.get("name"), "definition": shorten(s.get("definition"), 120), "source": str(s.get("source") or ""),
         "n_benchmark": fmt_n(s.get("n_benchmark"))[2:], "n_production": fmt_n(s.get("n_production"))[2:],
         "benchmark_share": fmt_share(s.get("benchmark_share")), "production_share": fmt_share(s.get("production_share")),
         "benchmark": fmt_metric(s.get("benchmark_value"), s.get("benchmark_ci")),

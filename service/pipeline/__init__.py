@@ -99,6 +99,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     result = {
         "id": inp.audit_id, "status": "succeeded", "created_at": datetime.now(timezone.utc).isoformat(),
         "domain": inp.pack.name,
+        "synthetic": bool(inp.benchmark.attrs.get("synthetic") or inp.production.attrs.get("synthetic")),
         "benchmark": {**inp.benchmark_ref, "n_rows": len(inp.benchmark)},
         "production": {**inp.production_ref, "n_rows": len(inp.production),
                        "labelled": columns.production_label is not None},
@@ -107,7 +108,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
         "label": assemble.label_block(label_parts, overall),
         "semantic": assemble.semantic_block(context, embedding, attribution, conditional,
                                             columns.contexts_only_in_production),
-        "slices": assemble.slices_block(evaluation, discovered),
+        "slices": assemble.slices_block(evaluation, {s.name: s.title for s in inp.pack.slices if s.title}),
         "discovery": None if discovered is None else {k: v for k, v in discovered.to_dict().items() if k != "slices"},
         "columns": columns.to_dict(),
         "parameters": {**ctx.options, "domain_pack": inp.pack.name, "primary_metric": inp.pack.primary_metric,

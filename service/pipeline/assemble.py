@@ -88,12 +88,13 @@ def semantic_block(context: Any, embedding: Any, attribution: Any, conditional: 
     return block
 
 
-def slices_block(evaluation: Any, discovered: Any) -> list[dict[str, Any]]:
+def slices_block(evaluation: Any, titles: dict[str, str]) -> list[dict[str, Any]]:
     if evaluation is None:
         return []
     out = []
     for s in evaluation.slices:
         item = s.to_dict()
+        item["title"] = titles.get(s.name)
         item["gap"] = _oriented_gap(evaluation.metric, s.gap_vs_overall)
         out.append(item)
     return out

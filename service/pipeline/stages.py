@@ -13,8 +13,7 @@ from service.pipeline.columns import AuditColumns, class_list, score_matrix
 CONDITIONAL_MAX_COLUMNS = 5  # drifted features re-tested within context cells (cost grows per column)
 ATTRIBUTION_MAX_CONTEXTS = 2  # context columns crossed into cells; more makes cells too thin
 MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones
-COVERED_SHARE = 0.8  # a discovery mostly inside an already reported slice...
-MIN_EXTRA_GAP = 0.05  # ...adds nothing unless its error rate is this much higher
+COVERED_SHARE = 0.8  # "mostly inside": the share of a slice's rows within another one
 
 
 @dataclass
@@ -147,33 +146,53 @@ def novel_discoveries(ctx: StageContext, discovered, slices: dict[str, tuple[np.
                       errors: np.ndarray | None, labelled_production: bool, limit: int = MAX_DISCOVERED) -> list:
     """Discovered slices that say something new, most excess errors first, up to ``limit``.
 
-    Dropped: a discovery with a condition on a value the benchmark (almost) lacks, because
-    the untested-context report covers it; and one whose rows lie mostly (``COVERED_SHARE``)
-    inside an already reported slice without being worse than it by ``MIN_EXTRA_GAP``.
+    Dropped, because another finding already says it:
+    * a condition on a value the benchmark (almost) lacks: the untested-context report covers it;
+    * mostly (``COVERED_SHARE``) inside a reported slice and not credibly worse than it (the
+      Wilson lower bound of its error rate does not exceed that slice's error rate);
+    * weak only because it contains a kept, more specific discovery: without those rows its
+      error rate is not credibly above the overall one.
     """
     if discovered is None or errors is None:
         return []
     side = 1 if labelled_production else 0
     frame = ctx.production if labelled_production else ctx.benchmark
-    reported = [(m := masks[side], _rate(errors, m)) for masks in slices.values()]
-    kept = []
+    reported = [masks[side] for masks in slices.values()]
+    overall = float(errors.mean())
+    kept, kept_masks = [], []
     for found in discovered.slices:
         if any(c.mask(ctx.benchmark).sum() < ctx.min_slice_size for c in found.conditions):
             continue
         mask = found.mask(frame)
-        size, rate = mask.sum(), _rate(errors, mask)
-        if size == 0 or any((mask & other).sum() >= COVERED_SHARE * size and rate - other_rate < MIN_EXTRA_GAP
-                            for other, other_rate in reported):
+        if not mask.any() or any(_covered_without_news(mask, other, errors) for other in reported):
             continue
         kept.append(found)
-        reported.append((mask, rate))
-        if len(kept) == limit:
-            break
-    return kept
+        kept_masks.append(mask)
+        reported.append(mask)
+    # broad slices come first (more excess errors), so their explaining children are known only now
+    explained = {i for i, mask in enumerate(kept_masks)
+                 if any(j != i and _explained_by(mask, child, errors, overall) for j, child in enumerate(kept_masks))}
+    return [found for i, found in enumerate(kept) if i not in explained][:limit]
 
 
-def _rate(errors: np.ndarray, mask: np.ndarray) -> float:
-    return float(errors[mask].mean()) if mask.any() else 0.0
+def _lower_error_bound(errors: np.ndarray, mask: np.ndarray) -> float:
+    from detectors.intervals import wilson_interval
+
+    n = int(mask.sum())
+    return wilson_interval(int(errors[mask].sum()), n)[0] if n else 0.0
+
+
+def _covered_without_news(mask: np.ndarray, other: np.ndarray, errors: np.ndarray) -> bool:
+    if (mask & other).sum() < COVERED_SHARE * mask.sum():
+        return False
+    return _lower_error_bound(errors, mask) <= float(errors[other].mean()) if other.any() else False
+
+
+def _explained_by(mask: np.ndarray, child: np.ndarray, errors: np.ndarray, overall: float) -> bool:
+    if (child & mask).sum() < COVERED_SHARE * child.sum():
+        return False  # the kept slice is not inside this one
+    rest = mask & ~child
+    return not rest.any() or _lower_error_bound(errors, rest) <= overall
 
 
 def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]]):
