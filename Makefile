@@ -24,6 +24,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python benchmarks/covariate.py
+	DO_NOT_TRACK=1 $(BIN)/python benchmarks/audit.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
