@@ -142,10 +142,8 @@ class ClassifierTwoSampleDetector:
         reference : DataFrame of shape (n_reference, n_columns)
         """
         self._check_params()
-        reference = check_frame(reference, role="reference")
-        types = learn_types(reference)
-        self.reference_ = subsample(reference, int(self.max_samples), np.random.default_rng(self.random_state))
-        self.encoder_ = TabularEncoder(max_categories=self.max_categories).fit(self.reference_, types)
+        reference, self.reference_, self.encoder_ = encoded_reference(
+            reference, max_samples=self.max_samples, max_categories=self.max_categories, seed=self.random_state)
         self.feature_names_in_ = tuple(reference.columns)
         return self
 
@@ -214,6 +212,14 @@ def _reject_all_missing(reference: pd.DataFrame) -> None:
     empty = [c for c in reference.columns if reference[c].isna().all()]
     if empty:
         raise DetectorInputError(f"Reference columns {empty} are entirely missing; drop them or provide values.")
+
+
+def encoded_reference(reference: pd.DataFrame, *, max_samples: int, max_categories: int, seed: int):
+    """Validate ``reference``; return it, a seeded subsample of at most ``max_samples`` rows and
+    an encoder fitted on that subsample (shared by the classifier and MMD tests)."""
+    reference = check_frame(reference, role="reference")
+    sample = subsample(reference, int(max_samples), np.random.default_rng(seed))
+    return reference, sample, TabularEncoder(max_categories=max_categories).fit(sample, learn_types(reference))
 
 
 def learn_types(reference: pd.DataFrame):

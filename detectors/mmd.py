@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
-from detectors.classifier_test import learn_types, subsample
-from detectors.column_types import TabularEncoder, check_frame, check_same_columns
+from detectors.classifier_test import encoded_reference, subsample
+from detectors.column_types import check_frame, check_same_columns
 
 __all__ = ["MMDDetector", "MMDResult", "mmd_permutation_test"]
 
@@ -152,10 +152,8 @@ class MMDDetector:
         reference : DataFrame of shape (n_reference, n_columns)
         """
         self._check_params()
-        reference = check_frame(reference, role="reference")
-        types = learn_types(reference)
-        self.reference_ = subsample(reference, int(self.max_samples), np.random.default_rng(self.random_state))
-        self.encoder_ = TabularEncoder(max_categories=self.max_categories).fit(self.reference_, types)
+        reference, self.reference_, self.encoder_ = encoded_reference(
+            reference, max_samples=self.max_samples, max_categories=self.max_categories, seed=self.random_state)
         self.feature_names_in_ = tuple(reference.columns)
         return self
 

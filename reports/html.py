@@ -280,6 +280,7 @@ def render_html(audit: Mapping, limitations: Sequence[Limitation], plan: NextRou
         "covariate": _covariate(audit), "label": _label(audit), "context": _context(audit),
         "slices": _slices(audit, limitations), "plan": _plan(plan),
         "parameters": _flatten(params)[:60], "timings": _flatten(get(audit, "timings", default={}))[:20],
+        "companion": get(params, "evidently_companion") is True,
         "priors": SeverityPriors(), "high_score": HIGH_SCORE, "medium_score": MEDIUM_SCORE,
         "alpha": num(get(params, "alpha")) or 0.05,
         "correction": CORRECTION_LABELS.get(str(get(params, "correction") or "bh"), shorten(get(params, "correction"), 40)),

@@ -182,3 +182,19 @@ def test_healthz_and_openapi(client):
     assert client.get("/healthz").json() == {"status": "ok"}
     spec = client.get("/openapi.json").json()
     assert "/v1/datasets" in spec["paths"]
+
+
+def test_domain_pack_expectations_checked_on_upload(client, settings):
+    from domains.examples import make_example
+
+    bench, _ = make_example("medical", n_benchmark=300, n_production=10, random_state=0)
+    ok = upload(client, _csv_bytes(bench), name="derm", domain="medical")
+    assert ok.status_code == 201, ok.text
+    roles = {c["name"]: c["role"] for c in ok.json()["columns"]}
+    assert roles["fitzpatrick"] == "context" and roles["score"] == "score"
+    assert any(r["source"] == "domain:medical" for r in ok.json()["validation"]["results"])
+    bad = bench.assign(fitzpatrick=bench["fitzpatrick"].where(bench.index > 2, 9))
+    res = upload(client, _csv_bytes(bad), name="derm-bad", domain="medical")
+    assert res.status_code == 422, res.text
+    failure = next(f for f in res.json()["error"]["details"]["failures"] if f["column"] == "fitzpatrick")
+    assert 9 in failure["partial_unexpected_list"] and failure["source"] == "domain:medical"

@@ -53,3 +53,14 @@ def test_every_test_in_the_audit_is_corrected_together():
     assert all(a >= r for a, r in zip(adjusted, raw))
     assert result["parameters"]["n_tests_corrected"] > len(raw) + len(result["semantic"]["contexts"])
     assert np.isclose(result["parameters"]["alpha"], 0.05)
+
+
+def test_evidently_companion_page_is_optional():
+    pack = load_builtin("deepfake")
+    bench, prod = make_example("deepfake", n_benchmark=400, n_production=400, shift="planted", random_state=4)
+    contexts = [c.name for c in pack.context]
+    outcome = audit_frames(bench, prod, pack=pack, options={"evidently_companion": True},
+                           benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
+                           production_roles=infer_roles(prod.columns, context_columns=contexts))
+    assert outcome.companion_html and "<html" in outcome.companion_html.lower()
+    assert outcome.html != outcome.companion_html
