@@ -13,6 +13,8 @@ __all__ = [
     "DetectorInputError",
     "NotFittedError",
     "check_fitted",
+    "check_alpha",
+    "check_correction",
     "Result",
     "ShiftTest",
     "to_jsonable",
@@ -32,6 +34,20 @@ def check_fitted(estimator: Any, attribute: str) -> None:
     if getattr(estimator, attribute, None) is None:
         name = type(estimator).__name__
         raise NotFittedError(f"{name} is not fitted yet: call {name}.fit(...) first.")
+
+
+def check_alpha(alpha: Any) -> None:
+    """Raise :class:`DetectorInputError` unless ``0 < alpha < 1``."""
+    if not 0 < alpha < 1:
+        raise DetectorInputError(f"alpha must be in (0, 1), got {alpha!r}.")
+
+
+def check_correction(correction: Any) -> None:
+    """Raise :class:`DetectorInputError` unless ``correction`` names a known correction."""
+    from detectors.correction import CORRECTIONS
+
+    if correction not in CORRECTIONS:
+        raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}, got {correction!r}.")
 
 
 def to_jsonable(value: Any) -> Any:

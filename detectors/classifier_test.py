@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_fitted
 from detectors.column_types import TabularEncoder, check_frame, check_same_columns, infer_column_types
 from detectors.intervals import z_value
 
@@ -131,8 +131,7 @@ class ClassifierTwoSampleDetector:
             raise DetectorInputError(f"classifier must be one of {CLASSIFIERS}, got {self.classifier!r}.")
         if int(self.n_folds) < 2:
             raise DetectorInputError("n_folds must be at least 2.")
-        if not 0 < self.alpha < 1:
-            raise DetectorInputError(f"alpha must be in (0, 1), got {self.alpha!r}.")
+        check_alpha(self.alpha)
 
     def fit(self, reference: pd.DataFrame) -> "ClassifierTwoSampleDetector":
         """Keep a (subsampled) reference and learn its encoding.

@@ -35,8 +35,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
-from detectors.correction import CORRECTIONS, readjust
+from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted
+from detectors.correction import readjust
 from detectors.covariate import categorical_shift_test
 from detectors.intervals import newcombe_interval, wilson_interval
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, missing_rate_test
@@ -183,10 +183,8 @@ class ContextShiftDetector:
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        if not 0 < self.alpha < 1:
-            raise DetectorInputError(f"alpha must be in (0, 1), got {self.alpha!r}.")
-        if self.correction not in CORRECTIONS:
-            raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}, got {self.correction!r}.")
+        check_alpha(self.alpha)
+        check_correction(self.correction)
         unknown = set(self.effect_floors or {}) - set(CONTEXT_EFFECT_FLOORS)
         if unknown:
             raise DetectorInputError(f"Unknown effect floors {sorted(unknown)}; known: {sorted(CONTEXT_EFFECT_FLOORS)}.")

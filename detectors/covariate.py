@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted
 from detectors.column_types import (ExcludedColumn, category_counts, check_frame, check_same_columns,
                                     finite_matrix, infer_column_types)
-from detectors.correction import CORRECTIONS, readjust
+from detectors.correction import readjust
 from detectors.intervals import newcombe_interval, z_value
 from detectors.univariate import (chi2_two_sample, cramers_v, cvm_pvalue, ecdf_gap_statistics,
                                   jensen_shannon_distance, ks_test, missing_rate_test,
@@ -136,10 +136,8 @@ class CovariateShiftDetector:
 
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> None:
-        if not 0 < self.alpha < 1:
-            raise DetectorInputError(f"alpha must be in (0, 1), got {self.alpha!r}.")
-        if self.correction not in CORRECTIONS:
-            raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}, got {self.correction!r}.")
+        check_alpha(self.alpha)
+        check_correction(self.correction)
         if self.numeric_test not in ("ks", "cvm"):
             raise DetectorInputError(f"numeric_test must be 'ks' or 'cvm', got {self.numeric_test!r}.")
         unknown = set(self.effect_floors or {}) - set(DEFAULT_EFFECT_FLOORS)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_fitted
 from detectors.classifier_test import encoded_reference, subsample
 from detectors.column_types import check_frame, check_same_columns
 
@@ -139,8 +139,7 @@ class MMDDetector:
     def _check_params(self) -> None:
         if int(self.n_permutations) < 1:
             raise DetectorInputError("n_permutations must be at least 1.")
-        if not 0 < self.alpha < 1:
-            raise DetectorInputError(f"alpha must be in (0, 1), got {self.alpha!r}.")
+        check_alpha(self.alpha)
         if self.bandwidth is not None and not self.bandwidth > 0:
             raise DetectorInputError("bandwidth must be positive.")
 

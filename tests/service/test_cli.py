@@ -44,10 +44,12 @@ def test_audit_writes_reports_and_fails_on_shift(tmp_path):
     res = _run("audit", "--benchmark", bench, "--production", prod, "--domain", "deepfake",
                "--html", str(html), "--json", str(js), "--fail-on-shift")
     assert res.returncode == 1, res.stderr
-    assert html.stat().st_size < 1_000_000 and "heavy_compression" in res.stdout
+    assert html.stat().st_size < 1_000_000 and "Heavily compressed" in res.stdout
     import json
 
-    assert json.loads(js.read_text())["verdict"]["shift_detected"] is True
+    result = json.loads(js.read_text())
+    assert result["verdict"]["shift_detected"] is True
+    assert result["limitations"][0]["slice"] == "heavy_compression"
     plain = _run("audit", "--benchmark", bench, "--production", prod, "--domain", "deepfake")
     assert plain.returncode == 0
 
@@ -72,3 +74,21 @@ def test_demo_prints_where_the_report_is(tmp_path):
     res = _run("demo", "--out", str(tmp_path / "demo"), "--rows", "4000")
     assert res.returncode == 0, res.stderr
     assert "Report:" in res.stdout and (tmp_path / "demo" / "report.html").exists()
+
+
+def test_progress_draws_on_a_terminal_and_stays_silent_otherwise():
+    import io
+
+    from service.cli import TerminalProgress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        progress = TerminalProgress(stream)
+        progress(0.5, "context shift")
+        progress.done()
+    assert "50%" in tty.getvalue() and "context shift" in tty.getvalue()
+    assert pipe.getvalue() == ""

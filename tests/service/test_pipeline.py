@@ -64,3 +64,34 @@ def test_evidently_companion_page_is_optional():
                            production_roles=infer_roles(prod.columns, context_columns=contexts))
     assert outcome.companion_html and "<html" in outcome.companion_html.lower()
     assert outcome.html != outcome.companion_html
+
+
+def _audit(bench, prod, domain="medical", **options):
+    pack = load_builtin(domain)
+    contexts = [c.name for c in pack.context]
+    return audit_frames(bench, prod, pack=pack, options=options,
+                        benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
+                        production_roles=infer_roles(prod.columns, context_columns=contexts)).result
+
+
+def test_unlabelled_production_gets_label_free_estimates():
+    bench, prod = make_example("medical", n_benchmark=2000, n_production=2000, shift="planted", random_state=8)
+    result = _audit(bench, prod.drop(columns=["label"]))
+    assert result["production"]["labelled"] is False
+    methods = result["label"]["estimated_performance"]["methods"]
+    assert {"prior_reweighted", "confidence_based"} <= set(methods)
+    assert "observed_performance" not in result["label"]
+    assert all(s["gap_dataset"] == "benchmark" for s in result["slices"])
+    assert result["limitations"] and result["next_round"]["rows"]
+
+
+def test_features_only_audit_still_reports_covariate_shift():
+    rng = np.random.default_rng(0)
+    import pandas as pd
+
+    bench = pd.DataFrame({"a": rng.normal(size=1500), "b": rng.choice(list("xyz"), 1500)})
+    prod = pd.DataFrame({"a": rng.normal(0.5, 1, 1500), "b": rng.choice(list("xyz"), 1500)})  # SYNTHETIC shift
+    result = _audit(bench, prod, domain="generic")
+    assert result["covariate"]["is_shift"] and result["verdict"]["shift_detected"]
+    assert [f["name"] for f in result["covariate"]["features"] if f["drifted"]] == ["a"]
+    assert result["slices"] == [] and result["label"]["status"] == "not_run"
