@@ -119,8 +119,10 @@ class SliceEvaluation(Result):
         for s in self.slices:
             perf, gap = by_key.get(("slice_performance", s.name)), by_key.get(("slice_gap", s.name))
             out.append(replace(
-                s, p_value_adjusted=perf.p_value_adjusted if perf else s.p_value_adjusted,
+                s, p_value=perf.p_value if perf else s.p_value,
+                p_value_adjusted=perf.p_value_adjusted if perf else s.p_value_adjusted,
                 changed=bool(perf.drifted) if perf else s.changed,
+                gap_p_value=gap.p_value if gap else s.gap_p_value,
                 gap_p_value_adjusted=gap.p_value_adjusted if gap else s.gap_p_value_adjusted,
                 underperforming=bool(gap.drifted and _worse(self.metric, gap.details["difference"])) if gap
                 else s.underperforming))

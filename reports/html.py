@@ -125,6 +125,7 @@ def _label(audit: Mapping) -> dict:
             "benchmark": fmt_metric(observed.get("benchmark_value"), observed.get("benchmark_ci")),
             "production": fmt_metric(observed.get("production_value"), observed.get("production_ci")),
             "n": fmt_n(observed.get("n_production")), "p": fmt_p(observed.get("p_value_adjusted"), "adjusted p"),
+            "excluded": [shorten(c, 60) for c in (observed.get("excluded_contexts") or []) if isinstance(c, str)][:8],
         } if observed else None,
     }
 

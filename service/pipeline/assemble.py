@@ -18,11 +18,14 @@ def overall_block(metric_eval: Any) -> dict[str, Any] | None:
         return None
     b, p = metric_eval.overall_benchmark, metric_eval.overall_production
     change = metric_eval.slices[0]
+    change_test = next((t for t in metric_eval.tests if t.kind == "slice_performance"), None)
+    excluded = change_test.details.get("excluded_contexts", []) if change_test is not None else []
     return to_jsonable({
         "metric": metric_eval.metric, "benchmark_value": b.value, "benchmark_ci": [b.ci_low, b.ci_high], "n": b.n,
         "production_value": p.value if p else None, "production_ci": [p.ci_low, p.ci_high] if p else None,
         "n_production": p.n if p else None, "change_p_value": change.p_value,
-        "change_p_value_adjusted": change.p_value_adjusted, "changed": change.changed})
+        "change_p_value_adjusted": change.p_value_adjusted, "changed": change.changed,
+        "change_excluded_contexts": excluded})
 
 
 def covariate_block(cov: Any, multivariate: Any, outputs: Any) -> dict[str, Any]:
@@ -57,7 +60,7 @@ def label_block(parts: dict[str, Any], overall: dict[str, Any] | None) -> dict[s
             "benchmark_ci": overall["benchmark_ci"], "production_value": overall["production_value"],
             "production_ci": overall["production_ci"], "n_benchmark": overall["n"],
             "n_production": overall["n_production"], "p_value_adjusted": overall["change_p_value_adjusted"],
-            "is_shift": bool(overall["changed"])}
+            "is_shift": bool(overall["changed"]), "excluded_contexts": overall["change_excluded_contexts"]}
     block["is_shift"] = bool(block.get("is_shift")) or bool(concept is not None and concept.is_shift)
     return block
 
