@@ -22,24 +22,13 @@ class Settings(BaseSettings):
         default_factory=list, description="Comma-separated bearer keys; empty disables auth."
     )
     max_upload_mb: float = Field(default=512, gt=0)
-    scheduler_enabled: bool = True
-    audit_workers: int = Field(default=1, ge=1)
-    monitor_roots: Annotated[list[Path], NoDecode] = Field(
-        default_factory=list, description="Comma-separated folders monitors may read from."
-    )
+    audit_workers: int = Field(default=1, ge=1, description="Audits run at the same time.")
 
     @field_validator("api_keys", mode="before")
     @classmethod
     def _split_keys(cls, value):
         if isinstance(value, str):
             return [k.strip() for k in value.split(",") if k.strip()]
-        return value
-
-    @field_validator("monitor_roots", mode="before")
-    @classmethod
-    def _split_roots(cls, value):
-        if isinstance(value, str):
-            return [Path(p.strip()) for p in value.split(",") if p.strip()]
         return value
 
     @property

@@ -66,7 +66,7 @@ def _truncate_postgres(url: str) -> None:
 def settings(tmp_path):
     from service.settings import Settings
 
-    return Settings(data_dir=tmp_path / "data", scheduler_enabled=False)
+    return Settings(data_dir=tmp_path / "data")
 
 
 @pytest.fixture

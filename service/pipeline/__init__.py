@@ -135,11 +135,12 @@ def _report(inp: AuditInput, ctx: stages.StageContext, result: dict[str, Any], s
     result["verdict"] = verdict(result, limitations)
     result["next_round"] = plan.to_dict()
     clock.stage("ranking", "rendering the report")
+    result["timings"] = {**clock.timings, "total_s": round(time.perf_counter() - clock.started, 3)}
     html = render_html(result, limitations, plan)
     markdown = render_markdown(result, limitations)
     companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
     clock.stage("report", "done")
-    result["timings"] = {**clock.timings, "total_s": round(time.perf_counter() - clock.started, 3)}
+    result["timings"] = {**clock.timings, "total_s": round(time.perf_counter() - clock.started, 3)}  # with rendering
     return AuditOutcome(result=result, html=html, markdown=markdown, companion_html=companion,
                         exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
 

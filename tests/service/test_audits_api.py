@@ -37,7 +37,7 @@ def wait_for(client, audit_id, timeout=180):
 def audited(tmp_path_factory):
     from service.settings import Settings
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("audits") / "data", scheduler_enabled=False)
+    settings = Settings(data_dir=tmp_path_factory.mktemp("audits") / "data")
     bench, prod = make_example("medical", n_benchmark=3000, n_production=3000, shift="planted", random_state=3)
     with TestClient(create_app(settings)) as client:
         ids = _upload(client, bench, "bench", "benchmark"), _upload(client, prod, "prod", "production")
@@ -116,7 +116,7 @@ def test_datasets_in_use_cannot_be_deleted(audited):
 def test_running_audit_is_failed_after_restart(tmp_path):
     from service.settings import Settings
 
-    settings = Settings(data_dir=tmp_path / "data", scheduler_enabled=False)
+    settings = Settings(data_dir=tmp_path / "data")
     bench, prod = make_example("deepfake", n_benchmark=300, n_production=300, random_state=0)
     with TestClient(create_app(settings)) as client:
         ids = _upload(client, bench, "b", "benchmark", "deepfake"), _upload(client, prod, "p", "production", "deepfake")

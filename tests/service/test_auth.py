@@ -12,7 +12,7 @@ from service.settings import Settings
 
 @pytest.fixture
 def keyed_client(tmp_path):
-    settings = Settings(data_dir=tmp_path / "d", api_keys="k-one, k-two", scheduler_enabled=False)
+    settings = Settings(data_dir=tmp_path / "d", api_keys="k-one, k-two")
     with TestClient(create_app(settings)) as client:
         yield client
 

@@ -169,7 +169,7 @@ def test_upload_over_limit_is_413_and_not_stored(tmp_path):
     from service.app import create_app
     from service.settings import Settings
 
-    small = Settings(data_dir=tmp_path / "d", max_upload_mb=0.05, scheduler_enabled=False)
+    small = Settings(data_dir=tmp_path / "d", max_upload_mb=0.05)
     with TestClient(create_app(small)) as client:
         big = b"id,x\n" + b"".join(b"%d,1\n" % i for i in range(400_000))
         res = client.post("/v1/datasets", files={"file": ("big.csv", big)},
