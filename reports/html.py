@@ -282,6 +282,8 @@ def render_html(audit: Mapping, limitations: Sequence[Limitation], plan: NextRou
         "slices": _slices(audit, limitations), "plan": _plan(plan),
         "parameters": _flatten(params)[:60], "timings": _flatten(get(audit, "timings", default={}))[:20],
         "companion": get(params, "evidently_companion") is True,
+        "notes": [{"part": shorten(n.get("part"), 80), "reason": shorten(n.get("reason"), 300)}
+                  for n in as_list(get(audit, "notes"))][:TABLE_CAP],
         "priors": SeverityPriors(), "high_score": HIGH_SCORE, "medium_score": MEDIUM_SCORE,
         "alpha": num(get(params, "alpha")) or 0.05,
         "correction": CORRECTION_LABELS.get(str(get(params, "correction") or "bh"), shorten(get(params, "correction"), 40)),

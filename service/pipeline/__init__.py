@@ -60,8 +60,8 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     ctx.classes = stages.resolve_classes(ctx)
     clock = _Clock(progress, n_stages=8)
     progress(0.01, "covariate shift")
-    cov, multivariate = stages.covariate(ctx)
-    outputs = stages.model_outputs(ctx)
+    cov, multivariate = ctx.guard("covariate shift", (None, None), stages.covariate, ctx)
+    outputs = ctx.guard("model-output shift (BBSD)", None, stages.model_outputs, ctx)
     clock.stage("covariate", "label shift")
     bench_out = ctx.outputs(inp.benchmark, labelled=True)
     prod_out = ctx.outputs(inp.production, labelled=columns.production_label is not None)
@@ -69,21 +69,23 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     clock.stage("label", "slice discovery")
     slices, definitions = stages.expert_masks(ctx)
     sources = {name: "expert" for name in slices}
-    discovered, errors = stages.discovery(ctx, bench_out, prod_out)
+    discovered, errors = ctx.guard("weak-slice discovery", (None, None), stages.discovery, ctx, bench_out, prod_out)
     for found in stages.novel_discoveries(ctx, discovered, slices, errors, prod_out.y_true is not None):
         name = found.definition  # the conditions themselves are the most telling name
         slices[name] = (found.mask(inp.benchmark), found.mask(inp.production))
         definitions[name], sources[name] = found.definition, "discovered"
     clock.stage("discovery", "context shift")
-    context = stages.merge_untested(ctx, stages.context(ctx, slices), slices)
+    context = stages.merge_untested(ctx, ctx.guard("context shift", None, stages.context, ctx, slices), slices)
     clock.stage("context", "slice metrics")
     mix = stages.mix_shifted(ctx, context, slices)
-    evaluation, overall_eval = stages.slice_metrics(ctx, slices, definitions, sources, bench_out, prod_out, mix)
+    evaluation, overall_eval = ctx.guard("slice metrics", (None, None), stages.slice_metrics, ctx, slices,
+                                         definitions, sources, bench_out, prod_out, mix)
     clock.stage("slices", "attribution")
-    attribution, cells = stages.attribution(ctx, context, bench_out, prod_out)
-    conditional = stages.conditional(ctx, cov, cells)
+    attribution, cells = ctx.guard("performance attribution", (None, None), stages.attribution, ctx, context,
+                                   bench_out, prod_out)
+    conditional = ctx.guard("context-conditional test", None, stages.conditional, ctx, cov, cells)
     clock.stage("attribution", "embeddings")
-    embedding = stages.embedding(ctx)
+    embedding = ctx.guard("embedding shift", None, stages.embedding, ctx)
     clock.stage("embedding", "correcting and ranking")
 
     family = [cov, multivariate, outputs, label_parts.get("prior"), label_parts.get("concept"), context,
@@ -114,6 +116,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
         "parameters": {**ctx.options, "domain_pack": inp.pack.name, "primary_metric": inp.pack.primary_metric,
                        "min_slice_size": ctx.min_slice_size, "n_tests_corrected": n_tests,
                        "classes": ctx.classes},
+        "notes": ctx.notes,
     }
     return _report(inp, ctx, result, slices, prod_out, clock)
 

@@ -40,6 +40,18 @@ class StageContext:
     pack: Any
     options: dict[str, Any]
     classes: list[str] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)  # parts that could not run, and why
+
+    def guard(self, part: str, default: Any, run, *args) -> Any:
+        """Run one part of the audit; data it cannot test (a class the benchmark never saw, an
+        all-missing column...) skips that part with a note instead of failing the audit."""
+        from detectors.base import DetectorInputError
+
+        try:
+            return run(*args)
+        except DetectorInputError as exc:
+            self.notes.append({"part": part, "reason": str(exc)})
+            return default
 
     @property
     def alpha(self) -> float:
@@ -103,18 +115,19 @@ def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if bench.y_true is None or bench.y_pred is None or prod.y_pred is None:
         return out
-    out["prior"] = LabelShiftEstimator(alpha=ctx.alpha, random_state=ctx.seed).fit(
-        bench.y_true, bench.y_pred).estimate(prod.y_pred)
     positive = getattr(ctx.pack, "positive_class", None)
-    estimates = [PriorReweightedEstimator(positive=positive, random_state=ctx.seed).fit(
-        bench.y_true, bench.y_pred).estimate(prod.y_pred)]
+    out["prior"] = ctx.guard("label shift (BBSE)", None, lambda: LabelShiftEstimator(
+        alpha=ctx.alpha, random_state=ctx.seed).fit(bench.y_true, bench.y_pred).estimate(prod.y_pred))
+    estimates = [ctx.guard("prior-reweighted performance estimate", None, lambda: PriorReweightedEstimator(
+        positive=positive, random_state=ctx.seed).fit(bench.y_true, bench.y_pred).estimate(prod.y_pred))]
     if bench.proba is not None and prod.proba is not None:
-        estimates.insert(0, ConfidenceBasedEstimator(positive=positive, random_state=ctx.seed).fit(
-            bench.y_true, bench.proba, classes=ctx.classes).estimate(prod.proba, prod.y_pred))
-    out["estimates"] = estimates
+        estimates.insert(0, ctx.guard("confidence-based performance estimate", None, lambda: ConfidenceBasedEstimator(
+            positive=positive, random_state=ctx.seed).fit(bench.y_true, bench.proba, classes=ctx.classes).estimate(
+            prod.proba, prod.y_pred)))
+    out["estimates"] = [e for e in estimates if e is not None]
     if prod.y_true is not None:
-        out["concept"] = ConceptShiftDetector(alpha=ctx.alpha, correction=ctx.correction).fit(
-            bench.y_true, bench.y_pred).test(prod.y_true, prod.y_pred)
+        out["concept"] = ctx.guard("concept shift", None, lambda: ConceptShiftDetector(
+            alpha=ctx.alpha, correction=ctx.correction).fit(bench.y_true, bench.y_pred).test(prod.y_true, prod.y_pred))
     return out
 
 

@@ -95,3 +95,13 @@ def test_features_only_audit_still_reports_covariate_shift():
     assert result["covariate"]["is_shift"] and result["verdict"]["shift_detected"]
     assert [f["name"] for f in result["covariate"]["features"] if f["drifted"]] == ["a"]
     assert result["slices"] == [] and result["label"]["status"] == "not_run"
+
+
+def test_a_class_the_benchmark_never_saw_skips_that_part_with_a_note():
+    bench, prod = make_example("facial_expression", n_benchmark=600, n_production=600, random_state=3)
+    bench = bench[bench["label"] != "disgust"]
+    result = _audit(bench, prod, domain="facial_expression")
+    assert result["status"] == "succeeded"
+    parts = {n["part"] for n in result["notes"]}
+    assert "concept shift" in parts and any("disgust" in n["reason"] for n in result["notes"])
+    assert result["covariate"]["features"] and result["limitations"] is not None
