@@ -42,6 +42,9 @@ def schema_expectations(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[E
         elif role == "score" and numeric:
             out.append(Expectation("expect_column_values_to_be_between", column,
                                    {"min_value": 0.0, "max_value": 1.0}))
+            out.append(Expectation("expect_column_values_to_not_be_null", column))
+        elif role == "prediction":  # the model always answers; a missing output is a pipeline bug
+            out.append(Expectation("expect_column_values_to_not_be_null", column))
         elif role == "score":
             out.append(Expectation("expect_column_values_to_be_of_type", column, {"type_": "float"}))
     return out
@@ -87,12 +90,12 @@ def _run(frame: pd.DataFrame, expectations: list[Expectation], result_format: st
     source = ctx.data_sources.add_pandas(f"src_{tag}")
     batch = source.add_dataframe_asset("frame").add_batch_definition_whole_dataframe("all")
     suite = ctx.suites.add(gx.ExpectationSuite(name=f"suite_{tag}"))
-    for exp in expectations:
+    for index, exp in enumerate(expectations):
         cls = getattr(gxe, exp.gx_class_name)
         kwargs = dict(exp.kwargs)
         if exp.column is not None:
             kwargs["column"] = exp.column
-        suite.add_expectation(cls(**kwargs))
+        suite.add_expectation(cls(**kwargs, meta={"index": index}))
     definition = ctx.validation_definitions.add(
         gx.ValidationDefinition(name=f"vd_{tag}", data=batch, suite=suite))
     try:
@@ -101,13 +104,21 @@ def _run(frame: pd.DataFrame, expectations: list[Expectation], result_format: st
         ctx.validation_definitions.delete(f"vd_{tag}")
         ctx.suites.delete(f"suite_{tag}")
         ctx.data_sources.delete(f"src_{tag}")
-    return list(result.results)
+    # GE does not keep the suite's order in its results: put them back in ours
+    ordered: list[Any] = [None] * len(expectations)
+    for res in result.results:
+        ordered[int(res.expectation_config.meta["index"])] = res
+    # GE merges expectations it considers equal (e.g. an explicit mostly=1.0): share the result
+    by_kind = {(r.expectation_config.type, r.expectation_config.kwargs.get("column")): r for r in result.results}
+    return [res if res is not None else by_kind[(exp.type, exp.column)]
+            for exp, res in zip(expectations, ordered)]
 
 
 def validate(frame: pd.DataFrame, expectations: list[Expectation]) -> dict[str, Any]:
     """Run the expectations; return ``{"success", "results": [...]}`` (SPEC §9)."""
     if not expectations:
         return {"success": True, "results": []}
+    expectations = _unique(expectations)
     with _LOCK:
         quick = _run(frame, expectations, "BOOLEAN_ONLY")
         failed = [i for i, res in enumerate(quick) if not res.success]
@@ -121,6 +132,20 @@ def validate(frame: pd.DataFrame, expectations: list[Expectation]) -> dict[str, 
             entry.update(_failure_details(detailed[i]))
         results.append(entry)
     return {"success": all(r["success"] for r in results), "results": results}
+
+
+def _unique(expectations: list[Expectation]) -> list[Expectation]:
+    """Drop repeats (a pack may restate what the roles imply); GE would merge them anyway."""
+    import json
+
+    seen, out = set(), []
+    for exp in expectations:
+        kwargs = {k: v for k, v in exp.kwargs.items() if not (k == "mostly" and v == 1.0)}  # GE's default
+        key = json.dumps([exp.type, exp.column, kwargs], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(exp)
+    return out
 
 
 def _failure_details(res: Any) -> dict[str, Any]:

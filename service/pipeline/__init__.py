@@ -56,14 +56,16 @@ class _Clock:
 
 def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
-    ctx = stages.StageContext(inp.benchmark, inp.production, columns, inp.pack, dict(inp.options))
+    notes: list[dict[str, str]] = []
+    benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes)
+    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes)
     ctx.classes = stages.resolve_classes(ctx)
     clock = _Clock(progress, n_stages=8)
     progress(0.01, "covariate shift")
     cov, multivariate = ctx.guard("covariate shift", (None, None), stages.covariate, ctx)
     outputs = ctx.guard("model-output shift (BBSD)", None, stages.model_outputs, ctx)
     clock.stage("covariate", "label shift")
-    bench_out = ctx.outputs(inp.benchmark, labelled=True)
+    bench_out = ctx.outputs(benchmark, labelled=True)
     prod_out = ctx.outputs(inp.production, labelled=columns.production_label is not None)
     label_parts = stages.label(ctx, bench_out, prod_out)
     clock.stage("label", "slice discovery")
@@ -72,7 +74,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     discovered, errors = ctx.guard("weak-slice discovery", (None, None), stages.discovery, ctx, bench_out, prod_out)
     for found in stages.novel_discoveries(ctx, discovered, slices, errors, prod_out.y_true is not None):
         name = found.definition  # the conditions themselves are the most telling name
-        slices[name] = (found.mask(inp.benchmark), found.mask(inp.production))
+        slices[name] = (found.mask(benchmark), found.mask(inp.production))
         definitions[name], sources[name] = found.definition, "discovered"
     clock.stage("discovery", "context shift")
     context = stages.merge_untested(ctx, ctx.guard("context shift", None, stages.context, ctx, slices), slices)
@@ -102,7 +104,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
         "id": inp.audit_id, "status": "succeeded", "created_at": datetime.now(timezone.utc).isoformat(),
         "domain": inp.pack.name,
         "synthetic": bool(inp.benchmark.attrs.get("synthetic") or inp.production.attrs.get("synthetic")),
-        "benchmark": {**inp.benchmark_ref, "n_rows": len(inp.benchmark)},
+        "benchmark": {**inp.benchmark_ref, "n_rows": len(benchmark)},
         "production": {**inp.production_ref, "n_rows": len(inp.production),
                        "labelled": columns.production_label is not None},
         "overall": overall,

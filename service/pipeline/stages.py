@@ -79,6 +79,26 @@ class StageContext:
         return Outputs(y_true=y_true, y_pred=y_pred, proba=proba)
 
 
+def complete_labels(benchmark: pd.DataFrame, production: pd.DataFrame, columns: AuditColumns,
+                    notes: list[dict[str, str]]) -> tuple[pd.DataFrame, AuditColumns]:
+    """Benchmark rows without a label are left out (a benchmark is labelled data); production
+    with some labels missing is treated as unlabelled (the label-free estimates apply)."""
+    from dataclasses import replace
+
+    if columns.label and benchmark[columns.label].isna().any():
+        missing = int(benchmark[columns.label].isna().sum())
+        notes.append({"part": "benchmark labels", "reason": f"{missing:,} benchmark rows have no label and were "
+                                                          "left out of the audit."})
+        benchmark = benchmark[benchmark[columns.label].notna()].reset_index(drop=True)
+    if columns.production_label and production[columns.production_label].isna().any():
+        missing = int(production[columns.production_label].isna().sum())
+        notes.append({"part": "production labels", "reason": f"{missing:,} of {len(production):,} production rows "
+                                                           "have no label, so production is treated as unlabelled "
+                                                           "(label-free estimates)."})
+        columns = replace(columns, production_label=None)
+    return benchmark, columns
+
+
 def covariate(ctx: StageContext):
     from detectors.classifier_test import ClassifierTwoSampleDetector
     from detectors.covariate import CovariateShiftDetector

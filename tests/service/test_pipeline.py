@@ -105,3 +105,13 @@ def test_a_class_the_benchmark_never_saw_skips_that_part_with_a_note():
     parts = {n["part"] for n in result["notes"]}
     assert "concept shift" in parts and any("disgust" in n["reason"] for n in result["notes"])
     assert result["covariate"]["features"] and result["limitations"] is not None
+
+
+def test_missing_labels_are_handled_with_notes():
+    bench, prod = make_example("deepfake", n_benchmark=1500, n_production=1500, shift="planted", random_state=6)
+    bench.loc[:9, "label"] = None
+    prod.loc[:99, "label"] = None
+    result = _audit(bench, prod, domain="deepfake")
+    assert result["benchmark"]["n_rows"] == 1490 and result["production"]["labelled"] is False
+    assert {n["part"] for n in result["notes"]} >= {"benchmark labels", "production labels"}
+    assert PLANTED["deepfake"].weak_slice in {lim["slice"] for lim in result["limitations"]}
