@@ -24,6 +24,8 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--domain", default="generic", metavar="NAME",
                        help="built-in domain pack or a pack YAML file (default: generic)")
     audit.add_argument("--schema", metavar="FILE", help='JSON {"columns": {"<column>": "<role>"}}')
+    audit.add_argument("--annotations", metavar="FILE",
+                       help="label-quality table with columns item_id, annotator_id, label")
     audit.add_argument("--html", metavar="OUT.html")
     audit.add_argument("--json", metavar="OUT.json")
     audit.add_argument("--markdown", metavar="OUT.md")
@@ -75,7 +77,7 @@ def _write(path: str | None, text: str) -> None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from service.errors import ServiceError
-    from service.local import audit_frames, load_pack, read_dataset, read_schema
+    from service.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
 
     progress = TerminalProgress()
     try:
@@ -85,7 +87,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack)
         progress(0.02, "reading production")
         prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack)
+        annotations = read_annotations(args.annotations)
         outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=bench_roles, production_roles=prod_roles,
+                               annotations=annotations,
                                options={"budget": args.budget, "alpha": args.alpha, "seed": args.seed},
                                progress=progress, names=(Path(args.benchmark).name, Path(args.production).name))
     except ServiceError as exc:

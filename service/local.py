@@ -37,6 +37,16 @@ def read_schema(path: str | None) -> Any:
         raise InvalidRequest(f"Schema file {path!r} is not readable JSON: {exc}", code="invalid_schema") from None
 
 
+def read_annotations(path: str | None) -> tuple[pd.DataFrame, dict[str, str]] | None:
+    """An annotations table ``(item_id, annotator_id, label)``, read like any upload."""
+    if not path:
+        return None
+    if not Path(path).is_file():
+        raise InvalidRequest(f"File {path!r} does not exist.", code="file_not_found", details={"file": path})
+    frame = ingest.read_table(Path(path), Path(path).name)
+    return frame, roles.infer_roles(frame.columns)
+
+
 def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     """Read, type and validate one file exactly as ``POST /v1/datasets`` would."""
     path = Path(path)
@@ -62,7 +72,8 @@ def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFr
 def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any,
                  benchmark_roles: dict[str, str], production_roles: dict[str, str],
                  options: dict[str, Any] | None = None, progress: Progress | None = None,
-                 names: tuple[str, str] = ("benchmark", "production")) -> Any:
+                 names: tuple[str, str] = ("benchmark", "production"),
+                 annotations: tuple[pd.DataFrame, dict[str, str]] | None = None) -> Any:
     from service.pipeline import AuditInput, run_audit
     from service.schemas import AuditOptions
 
@@ -70,5 +81,5 @@ def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any
                              benchmark_roles=benchmark_roles, production_roles=production_roles,
                              benchmark_ref={"id": names[0], "name": names[0]},
                              production_ref={"id": names[1], "name": names[1]}, pack=pack,
-                             options=AuditOptions(**(options or {})).model_dump())
+                             options=AuditOptions(**(options or {})).model_dump(), annotations=annotations)
     return run_audit(audit_input, progress=progress or (lambda p, s: None))

@@ -34,7 +34,7 @@ class ValidationOut(BaseModel):
 class DatasetOut(BaseModel):
     id: str
     name: str
-    role: Literal["benchmark", "production"]
+    role: Literal["benchmark", "production", "annotations"]
     domain: str | None
     n_rows: int
     n_columns: int
@@ -82,6 +82,8 @@ class AuditCreate(BaseModel):
     benchmark: str = Field(min_length=1, max_length=64)
     production: str = Field(min_length=1, max_length=64)
     domain: str = Field(default="generic", min_length=1, max_length=64)
+    annotations: str | None = Field(default=None, max_length=64,
+                                    description="Dataset of role 'annotations': item_id, annotator_id, label.")
     options: AuditOptions = Field(default_factory=AuditOptions)
 
 

@@ -66,7 +66,9 @@ class AuditWorker:
             production_roles={c["name"]: c["role"] for c in prod_row.columns},
             benchmark_ref={"id": bench_row.id, "name": bench_row.name},
             production_ref={"id": prod_row.id, "name": prod_row.name},
-            pack=resolve_pack(runtime, row.domain).pack, options=row.options)
+            pack=resolve_pack(runtime, row.domain).pack,
+            options={k: v for k, v in row.options.items() if k != "annotations"},
+            annotations=self._annotations(row.options.get("annotations")))
         outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
         reports_dir = runtime.audits.reports_dir
         html_path = reports_dir / f"{audit_id}.html"
@@ -77,6 +79,12 @@ class AuditWorker:
         if outcome.companion_html:
             atomic_write_text(reports_dir / f"{audit_id}.evidently.html", outcome.companion_html)
         runtime.audits.mark_succeeded(audit_id, outcome.result, str(html_path.name))
+
+    def _annotations(self, dataset_id: str | None):
+        if dataset_id is None:
+            return None
+        row = self.runtime.datasets.get(dataset_id)
+        return self.runtime.datasets.load_frame(dataset_id), {c["name"]: c["role"] for c in row.columns}
 
     def shutdown(self, wait: bool = False) -> None:
         self.pool.shutdown(wait=wait, cancel_futures=True)

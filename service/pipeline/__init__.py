@@ -27,6 +27,7 @@ class AuditInput:
     production_ref: dict[str, Any]
     pack: Any
     options: dict[str, Any]
+    annotations: tuple[pd.DataFrame, dict[str, str]] | None = None  # (table, column roles)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     conditional = ctx.guard("context-conditional test", None, stages.conditional, ctx, cov, cells)
     clock.stage("attribution", "embeddings")
     embedding = ctx.guard("embedding shift", None, stages.embedding, ctx)
+    label_quality = ctx.guard("label quality", None, stages.label_quality, ctx, inp.annotations, slices)
     clock.stage("embedding", "correcting and ranking")
 
     family = [cov, multivariate, outputs, label_parts.get("prior"), label_parts.get("concept"), context,
@@ -113,6 +115,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
         "semantic": assemble.semantic_block(context, embedding, attribution, conditional,
                                             columns.contexts_only_in_production),
         "slices": assemble.slices_block(evaluation, {s.name: s.title for s in inp.pack.slices if s.title}),
+        "label_quality": None if label_quality is None else label_quality.to_dict(),
         "discovery": None if discovered is None else {k: v for k, v in discovered.to_dict().items() if k != "slices"},
         "columns": columns.to_dict(),
         "parameters": {**ctx.options, "domain_pack": inp.pack.name, "primary_metric": inp.pack.primary_metric,

@@ -368,6 +368,29 @@ def embedding(ctx: StageContext):
         ctx.benchmark[emb]).test(ctx.production[emb], context=ctx.production[contexts] if contexts else None)
 
 
+def label_quality(ctx: StageContext, annotations, slices):
+    """Agreement, annotator shares and spam, and disagreement per slice (benchmark items by ``id``)."""
+    from detectors.label_quality import COLUMNS, assess_label_quality
+
+    if annotations is None:
+        return None
+    table, roles = annotations
+    by_role = {role: col for col, role in reversed(list(roles.items()))}
+    item = "item_id" if "item_id" in table.columns else by_role.get("id")
+    annotator, label_col = by_role.get("annotator"), by_role.get("label")
+    if not (item and annotator and label_col):
+        from detectors.base import DetectorInputError
+
+        raise DetectorInputError("annotations need an item column ('item_id' or role id), an annotator column "
+                                 "('annotator_id') and a label column ('label').")
+    frame = table[[item, annotator, label_col]].set_axis(list(COLUMNS), axis=1)
+    item_slices = None
+    if ctx.columns.id is not None and slices:
+        ids = ctx.benchmark[ctx.columns.id].to_numpy()
+        item_slices = {name: ids[masks[0]] for name, masks in slices.items()}
+    return assess_label_quality(frame, slices=item_slices, random_state=ctx.seed)
+
+
 def resolve_classes(ctx: StageContext) -> list[str]:
     cols = ctx.columns
     series = [ctx.benchmark[c] for c in (cols.label, cols.prediction) if c]

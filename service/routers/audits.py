@@ -32,8 +32,14 @@ def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus:
             f"(got roles {bench.role!r} and {prod.role!r}).", code="invalid_dataset_role",
             details={"benchmark": bench.role, "production": prod.role})
     runtime.packs.get(body.domain)
-    row = runtime.audits.create(benchmark_id=bench.id, production_id=prod.id, domain=body.domain,
-                                options=body.options.model_dump())
+    options = body.options.model_dump()
+    if body.annotations is not None:
+        notes = runtime.datasets.get(body.annotations)
+        if notes.role != "annotations":
+            raise InvalidRequest(f"'annotations' must name a dataset of role 'annotations' (got {notes.role!r}).",
+                                 code="invalid_dataset_role", details={"annotations": notes.role})
+        options["annotations"] = notes.id
+    row = runtime.audits.create(benchmark_id=bench.id, production_id=prod.id, domain=body.domain, options=options)
     runtime.worker.submit(row.id)
     return status_of(row)
 

@@ -14,7 +14,7 @@ from service.packs import resolve_pack
 from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
-DATASET_ROLES = ("benchmark", "production")
+DATASET_ROLES = ("benchmark", "production", "annotations")
 
 
 @router.post("", response_model=DatasetOut, status_code=status.HTTP_201_CREATED,
@@ -24,7 +24,7 @@ def upload_dataset(
     response: Response,
     file: Annotated[UploadFile, File(description="CSV, Parquet or JSON Lines, optionally .gz")],
     name: Annotated[str, Form(min_length=1, max_length=255)],
-    role: Annotated[str, Form(description="benchmark or production")],
+    role: Annotated[str, Form(description="benchmark, production or annotations")],
     domain: Annotated[str | None, Form()] = None,
     schema_text: Annotated[str | None, Form(alias="schema",
                                             description='JSON: {"columns": {"<column>": "<role>"}}')] = None,
@@ -32,7 +32,7 @@ def upload_dataset(
     """Upload a table. Bad input answers 4xx and stores nothing."""
     filename = file.filename or "upload"
     if role not in DATASET_ROLES:
-        raise InvalidRequest(f"Unknown dataset role {role!r}; use 'benchmark' or 'production'.",
+        raise InvalidRequest(f"Unknown dataset role {role!r}; use 'benchmark', 'production' or 'annotations'.",
                              code="invalid_role", details={"field": "role", "allowed": list(DATASET_ROLES)})
     user_schema = _parse_schema_field(schema_text)
     pack = resolve_pack(runtime, domain) if domain else None

@@ -128,3 +128,25 @@ def test_running_audit_is_failed_after_restart(tmp_path):
         assert body["status"] == "failed" and body["error"]["code"] == "interrupted"
         report = client.get(f"/v1/audits/{row.id}/report")
         assert report.status_code == 409 and report.json()["error"]["code"] == "audit_not_ready"
+
+
+def test_audit_with_an_annotations_dataset(tmp_path):
+    import numpy as np
+
+    from service.settings import Settings
+    from tests.service.test_pipeline import _annotations
+
+    settings = Settings(data_dir=tmp_path / "data")
+    bench, prod = make_example("medical", n_benchmark=1200, n_production=1200, random_state=2)
+    notes = _annotations(bench, np.random.default_rng(1))
+    with TestClient(create_app(settings)) as client:
+        ids = _upload(client, bench, "b", "benchmark"), _upload(client, prod, "p", "production")
+        notes_id = _upload(client, notes, "notes", "annotations", domain="generic")
+        wrong = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "annotations": ids[0]})
+        assert wrong.status_code == 422 and wrong.json()["error"]["code"] == "invalid_dataset_role"
+        res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "medical",
+                                              "annotations": notes_id})
+        result = wait_for(client, res.json()["id"])
+    assert result["status"] == "succeeded", result.get("error")
+    assert result["label_quality"]["n_items"] == 600
+    assert any(lim["kind"] == "label_quality" for lim in result["limitations"])

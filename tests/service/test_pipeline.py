@@ -115,3 +115,34 @@ def test_missing_labels_are_handled_with_notes():
     assert result["benchmark"]["n_rows"] == 1490 and result["production"]["labelled"] is False
     assert {n["part"] for n in result["notes"]} >= {"benchmark labels", "production labels"}
     assert PLANTED["deepfake"].weak_slice in {lim["slice"] for lim in result["limitations"]}
+
+
+def _annotations(bench, rng):
+    """SYNTHETIC annotations: "heavy" labels every item (60 % of all labels); a second opinion
+    from "a", "b" or the spammer "spam" on two items in three."""
+    import pandas as pd
+
+    rows = []
+    classes = sorted(bench["label"].unique())
+    noisy = lambda label: label if rng.random() < 0.9 else rng.choice(classes)  # noqa: E731
+    for item, label in list(zip(bench["id"], bench["label"]))[:600]:
+        rows.append((item, "heavy", noisy(label)))
+        if rng.random() < 2 / 3:
+            second = rng.choice(["a", "b", "spam"])
+            rows.append((item, second, rng.choice(classes) if second == "spam" else noisy(label)))
+    return pd.DataFrame(rows, columns=["item_id", "annotator_id", "label"])
+
+
+def test_annotations_give_label_quality_limitations():
+    rng = np.random.default_rng(0)
+    bench, prod = make_example("medical", n_benchmark=1500, n_production=1500, random_state=9)
+    notes = _annotations(bench, rng)
+    pack = load_builtin("medical")
+    contexts = [c.name for c in pack.context]
+    result = audit_frames(bench, prod, pack=pack, annotations=(notes, infer_roles(notes.columns)),
+                          benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
+                          production_roles=infer_roles(prod.columns, context_columns=contexts)).result
+    quality = [lim for lim in result["limitations"] if lim["kind"] == "label_quality"]
+    text = " ".join(lim["statement"] for lim in quality)
+    assert "spam" in text and "heavy" in text, [lim["title"] for lim in quality]
+    assert result["label_quality"]["n_items"] == 600
