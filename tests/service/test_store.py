@@ -68,3 +68,24 @@ def test_orphans_from_a_crash_are_removed(store):
     assert store.remove_orphans() == 2
     assert [p.name for p in store.datasets_dir.iterdir()] == [f"{kept.id}.parquet"]
     assert store.list()[0].id == kept.id
+
+
+def test_audit_life_cycle_and_recovery(store, database_url):
+    from service.audits import AuditStore
+    from service.packs import PackRegistry
+
+    bench, prod = _create(store, _frame(), name="b"), _create(store, _frame(), name="p", sha="b" * 64)
+    audits = AuditStore(store.sessions, store.data_dir)
+    done = audits.create(benchmark_id=bench.id, production_id=prod.id, domain="generic", options={"alpha": 0.05})
+    audits.mark_running(done.id)
+    audits.set_progress(done.id, 0.5, "slices")
+    assert audits.get(done.id).stage == "slices"
+    audits.mark_succeeded(done.id, {"verdict": {"shift_detected": False}}, "r.html")
+    died = audits.create(benchmark_id=bench.id, production_id=prod.id, domain="generic", options={})
+    audits.mark_running(died.id)
+    waiting = audits.create(benchmark_id=bench.id, production_id=prod.id, domain="generic", options={})
+    assert audits.recover() == [waiting.id]
+    assert audits.get(died.id).status == "failed" and audits.get(died.id).error["code"] == "interrupted"
+    assert audits.get(done.id).result["verdict"]["shift_detected"] is False
+    packs = PackRegistry(store.sessions)
+    assert "medical" in packs.names() and packs.get("medical").name == "medical"
