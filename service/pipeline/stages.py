@@ -265,12 +265,28 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
     overall = evaluator.evaluate(everything, outcome_b, outcome_p, definitions={"overall": "all rows"})
     evaluation = evaluator.evaluate(slices, outcome_b, outcome_p, definitions=definitions, sources=sources) \
         if slices else None
-    if mix is None or prod.y_true is None or not mix[2]:
-        return evaluation, overall
-    overall = _within_context_change(evaluator, overall, everything, mix, outcome_b, outcome_p)
-    if evaluation is not None:
-        evaluation = _within_context_change(evaluator, evaluation, slices, mix, outcome_b, outcome_p)
+    if mix is not None and prod.y_true is not None and mix[2]:
+        overall = _within_context_change(evaluator, overall, everything, mix, outcome_b, outcome_p)
+        if evaluation is not None:
+            evaluation = _within_context_change(evaluator, evaluation, slices, mix, outcome_b, outcome_p)
+    if evaluation is not None and prod.y_true is not None:
+        evaluation = _no_change_test_for_discoveries(evaluation, sources)
     return evaluation, overall
+
+
+def _no_change_test_for_discoveries(evaluation, sources):
+    """A slice discovered on the production rows was chosen *because* production errs there, so
+    testing its benchmark-to-production change on those same rows would be biased towards
+    "worse": that test is withdrawn (the slice's weakness itself is FDR-controlled by discovery)."""
+    from dataclasses import replace
+
+    nan = float("nan")
+    tests = [replace(t, p_value=nan, p_value_adjusted=nan, drifted=False, status="not_tested",
+                     details={**t.details, "reason": "discovered on these production rows; a change test on "
+                                                     "the same rows would be biased"})
+             if t.kind == "slice_performance" and sources.get(t.name) == "discovered" else t
+             for t in evaluation.tests]
+    return evaluation.with_tests(tests)
 
 
 def _within_context_change(evaluator, evaluation, slices, mix, outcome_b, outcome_p):
