@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from service.pipeline import assemble, stages
+from service.pipeline import assemble, slicing, stages
 from service.pipeline.columns import resolve_columns
 from service.pipeline.family import correct_together
 
@@ -70,18 +70,18 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     prod_out = ctx.outputs(inp.production, labelled=columns.production_label is not None)
     label_parts = stages.label(ctx, bench_out, prod_out)
     clock.stage("label", "slice discovery")
-    slices, definitions = stages.expert_masks(ctx)
+    slices, definitions = slicing.expert_masks(ctx)
     sources = {name: "expert" for name in slices}
-    discovered, errors = ctx.guard("weak-slice discovery", (None, None), stages.discovery, ctx, bench_out, prod_out)
-    for found in stages.novel_discoveries(ctx, discovered, slices, errors, prod_out.y_true is not None):
+    discovered, errors = ctx.guard("weak-slice discovery", (None, None), slicing.discovery, ctx, bench_out, prod_out)
+    for found in slicing.novel_discoveries(ctx, discovered, slices, errors, prod_out.y_true is not None):
         name = found.definition  # the conditions themselves are the most telling name
         slices[name] = (found.mask(benchmark), found.mask(inp.production))
         definitions[name], sources[name] = found.definition, "discovered"
     clock.stage("discovery", "context shift")
-    context = stages.merge_untested(ctx, ctx.guard("context shift", None, stages.context, ctx, slices), slices)
+    context = slicing.merge_untested(ctx, ctx.guard("context shift", None, stages.context, ctx, slices), slices)
     clock.stage("context", "slice metrics")
-    mix = stages.mix_shifted(ctx, context, slices)
-    evaluation, overall_eval = ctx.guard("slice metrics", (None, None), stages.slice_metrics, ctx, slices,
+    mix = slicing.mix_shifted(ctx, context, slices)
+    evaluation, overall_eval = ctx.guard("slice metrics", (None, None), slicing.slice_metrics, ctx, slices,
                                          definitions, sources, bench_out, prod_out, mix)
     clock.stage("slices", "attribution")
     attribution, cells = ctx.guard("performance attribution", (None, None), stages.attribution, ctx, context,
