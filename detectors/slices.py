@@ -98,6 +98,8 @@ class SliceResult(Result):
     underperforming: bool
     changed: bool
     status: str
+    metric_n_benchmark: int = 0  # rows behind the metric (e.g. positives for sensitivity)
+    metric_n_production: int = 0
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,8 @@ class SliceEvaluator:
             gap_dataset="production" if production.labelled else "benchmark",
             gap_vs_overall=value.value - overall.value, gap_vs_rest=gap.details.get("difference", nan),
             gap_ci=gap.details.get("difference_ci", (nan, nan)), gap_p_value=gap.p_value,
-            gap_p_value_adjusted=gap.p_value_adjusted, underperforming=False, changed=False, status=status)
+            gap_p_value_adjusted=gap.p_value_adjusted, underperforming=False, changed=False, status=status,
+            metric_n_benchmark=int(est_b.n), metric_n_production=int(est_p.n) if est_p else 0)
         return result, perf, gap
 
     def _encoded(self, data: Outcomes) -> Outcomes:
