@@ -80,7 +80,7 @@ class UntestedContext(Result):
     """A context present in production that the benchmark cannot evaluate."""
 
     name: str  # e.g. 'generator == "diffusion"' or a slice name
-    kind: str  # unseen_value | rare_value | unseen_slice | rare_slice
+    kind: str  # unseen_value | rare_value | below_range | above_range | unseen_slice | rare_slice
     column: str | None
     value: Any
     n_benchmark: int
@@ -256,6 +256,7 @@ class ContextShiftDetector:
         for name, kind in self.column_types_.items():
             if kind == "numeric":
                 columns.append(self._numeric_test(name, production[name]))
+                untested += self._untested_range(name, production[name], n2)
             else:
                 counts = self._counts(production[name])
                 columns.append(self._categorical_test(name, counts))
@@ -310,6 +311,25 @@ class ContextShiftDetector:
             label = f"{name} == {literal_text(value)}"
             out.append(UntestedContext(label, "unseen_value" if k1 == 0 else "rare_value", name, value, k1,
                                        int(k2), k2 / n2, wilson_interval(k2, n2), int(self.min_slice_size)))
+        return out
+
+    def _untested_range(self, name: str, values: pd.Series, n2: int) -> list[UntestedContext]:
+        """Production rows beyond the benchmark's observed range: the benchmark has no case there.
+
+        Reported only when at least ``min_slice_size`` rows lie beyond an end, so that a few
+        extremes of a larger production sample do not count as a new context.
+        """
+        ref = self.benchmark_sorted_[name]
+        if ref.size < self.min_samples:
+            return []
+        x = values.to_numpy(float)
+        out = []
+        for kind, bound, beyond, sign in (("below_range", ref[0], x < ref[0], "<"),
+                                          ("above_range", ref[-1], x > ref[-1], ">")):
+            k2 = int(np.count_nonzero(beyond))
+            if k2 >= max(self.min_slice_size, self.min_production_count):
+                out.append(UntestedContext(f"{name} {sign} {float(bound):g}", kind, name, float(bound), 0, k2,
+                                           k2 / n2, wilson_interval(k2, n2), int(self.min_slice_size)))
         return out
 
     # ------------------------------------------------------------------ slices

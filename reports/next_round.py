@@ -109,7 +109,7 @@ def _untested_targets(audit: Mapping, slice_targets: list[_Target], min_size: in
         n_bench = _int(u.get("n_benchmark")) or 0
         share = num(u.get("production_share"))
         target = by_name.get(name) or _Target(
-            name, "untested_context", f"{u.get('column')} == {u.get('value')!r}" if u.get("column") else None, "", n_bench,
+            name, "untested_context", str(u.get("name") or f"{u.get('column')} == {u.get('value')!r}") if u.get("column") else None, "", n_bench,
             _int(u.get("n_production")), share)
         target.kind, target.need = "untested_context", max(0, min_size - n_bench)
         target.reason = f"untested: {n_bench:,} benchmark rows, {fmt_share(share)} of production"

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from detectors.base import to_jsonable
+from service.pipeline.slicing import context_rows
 
 
 def _d(obj: Any) -> Any:
@@ -131,7 +132,7 @@ def untested_masks(production: pd.DataFrame, untested: list[dict[str, Any]],
         name = str(u.get("name"))
         column = u.get("column")
         if column and column in production.columns:
-            masks[name] = (production[column].astype(str) == str(u.get("value"))).to_numpy()
+            masks[name] = context_rows(production, column, u.get("value"), str(u.get("kind")))
         elif name in slice_masks:
             masks[name] = slice_masks[name]
     return masks

@@ -3,6 +3,7 @@ untested contexts and the contexts whose share moved."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from service.pipeline.stages import Outputs, StageContext
 
@@ -157,7 +158,7 @@ def merge_untested(ctx: StageContext, context_result, slices):
     values, merged = {}, []
     for u in context_result.untested_contexts:
         if u.column is not None and u.column in ctx.production.columns:
-            values[u.name] = (ctx.production[u.column].astype(str) == str(u.value)).to_numpy()
+            values[u.name] = context_rows(ctx.production, u.column, u.value, u.kind)
     for u in context_result.untested_contexts:
         if u.column is None and u.name in slices:
             twin = next((name for name, mask in values.items() if np.array_equal(mask, slices[u.name][1])), None)
@@ -181,7 +182,16 @@ def mix_shifted(ctx: StageContext, context_result, slices) -> tuple[np.ndarray, 
             names.append(share.name)
     for u in context_result.untested_contexts:
         if u.column is not None and u.column in ctx.production.columns:
-            mix_b |= (ctx.benchmark[u.column].astype(str) == str(u.value)).to_numpy()
-            mix_p |= (ctx.production[u.column].astype(str) == str(u.value)).to_numpy()
+            mix_b |= context_rows(ctx.benchmark, u.column, u.value, u.kind)
+            mix_p |= context_rows(ctx.production, u.column, u.value, u.kind)
             names.append(u.name)
     return mix_b, mix_p, names
+
+
+def context_rows(frame: pd.DataFrame, column: str, value, kind: str) -> np.ndarray:
+    """Rows of an untested context: beyond a numeric bound, or equal to a category value."""
+    if kind in ("below_range", "above_range"):
+        x = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            return x < value if kind == "below_range" else x > value
+    return (frame[column].astype(str) == str(value)).to_numpy()

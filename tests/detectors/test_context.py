@@ -159,3 +159,14 @@ def test_power_for_a_planted_share_shift():
         res = ContextShiftDetector().fit(bench).test(prod)
         hits += res.is_shift
     assert hits / 50 >= 0.9
+
+
+def test_production_beyond_the_benchmark_range_is_untested():
+    rng = np.random.default_rng(5)
+    bench = pd.DataFrame({"age": rng.uniform(18, 90, 2000)})
+    prod = pd.DataFrame({"age": np.concatenate([rng.uniform(18, 90, 1900), rng.uniform(2, 17, 100)])})  # SYNTHETIC
+    result = ContextShiftDetector().fit(bench).test(prod)
+    below = [u for u in result.untested_contexts if u.kind == "below_range"]
+    assert len(below) == 1 and below[0].n_production == 100 and below[0].name.startswith("age < 18")
+    same = ContextShiftDetector().fit(bench).test(pd.DataFrame({"age": rng.uniform(18, 90, 4000)}))
+    assert not [u for u in same.untested_contexts if u.kind.endswith("range")]  # a few extremes are not a context
