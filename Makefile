@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench clean
+.PHONY: install run test demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ run: $(STAMP)
 
 test: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	DO_NOT_TRACK=1 $(BIN)/contextshift demo
 
 bench: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python benchmarks/covariate.py

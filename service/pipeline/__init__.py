@@ -59,6 +59,9 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
     notes: list[dict[str, str]] = []
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes)
+    for column in columns.contexts_only_in_production:
+        notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "
+                      "benchmark, so none of its contexts can be evaluated: record it in the next round."})
     ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes)
     ctx.classes = stages.resolve_classes(ctx)
     clock = _Clock(progress, n_stages=8)
