@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from detectors.base import to_jsonable
 from service.pipeline import assemble, slicing, stages
 from service.pipeline.columns import resolve_columns
 from service.pipeline.family import correct_together
@@ -152,6 +153,7 @@ def _report(inp: AuditInput, ctx: stages.StageContext, result: dict[str, Any], s
     companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
     clock.stage("report", "done")
     result["timings"] = {**clock.timings, "total_s": round(time.perf_counter() - clock.started, 3)}  # with rendering
+    result = to_jsonable(result)  # plain JSON: no NaN (PostgreSQL's JSON and strict encoders refuse it)
     return AuditOutcome(result=result, html=html, markdown=markdown, companion_html=companion,
                         exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
 

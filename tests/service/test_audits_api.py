@@ -150,3 +150,17 @@ def test_audit_with_an_annotations_dataset(tmp_path):
     assert result["status"] == "succeeded", result.get("error")
     assert result["label_quality"]["n_items"] == 600
     assert any(lim["kind"] == "label_quality" for lim in result["limitations"])
+
+
+def test_audit_round_trip_on_each_database(database_url, tmp_path):
+    from service.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", database_url=database_url)
+    bench, prod = make_example("deepfake", n_benchmark=800, n_production=800, shift="planted", random_state=1)
+    with TestClient(create_app(settings)) as client:
+        ids = _upload(client, bench, "b", "benchmark", "deepfake"), _upload(client, prod, "p", "production", "deepfake")
+        res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "deepfake"})
+        result = wait_for(client, res.json()["id"])
+        assert result["status"] == "succeeded", result.get("error")
+        assert client.get(f"/v1/audits/{result['id']}/report").status_code == 200
+        assert [a["id"] for a in client.get("/v1/audits").json()["items"]] == [result["id"]]
