@@ -246,6 +246,15 @@ class ConditionalShiftResult(Result):
     alpha: float
     correction: str
 
+    def with_tests(self, tests) -> "ConditionalShiftResult":
+        """A copy holding re-corrected ``tests`` (order of :attr:`tests`), ``is_shift`` re-derived."""
+        from dataclasses import replace
+
+        from detectors.decision import check_tests
+
+        tests = check_tests(self, tests)
+        return replace(self, tests=tests, is_shift=any(t.drifted for t in tests))
+
 
 class ConditionalShiftDetector:
     """Permutation tests of "same distribution within every context cell".

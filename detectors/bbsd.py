@@ -31,6 +31,7 @@ import pandas as pd
 
 from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
 from detectors.covariate import CovariateShiftDetector
+from detectors.decision import check_tests
 
 __all__ = ["OutputShiftDetector", "OutputShiftResult"]
 
@@ -47,6 +48,11 @@ class OutputShiftResult(Result):
     correction: str
     n_reference: int
     n_current: int
+
+    def with_tests(self, tests) -> "OutputShiftResult":
+        """A copy holding re-corrected ``tests`` (order of :attr:`tests`), ``is_shift`` re-derived."""
+        tests = check_tests(self, tests)
+        return dataclasses.replace(self, tests=tests, is_shift=any(t.drifted for t in tests))
 
 
 def _check_outputs(frame: pd.DataFrame, role: str) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from detectors.decision import SingleTestMixin
 from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_fitted
 from detectors.column_types import TabularEncoder, check_frame, check_same_columns, infer_column_types
 from detectors.intervals import z_value
@@ -40,7 +41,7 @@ CLASSIFIERS = ("hgb", "logistic")
 
 
 @dataclass(frozen=True)
-class ClassifierTestResult(Result):
+class ClassifierTestResult(SingleTestMixin, Result):
     """Outcome of :meth:`ClassifierTwoSampleDetector.test`."""
 
     is_shift: bool
@@ -52,10 +53,6 @@ class ClassifierTestResult(Result):
     n_folds: int
     n_reference: int  # rows used, after subsampling
     n_current: int
-
-    @property
-    def tests(self) -> tuple[ShiftTest, ...]:
-        return (self.test,)
 
 
 def mann_whitney_auc(scores_reference: np.ndarray, scores_current: np.ndarray) -> tuple[float, float, float]:

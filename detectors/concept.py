@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
-from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes, total_variation
+from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes
 from detectors.correction import readjust
+from detectors.decision import check_tests, decide
 from detectors.intervals import newcombe_interval, wilson_interval
 
 __all__ = ["GroupChange", "ConceptShiftResult", "ConceptShiftDetector", "proportion_change",
@@ -63,20 +63,30 @@ class ConceptShiftResult(Result):
         """Every hypothesis tested here, for an audit-wide correction."""
         return (self.label_test,) + tuple(c.test for c in self.per_class)
 
+    def with_tests(self, tests) -> "ConceptShiftResult":
+        """A copy holding re-corrected ``tests`` (order of :attr:`tests`), flags re-derived."""
+        tests = check_tests(self, tests)
+        per_class = tuple(dataclasses.replace(c, test=t) for c, t in zip(self.per_class, tests[1:]))
+        return dataclasses.replace(self, label_test=tests[0], per_class=per_class,
+                                   label_shift_observed=bool(tests[0].drifted),
+                                   is_shift=any(t.drifted for t in tests[1:]))
+
 
 def two_proportion_pvalue(k1, n1, k2, n2) -> tuple[float, float]:
     """Two-sided test of ``p1 == p2``: pooled z-test, or Fisher's exact test when an expected cell is < 5.
 
     Returns ``(statistic, p_value)``; the statistic is z (NaN for Fisher).
     """
-    pooled = (k1 + k2) / (n1 + n2)
-    expected = np.array([n1 * pooled, n1 * (1 - pooled), n2 * pooled, n2 * (1 - pooled)])
-    if expected.min() < 5:
-        _, p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]])
-        return float("nan"), float(p)
-    se = np.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    z = (k2 / n2 - k1 / n1) / se
-    return float(z), float(2 * stats.norm.sf(abs(z)))
+    from detectors.univariate import chi2_two_sample as pooled_chi2
+
+    # The audit's one chi-square on the 2 x 2 table (z^2 = chi2); Fisher's exact p when sparse.
+    outcome = pooled_chi2([k1, n1 - k1], [k2, n2 - k2])
+    if outcome.p_method == "fisher_exact":
+        return float("nan"), float(outcome.p_value)
+    if outcome.dof == 0:
+        return 0.0, 1.0
+    z = float(np.sign(k2 / n2 - k1 / n1) * np.sqrt(outcome.statistic))
+    return z, float(outcome.p_value)
 
 
 def proportion_change(k_ref, n_ref, k_cur, n_cur, *, name: str, metric: str = "accuracy", group: Any = None,
@@ -102,7 +112,7 @@ def proportion_change(k_ref, n_ref, k_cur, n_cur, *, name: str, metric: str = "a
     diff_ci = newcombe_interval(k_ref, n_ref, k_cur, n_cur, confidence=confidence)
     stat, p = two_proportion_pvalue(k_ref, n_ref, k_cur, n_cur)
     diff = v_cur - v_ref
-    drifted = bool(p < alpha and abs(diff) >= effect_floor)
+    drifted = decide(p, diff, alpha=alpha, effect_floor=effect_floor)
     method = "fisher_exact" if np.isnan(stat) else "z_two_proportion"
     test = ShiftTest(name, method, stat, p, p, abs(diff), "abs_diff", effect_floor, n_ref, n_cur, drifted,
                      kind=kind, details={"metric": metric, "benchmark": v_ref, "production": v_cur})
@@ -137,20 +147,28 @@ def _bool(values, name: str) -> np.ndarray:
     return arr
 
 
-def observed_label_shift(y_ref, y_cur, classes, *, alpha=0.05, effect_floor=0.05, min_samples=30) -> ShiftTest:
-    """Chi-square test of equal true-label distributions; effect = total variation distance."""
+def observed_label_shift(y_ref, y_cur, classes, *, alpha=0.05, effect_floor=0.05, min_samples=30,
+                         ratio_floor: float = 1.25) -> ShiftTest:
+    """Chi-square test of equal true-label distributions (the pooled / Fisher-fallback one).
+
+    Effect: the prior change relative to its floors (:func:`detectors.label_shift.prior_shift_effect`:
+    total variation against ``effect_floor`` or a class ratio against ``ratio_floor``; ``>= 1`` passes).
+    """
+    from detectors.label_shift import prior_shift_effect
+
     k = len(classes)
     c_ref = np.bincount(encode(y_ref, classes, "y_true"), minlength=k)
     c_cur = np.bincount(encode(y_cur, classes, "y_true_production"), minlength=k)
     n_ref, n_cur = int(c_ref.sum()), int(c_cur.sum())
     if min(n_ref, n_cur) < min_samples:
         nan = float("nan")
-        return ShiftTest("label_observed", "chi2", nan, nan, nan, nan, "tvd", effect_floor, n_ref, n_cur, False,
-                         kind="label", status="insufficient_data")
+        return ShiftTest("label_observed", "chi2", nan, nan, nan, nan, "prior_shift_relative", 1.0, n_ref, n_cur,
+                         False, kind="label", status="insufficient_data")
     stat, p, dof = chi2_two_sample(c_ref, c_cur)
-    tvd = total_variation(c_ref / n_ref, c_cur / n_cur)
-    return ShiftTest("label_observed", "chi2", stat, p, p, tvd, "tvd", effect_floor, n_ref, n_cur,
-                     bool(p < alpha and tvd >= effect_floor), kind="label", details={"dof": dof})
+    effect, details = prior_shift_effect(c_ref / n_ref, c_cur / n_cur, tv_floor=effect_floor, ratio_floor=ratio_floor)
+    details["max_ratio_class"] = np.asarray(classes).tolist()[details.pop("max_ratio_class_index")]
+    return ShiftTest("label_observed", "chi2", stat, p, p, effect, "prior_shift_relative", 1.0, n_ref, n_cur,
+                     decide(p, effect, alpha=alpha, effect_floor=1.0), kind="label", details={"dof": dof, **details})
 
 
 class ConceptShiftDetector:

@@ -16,7 +16,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from detectors.base import DetectorInputError
 
@@ -190,15 +189,19 @@ def total_variation(p, q) -> float:
 def chi2_two_sample(counts_a, counts_b) -> tuple[float, float, int]:
     """Two-sample chi-square test of equal category distributions (no continuity correction).
 
-    Categories empty in both samples are dropped; with fewer than two categories left the
-    samples cannot differ and ``(0.0, 1.0, 0)`` is returned.
+    The same test as :func:`detectors.univariate.chi2_two_sample` (categories with an expected
+    count below 5 pooled, Fisher's exact p-value for a still-sparse 2 x 2 table), so label,
+    concept and covariate tests agree. Categories empty in both samples are dropped; with fewer
+    than two categories left the samples cannot differ and ``(0.0, 1.0, 0)`` is returned.
     """
-    table = np.vstack([np.asarray(counts_a, dtype=float), np.asarray(counts_b, dtype=float)])
-    table = table[:, table.sum(0) > 0]
-    if table.shape[1] < 2 or (table.sum(1) == 0).any():
+    from detectors.univariate import chi2_two_sample as pooled_chi2
+
+    a, b = np.asarray(counts_a, dtype=float), np.asarray(counts_b, dtype=float)
+    if a.sum() == 0 or b.sum() == 0:
         return 0.0, 1.0, 0
-    stat, p, dof, _ = stats.chi2_contingency(table, correction=False)
-    return float(stat), float(p), int(dof)
+    # The audit's one chi-square: sparse categories pooled, Fisher's exact test for a sparse 2 x 2.
+    outcome = pooled_chi2(a, b)
+    return float(outcome.statistic), float(outcome.p_value), int(outcome.dof)
 
 
 def bootstrap_row_means(rows: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:

@@ -25,10 +25,20 @@ effect            floor   why
 cramers_v         0.1     Cohen's "small" association (same floor as covariate columns)
 wasserstein_normed 0.1    a 0.1-sigma change of the column's distribution
 share_difference  0.02    two percentage points of the data moved in or out of the slice
+beyond_range_share 0.01   one percent of production beyond the benchmark's observed range
 ================  ======  ==============================================================
+
+**Untested numeric ranges.** Even with no shift at all about ``n_p / (n_b + 1)`` production
+rows lie beyond the benchmark maximum (and as many below its minimum) by chance. So a range
+is claimed untested only when its exceedance count is improbable under exchangeability:
+with ``N = n_b + n_p`` pooled continuous values, ``P(K >= k) = C(n_p, k) / C(N, k)`` exactly
+(the k largest pooled values all from production; :func:`exceedance_pvalue`; ties only make
+it conservative). That p-value joins the correction (``kind="untested_range"``), and the
+share beyond the range must pass ``beyond_range_share`` and the count ``min_slice_size``.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
@@ -37,15 +47,33 @@ import pandas as pd
 
 from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted
 from detectors.correction import readjust
+from detectors.decision import check_tests
 from detectors.covariate import categorical_shift_test
 from detectors.intervals import newcombe_interval, wilson_interval
-from detectors.univariate import ecdf_gap_statistics, ks_pvalue, missing_rate_test
+from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
 
 __all__ = ["ContextShiftDetector", "ContextShiftResult", "SliceShare", "UntestedContext",
-           "CONTEXT_EFFECT_FLOORS", "literal_text"]
+           "CONTEXT_EFFECT_FLOORS", "literal_text", "exceedance_pvalue"]
 
-CONTEXT_EFFECT_FLOORS = {"cramers_v": 0.1, "wasserstein_normed": 0.1, "share_difference": 0.02}
+CONTEXT_EFFECT_FLOORS = {"cramers_v": 0.1, "wasserstein_normed": 0.1, "share_difference": 0.02,
+                         "beyond_range_share": 0.01}
 MISSING = "<missing>"
+
+
+def exceedance_pvalue(n_reference: int, n_current: int, k: int) -> float:
+    """``P(K >= k)``: at least ``k`` of ``n_current`` values beyond the extreme of ``n_reference``.
+
+    Under exchangeability of the pooled continuous values, ``K >= k`` exactly when the ``k``
+    most extreme pooled values all come from the current sample: ``C(n_c, k) / C(N, k)``.
+    """
+    n, m, k = int(n_reference), int(n_current), int(k)
+    if k <= 0:
+        return 1.0
+    if k > m or n <= 0:
+        return 0.0 if n > 0 else 1.0
+    big = n + m
+    log_p = (math.lgamma(m + 1) - math.lgamma(m - k + 1)) - (math.lgamma(big + 1) - math.lgamma(big - k + 1))
+    return float(min(1.0, math.exp(log_p)))
 
 
 def literal_text(value: Any) -> str:
@@ -103,18 +131,26 @@ class ContextShiftResult(Result):
     n_benchmark: int
     n_production: int
     embedding: Any = None  # e.g. an EmbeddingShiftResult attached with with_embedding()
+    range_candidates: tuple = ()  # UntestedContext beyond a numeric range, one per range test
+    range_tests: tuple = ()  # ShiftTest (kind="untested_range") of each candidate
 
     @property
     def tests(self) -> tuple:
         """Every hypothesis test of this result (corrected together)."""
-        return self.contexts + tuple(s.test for s in self.slice_shares)
+        return self.contexts + tuple(s.test for s in self.slice_shares) + self.range_tests
 
     def with_tests(self, tests) -> "ContextShiftResult":
-        """A copy with the tests replaced by re-corrected ones (same order as :attr:`tests`)."""
-        tests = tuple(tests)
-        k = len(self.contexts)
-        shares = tuple(replace(s, test=t) for s, t in zip(self.slice_shares, tests[k:]))
-        return replace(self, contexts=tests[:k], slice_shares=shares, is_shift=any(t.drifted for t in tests))
+        """A copy with the tests replaced by re-corrected ones (same order as :attr:`tests`);
+        an untested numeric range is listed only while its exceedance test is drifted."""
+        tests = check_tests(self, tests)
+        k, s = len(self.contexts), len(self.slice_shares)
+        shares = tuple(replace(sh, test=t) for sh, t in zip(self.slice_shares, tests[k:k + s]))
+        ranges = tests[k + s:]
+        untested = [u for u in self.untested_contexts if u not in self.range_candidates]
+        untested += [u for u, t in zip(self.range_candidates, ranges) if t.drifted]
+        untested.sort(key=lambda u: (-u.production_share, u.name))
+        return replace(self, contexts=tests[:k], slice_shares=shares, range_tests=ranges,
+                       untested_contexts=tuple(untested), is_shift=any(t.drifted for t in tests))
 
     def with_embedding(self, embedding) -> "ContextShiftResult":
         return replace(self, embedding=embedding)
@@ -252,24 +288,23 @@ class ContextShiftDetector:
         n2 = int(production.shape[0])
         if n2 == 0:
             raise DetectorInputError("production has no rows.")
-        columns, untested = [], []
+        columns, untested, ranges = [], [], []
         for name, kind in self.column_types_.items():
             if kind == "numeric":
                 columns.append(self._numeric_test(name, production[name]))
-                untested += self._untested_range(name, production[name], n2)
+                ranges += self._untested_range(name, production[name], n2)
             else:
                 counts = self._counts(production[name])
                 columns.append(self._categorical_test(name, counts))
                 untested += self._untested_values(name, counts, n2)
         shares = self._slice_shares(slices or {}, n2)
         untested += [u for u in (self._untested_slice(s) for s in shares) if u is not None]
-        adjusted = readjust(columns + [s.test for s in shares], alpha=self.alpha, method=self.correction)
-        shares = [replace(s, test=t) for s, t in zip(shares, adjusted[len(columns):])]
-        untested.sort(key=lambda u: (-u.production_share, u.name))
-        return ContextShiftResult(
-            is_shift=any(t.drifted for t in adjusted), contexts=tuple(adjusted[:len(columns)]),
-            slice_shares=tuple(shares), untested_contexts=tuple(untested), alpha=float(self.alpha),
-            correction=self.correction, n_benchmark=self.n_benchmark_, n_production=n2)
+        result = ContextShiftResult(
+            is_shift=False, contexts=tuple(columns), slice_shares=tuple(shares),
+            untested_contexts=tuple(untested) + tuple(u for u, _ in ranges), alpha=float(self.alpha),
+            correction=self.correction, n_benchmark=self.n_benchmark_, n_production=n2,
+            range_candidates=tuple(u for u, _ in ranges), range_tests=tuple(t for _, t in ranges))
+        return result.with_tests(readjust(list(result.tests), alpha=self.alpha, method=self.correction))
 
     # ------------------------------------------------------------------ columns
     def _insufficient(self, name, method, effect, n1, n2, kind="context", details=None) -> ShiftTest:
@@ -294,11 +329,14 @@ class ContextShiftDetector:
             return self._insufficient(name, "ks", "wasserstein_normed", ref.size, cur.size)
         ks, _, wasserstein = ecdf_gap_statistics(ref, cur)
         p, ks_method = ks_pvalue(ks, ref.size, cur.size)
+        tied = ks_tied_test(ref, cur, random_state=self.random_state)  # ties: the tie-correct p-value
+        if tied is not None:
+            _, p, ks_method = tied
         scale = float(ref.std()) or float(np.concatenate([ref, cur]).std())
         effect = wasserstein / scale if scale > 0 else 0.0
         details = {"ks_method": ks_method, "wasserstein": wasserstein, "median_benchmark": float(np.median(ref)),
                    "median_production": float(np.median(cur)), "std_benchmark": float(ref.std())}
-        return ShiftTest(name, "ks", ks, p, p, effect, "wasserstein_normed", self._floor("wasserstein_normed"),
+        return ShiftTest(name, "ks" if tied is None else ks_method, ks, p, p, effect, "wasserstein_normed", self._floor("wasserstein_normed"),
                          ref.size, cur.size, False, kind="context", details=details)
 
     def _untested_values(self, name: str, counts: pd.Series, n2: int) -> list[UntestedContext]:
@@ -313,23 +351,32 @@ class ContextShiftDetector:
                                        int(k2), k2 / n2, wilson_interval(k2, n2), int(self.min_slice_size)))
         return out
 
-    def _untested_range(self, name: str, values: pd.Series, n2: int) -> list[UntestedContext]:
-        """Production rows beyond the benchmark's observed range: the benchmark has no case there.
+    def _untested_range(self, name: str, values: pd.Series, n2: int) -> list[tuple[UntestedContext, ShiftTest]]:
+        """Candidate untested ranges (rows beyond the benchmark's observed range) with their tests.
 
-        Reported only when at least ``min_slice_size`` rows lie beyond an end, so that a few
-        extremes of a larger production sample do not count as a new context.
+        A candidate needs at least ``min_slice_size`` rows beyond an end; it is reported only if
+        its exceedance test (module docstring) is drifted after correction.
         """
         ref = self.benchmark_sorted_[name]
         if ref.size < self.min_samples:
             return []
         x = values.to_numpy(float)
+        n_valid = int(np.count_nonzero(~np.isnan(x)))
+        floor = self._floor("beyond_range_share")
         out = []
         for kind, bound, beyond, sign in (("below_range", ref[0], x < ref[0], "<"),
                                           ("above_range", ref[-1], x > ref[-1], ">")):
             k2 = int(np.count_nonzero(beyond))
-            if k2 >= max(self.min_slice_size, self.min_production_count):
-                out.append(UntestedContext(f"{name} {sign} {float(bound):g}", kind, name, float(bound), 0, k2,
-                                           k2 / n2, wilson_interval(k2, n2), int(self.min_slice_size)))
+            if k2 < max(self.min_slice_size, self.min_production_count):
+                continue
+            label = f"{name} {sign} {float(bound):g}"
+            p = exceedance_pvalue(ref.size, n_valid, k2)
+            test = ShiftTest(label, "exceedance_exact", float(k2), p, p, k2 / n2, "beyond_range_share", floor,
+                             int(ref.size), n_valid, False, kind="untested_range",
+                             details={"column": name, "bound": float(bound), "k_beyond": k2,
+                                      "expected_by_chance": n_valid / (ref.size + 1)})
+            out.append((UntestedContext(label, kind, name, float(bound), 0, k2, k2 / n2, wilson_interval(k2, n2),
+                                        int(self.min_slice_size)), test))
         return out
 
     # ------------------------------------------------------------------ slices

@@ -81,15 +81,11 @@ def adjust_pvalues(p_values, method: str = "bh") -> np.ndarray:
     return correction(p_values)
 
 
-def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor: float):
-    """The SPEC §5 decision: significant after correction AND a practically relevant effect.
+def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor):
+    """The SPEC §5 decision (:func:`detectors.decision.decide`), elementwise on arrays."""
+    from detectors.decision import decide
 
-    Works elementwise on arrays; NaN (untested / insufficient data) is never a shift.
-    """
-    p = np.asarray(p_value_adjusted, dtype=float)
-    e = np.asarray(effect_size, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return (p < alpha) & (np.abs(e) >= effect_floor)
+    return np.asarray(decide(p_value_adjusted, effect_size, alpha=alpha, effect_floor=effect_floor))
 
 
 T = TypeVar("T")

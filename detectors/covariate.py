@@ -10,7 +10,8 @@ effect                            floor   why this floor
 ``wasserstein_normed`` (numeric)  0.1     Wasserstein-1 / reference std: a 0.1 sigma mean
                                           shift; Evidently's default threshold
 ``cramers_v`` (categorical/bool)  0.1     Cohen's "small" association; a 10-point change of a
-                                          50/50 split
+                                          50/50 split. Sample-balanced (as if both samples were
+                                          equally large) so it does not depend on their ratio
 ``missing_rate_difference``       0.02    two percentage points more (or less) missing values
 ================================  ======  =====================================================
 
@@ -30,7 +31,7 @@ was learned about them. Samples with fewer than ``min_samples`` non-missing valu
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -39,9 +40,10 @@ from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, c
 from detectors.column_types import (ExcludedColumn, category_counts, check_frame, check_same_columns,
                                     finite_matrix, infer_column_types)
 from detectors.correction import readjust
+from detectors.decision import check_tests
 from detectors.intervals import newcombe_interval, z_value
-from detectors.univariate import (chi2_two_sample, cramers_v, cvm_pvalue, ecdf_gap_statistics,
-                                  jensen_shannon_distance, ks_test, missing_rate_test,
+from detectors.univariate import (balanced_cramers_v, chi2_two_sample, cramers_v, cvm_pvalue, ecdf_gap_statistics,
+                                  jensen_shannon_distance, ks_test, ks_tied_test, missing_rate_test,
                                   population_stability_index)
 
 __all__ = ["CovariateShiftDetector", "CovariateResult", "DEFAULT_EFFECT_FLOORS", "categorical_shift_test",
@@ -72,6 +74,12 @@ class CovariateResult(Result):
     def tests(self) -> tuple[ShiftTest, ...]:
         """Every hypothesis test of this result (corrected together)."""
         return self.features + self.missing
+
+    def with_tests(self, tests) -> "CovariateResult":
+        """A copy holding re-corrected ``tests`` (order of :attr:`tests`), ``is_shift`` re-derived."""
+        tests = check_tests(self, tests)
+        k = len(self.features)
+        return replace(self, features=tests[:k], missing=tests[k:], is_shift=any(t.drifted for t in tests))
 
     @property
     def drifted(self) -> tuple[str, ...]:
@@ -238,6 +246,11 @@ class CovariateShiftDetector:
         n, m = ref.size, cur.size
         ks, cvm, wasserstein = ecdf_gap_statistics(ref, cur)
         ks, p_ks, ks_method = ks_test(ks, n, m)
+        # ties (integer columns): the continuous KS p-value is conservative, so use the tie-correct one
+        tied = ks_tied_test(ref, cur, random_state=(self.random_state or 0) + j) if self.numeric_test == "ks" else None
+        if tied is not None:
+            details["ks_p_value_continuous"] = p_ks
+            _, p_ks, ks_method = tied  # same statistic (scipy's lattice value), tie-correct p-value
         p_cvm = cvm_pvalue(cvm, n, m)
         mean_cur, std_cur = float(cur.mean()), float(cur.std())
         mean_ref, std_ref = float(self.reference_mean_[j]), float(self.reference_std_[j])
@@ -251,7 +264,8 @@ class CovariateShiftDetector:
                        mean_current=mean_cur, std_reference=std_ref, std_current=std_cur,
                        mean_difference=diff, mean_difference_ci=(diff - half, diff + half))
         statistic, p_value = (ks, p_ks) if self.numeric_test == "ks" else (cvm, p_cvm)
-        return ShiftTest(name, self.numeric_test, statistic, p_value, p_value, effect, "wasserstein_normed",
+        method = self.numeric_test if tied is None else ks_method
+        return ShiftTest(name, method, statistic, p_value, p_value, effect, "wasserstein_normed",
                          floor, n, m, False, kind="feature", details=details)
 
     def _categorical_test(self, name, counts: pd.Series, missing_current: int, n_cur: int) -> ShiftTest:
@@ -309,6 +323,8 @@ def categorical_shift_test(name: str, reference_counts: pd.Series, current_count
         vanished_share=float(reference_counts.reindex(vanished).sum() / ref.sum()) if vanished else 0.0,
         merged_categories=[str(c) for c in outcome.merged[:_LISTED]], n_merged_categories=len(outcome.merged),
     )
-    effect = cramers_v(outcome.statistic, outcome.table)
+    # the floor needs an effect that does not shrink when one sample is much larger (SPEC §5)
+    effect = balanced_cramers_v(outcome.table)
+    details["cramers_v_unbalanced"] = cramers_v(outcome.statistic, outcome.table)
     return ShiftTest(name, "chi2", outcome.statistic, outcome.p_value, outcome.p_value, effect, "cramers_v",
                      floor, int(ref.sum()), int(cur.sum()), False, kind=kind, details=details)

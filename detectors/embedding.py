@@ -92,6 +92,16 @@ class EmbeddingShiftResult(Result):
     def tests(self) -> tuple:
         return (self.test,) + tuple(r.test for r in self.regions)
 
+    def with_tests(self, tests) -> "EmbeddingShiftResult":
+        """A copy holding re-corrected ``tests`` (order of :attr:`tests`), ``is_shift`` re-derived."""
+        from dataclasses import replace
+
+        from detectors.decision import check_tests
+
+        tests = check_tests(self, tests)
+        regions = tuple(replace(r, test=t, is_novel=bool(t.drifted)) for r, t in zip(self.regions, tests[1:]))
+        return replace(self, test=tests[0], regions=regions, is_shift=any(t.drifted for t in tests))
+
     @property
     def novel_regions(self) -> tuple:
         return tuple(r for r in self.regions if r.is_novel)

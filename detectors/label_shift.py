@@ -8,23 +8,73 @@ ill-conditioned the estimate is regularised towards "no shift" (``q = p``), in t
 of RLLS (Azizzadenesheli et al. 2019; they penalise an unsquared norm, we use the squared
 ridge so that thousands of bootstrap replicates are solved in one batched call).
 
-Deciding is separate from estimating: "no label shift" is tested by a two-sample chi-square
-on predicted classes (benchmark vs production), and a shift is reported only when that
-p-value is below ``alpha`` AND the total variation distance between the benchmark prior and
-the estimated production prior reaches ``effect_floor`` (SPEC §5).
+Deciding is separate from estimating: "no label shift" is tested by the two-sample chi-square
+on predicted classes (benchmark vs production; the pooled / Fisher-fallback one of
+:func:`detectors.univariate.chi2_two_sample`), and a shift is reported only when that
+p-value is below ``alpha`` AND the change of the priors is practically large
+(:func:`prior_shift_effect`): a total variation distance of at least ``effect_floor`` OR a
+prior ratio of at least ``ratio_floor`` (either way) for some class, so that a rare class
+growing from 3.9 % to 5.7 % counts even though it moves little mass. The effect is reported
+normalised by its floors (``>= 1`` passes), with both raw numbers in the test's details.
+
+Intervals. The ridge of RLLS biases the estimate towards "no shift", and the bootstrap
+replicates share that bias, so percentile intervals around a regularised estimate under-cover
+(0.72-0.76 on ill-conditioned confusion matrices). When regularisation is needed the result
+therefore reports the **unregularised** BBSE estimate with its (wider, covering) bootstrap
+interval in ``priors``/``priors_ci`` and keeps the regularised point estimate in
+``regularized_priors``, with ``interval_note`` saying why.
+
+Assumption. BBSE assumes ``P(x | y)`` fixed. :meth:`LabelShiftResult.with_assumption_check`
+marks the estimate unreliable (``reliable=False`` with a reason) when the audit found
+covariate shift that the estimated label shift does not explain; ``observed_prior`` holds the
+production class shares when production is labelled, to be shown beside the estimate.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
-from detectors.confusion import (EXACT_BOOTSTRAP_ROWS, as_label_array, bootstrap_row_means, chi2_two_sample, confusion_counts, encode, match_columns,
-                                 parse_predictions, sorted_classes, total_variation)
+from detectors.confusion import (EXACT_BOOTSTRAP_ROWS, as_label_array, bootstrap_row_means, chi2_two_sample,
+                                 confusion_counts, encode, match_columns, parse_predictions, sorted_classes,
+                                 total_variation)
+from detectors.decision import check_tests, decide
 
-__all__ = ["LabelShiftEstimator", "LabelShiftResult", "solve_priors", "ridge_for_condition"]
+__all__ = ["LabelShiftEstimator", "LabelShiftResult", "solve_priors", "ridge_for_condition", "prior_shift_effect",
+           "PRIOR_RATIO_FLOOR"]
+
+PRIOR_RATIO_FLOOR = 1.25  # a class 25 % more (or less) frequent counts, however rare it is
+INTERVAL_NOTE = ("The regularised (RLLS) estimate is biased towards the benchmark priors and its bootstrap "
+                 "interval does not cover; the unregularised BBSE estimate and its interval are reported, the "
+                 "regularised one is in regularized_priors.")
+
+
+def prior_shift_effect(benchmark_prior, production_prior, *, tv_floor: float = 0.05,
+                       ratio_floor: float = PRIOR_RATIO_FLOOR) -> tuple[float, dict]:
+    """Size of a prior change relative to its floors: ``max(TV / tv_floor, max |log ratio| / log ratio_floor)``.
+
+    ``>= 1`` means the change is practically large by either floor. Classes absent from the
+    benchmark prior are compared through TV only. Returns ``(effect, details)``.
+
+    Parameters
+    ----------
+    benchmark_prior, production_prior : arrays of shape (k,)
+    """
+    p, q = np.asarray(benchmark_prior, float), np.asarray(production_prior, float)
+    tv = total_variation(p, q)
+    ok = (p > 0) & np.isfinite(q)
+    with np.errstate(divide="ignore"):
+        log_ratio = np.abs(np.log(np.where(ok, np.maximum(q, 1e-12), 1.0) / np.where(ok, p, 1.0)))
+    worst = int(np.argmax(log_ratio)) if log_ratio.size else 0
+    ratio = float(np.exp(log_ratio[worst])) if log_ratio.size else 1.0
+    effect = max(tv / tv_floor if tv_floor > 0 else math.inf, log_ratio.max(initial=0.0) / math.log(ratio_floor))
+    if not np.isfinite(tv):
+        effect = float("nan")
+    return float(effect), {"tvd": float(tv), "max_prior_ratio": ratio, "max_ratio_class_index": worst,
+                           "tv_floor": float(tv_floor), "ratio_floor": float(ratio_floor)}
 
 
 
@@ -34,8 +84,8 @@ class LabelShiftResult(Result):
 
     Dicts are keyed by class label. ``weights`` are importance weights
     ``production prior / benchmark prior``. ``effect_size`` is the total variation distance
-    between ``benchmark_prior`` and ``priors``; ``is_shift`` needs ``p_value < alpha`` and
-    ``effect_size >= effect_floor``. With ``status == "insufficient_data"`` estimates are NaN.
+    between ``benchmark_prior`` and ``priors``; ``is_shift`` is ``test.drifted``: ``p_value < alpha``
+    and a TV of at least ``effect_floor`` or a class prior ratio of at least the ratio floor. With ``status == "insufficient_data"`` estimates are NaN.
     """
 
     priors: dict
@@ -56,6 +106,28 @@ class LabelShiftResult(Result):
     confidence: float
     status: str
     test: ShiftTest
+    regularized_priors: dict | None = None  # RLLS point estimate when regularisation was needed
+    interval_note: str | None = None
+    reliable: bool = True  # False: the audit found evidence against BBSE's assumption
+    reliability_reason: str | None = None
+    observed_prior: dict | None = None  # production class shares, when production is labelled
+
+    @property
+    def tests(self) -> tuple:
+        return (self.test,)
+
+    def with_tests(self, tests) -> "LabelShiftResult":
+        """A copy holding the re-corrected test, ``is_shift`` re-derived."""
+        (test,) = check_tests(self, tests)
+        return replace(self, test=test, is_shift=bool(test.drifted))
+
+    def with_assumption_check(self, *, reliable: bool, reason: str | None = None) -> "LabelShiftResult":
+        """A copy saying whether BBSE's assumption (``P(x | y)`` fixed) is credible here, and why not."""
+        return replace(self, reliable=bool(reliable), reliability_reason=None if reliable else reason)
+
+    def with_observed_prior(self, observed: dict | None) -> "LabelShiftResult":
+        """A copy carrying the observed production class shares (labelled production)."""
+        return replace(self, observed_prior=None if observed is None else {k: float(v) for k, v in observed.items()})
 
     def to_dict(self) -> dict[str, Any]:
         """The ``label`` block of SPEC §9 plus the estimation details."""
@@ -71,7 +143,10 @@ class LabelShiftResult(Result):
                 "effect_floor": base["effect_floor"], "method": base["method"],
                 "condition_number": base["condition_number"], "regularization": base["regularization"],
                 "n_benchmark": base["n_benchmark"], "n_production": base["n_production"],
-                "confidence": base["confidence"], "test": base["test"]}
+                "confidence": base["confidence"], "test": base["test"],
+                "regularized_priors": base["regularized_priors"], "interval_note": base["interval_note"],
+                "reliable": base["reliable"], "reliability_reason": base["reliability_reason"],
+                "observed_prior": base["observed_prior"]}
 
 
 def solve_priors(joint: np.ndarray, mu: np.ndarray, lam: float) -> np.ndarray:
@@ -125,6 +200,8 @@ class LabelShiftEstimator:
         ``status="insufficient_data"``.
     effect_floor : float
         Practical floor on the total variation distance between the priors (default 0.05).
+    ratio_floor : float
+        Practical floor on a single class's prior ratio, either way (default 1.25).
     max_condition : float
         Condition-number threshold of the ``"auto"`` regularisation.
     random_state : int or None
@@ -147,13 +224,15 @@ class LabelShiftEstimator:
     """
 
     def __init__(self, *, alpha=0.05, n_bootstrap=200, regularization="auto", confidence=0.95,
-                 min_samples=50, effect_floor=0.05, max_condition=20.0, random_state=0):
+                 min_samples=50, effect_floor=0.05, ratio_floor=PRIOR_RATIO_FLOOR, max_condition=20.0,
+                 random_state=0):
         self.alpha = alpha
         self.n_bootstrap = n_bootstrap
         self.regularization = regularization
         self.confidence = confidence
         self.min_samples = min_samples
         self.effect_floor = effect_floor
+        self.ratio_floor = ratio_floor
         self.max_condition = max_condition
         self.random_state = random_state
 
@@ -169,6 +248,8 @@ class LabelShiftEstimator:
             Class of each probability column (default: DataFrame column names without the
             ``proba_`` prefix, else the sorted benchmark labels).
         """
+        if not float(self.ratio_floor) > 1:
+            raise DetectorInputError(f"ratio_floor must be greater than 1, got {self.ratio_floor!r}.")
         y_true = as_label_array(y_true, "y_true")
         kind, pred, column_classes = parse_predictions(y_pred, classes, "y_pred")
         if len(pred) != len(y_true):
@@ -275,23 +356,36 @@ class LabelShiftEstimator:
         n_p = int(prod_counts.sum())
         if n_p < self.min_samples:
             return self._insufficient(n_p, mu)
-        q = solve_priors(self.joint_, mu, self.lambda_)
-        q_boot = self.bootstrap_priors(mu, n_p, rows, np.random.default_rng(self.random_state))[2]
+        q_reg = solve_priors(self.joint_, mu, self.lambda_)
+        # RLLS intervals under-cover (shrinkage bias): report the unregularised estimate and interval.
+        lam = 0.0 if self.lambda_ > 0 else self.lambda_
+        q = solve_priors(self.joint_, mu, lam) if self.lambda_ > 0 else q_reg
+        q_boot = self.bootstrap_priors(mu, n_p, rows, np.random.default_rng(self.random_state), lam=lam)[2]
         stat, p_value, dof = chi2_two_sample(self.benchmark_pred_counts_, prod_counts)
-        effect = total_variation(self.benchmark_prior_, q)
-        drifted = bool(p_value < self.alpha and effect >= self.effect_floor)
+        effect, effect_details = prior_shift_effect(self.benchmark_prior_, q, tv_floor=self.effect_floor,
+                                                    ratio_floor=self.ratio_floor)
+        drifted = decide(p_value, effect, alpha=self.alpha, effect_floor=1.0)
+        effect_details["max_ratio_class"] = self.classes_.tolist()[effect_details.pop("max_ratio_class_index")]
         test = ShiftTest(name="label_prior", method="chi2_predicted_class", statistic=stat, p_value=p_value,
-                         p_value_adjusted=p_value, effect_size=effect, effect_name="tvd_prior",
-                         effect_floor=self.effect_floor, n_reference=self.n_benchmark_, n_current=n_p,
-                         drifted=drifted, kind="label", details={"dof": dof, "estimator": self.method_})
-        return self._result(q, q_boot, mu, p_value, effect, drifted, n_p, test, "ok")
+                         p_value_adjusted=p_value, effect_size=effect, effect_name="prior_shift_relative",
+                         effect_floor=1.0, n_reference=self.n_benchmark_, n_current=n_p,
+                         drifted=drifted, kind="label", details={"dof": dof, "estimator": self.method_,
+                                                                 **effect_details})
+        result = self._result(q, q_boot, mu, p_value, effect_details["tvd"], drifted, n_p, test, "ok")
+        if self.lambda_ > 0:
+            cls = self.classes_.tolist()
+            result = replace(result, regularized_priors={c: float(v) for c, v in zip(cls, q_reg)},
+                             interval_note=INTERVAL_NOTE)
+        return result
 
     def bootstrap_priors(self, mu: np.ndarray, n_production: int, rows: np.ndarray | None,
-                         rng: np.random.Generator):
+                         rng: np.random.Generator, *, lam: float | None = None):
         """Replicates ``(joint, mu, q)`` with benchmark and production resampled (shapes ``(B, ...)``).
 
-        ``mu``, ``n_production`` and ``rows`` as returned by :meth:`production_outputs`.
+        ``mu``, ``n_production`` and ``rows`` as returned by :meth:`production_outputs`;
+        ``lam`` the ridge (default: the fitted ``lambda_``).
         """
+        lam = self.lambda_ if lam is None else lam
         B, n_b = self.n_bootstrap, self.n_benchmark_
         k_t, k_p = self.joint_.shape
         if self.kind_ == "labels":
@@ -300,7 +394,7 @@ class LabelShiftEstimator:
         else:
             joint = self._bootstrap_soft_joint(rng)
             mu = bootstrap_row_means(rows, B, rng)
-        return joint, mu, solve_priors(joint, mu, self.lambda_)
+        return joint, mu, solve_priors(joint, mu, lam)
 
     def _bootstrap_soft_joint(self, rng: np.random.Generator) -> np.ndarray:
         B = self.n_bootstrap
@@ -337,8 +431,8 @@ class LabelShiftEstimator:
     def _insufficient(self, n_p: int, mu: np.ndarray) -> LabelShiftResult:
         nan = float("nan")
         test = ShiftTest(name="label_prior", method="chi2_predicted_class", statistic=nan, p_value=nan,
-                         p_value_adjusted=nan, effect_size=nan, effect_name="tvd_prior",
-                         effect_floor=self.effect_floor, n_reference=self.n_benchmark_, n_current=n_p,
+                         p_value_adjusted=nan, effect_size=nan, effect_name="prior_shift_relative",
+                         effect_floor=1.0, n_reference=self.n_benchmark_, n_current=n_p,
                          drifted=False, kind="label", status="insufficient_data",
                          details={"min_samples": self.min_samples})
         q = np.full(len(self.classes_), nan)

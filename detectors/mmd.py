@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from detectors.decision import SingleTestMixin
 from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_fitted
 from detectors.classifier_test import encoded_reference, subsample
 from detectors.column_types import check_frame, check_same_columns
@@ -34,7 +35,7 @@ __all__ = ["MMDDetector", "MMDResult", "mmd_permutation_test"]
 
 
 @dataclass(frozen=True)
-class MMDResult(Result):
+class MMDResult(SingleTestMixin, Result):
     """Outcome of :meth:`MMDDetector.test`."""
 
     is_shift: bool
@@ -44,10 +45,6 @@ class MMDResult(Result):
     n_permutations: int
     n_reference: int  # rows used, after subsampling
     n_current: int
-
-    @property
-    def tests(self) -> tuple[ShiftTest, ...]:
-        return (self.test,)
 
 
 def _gaussian_kernel(pooled: np.ndarray, bandwidth: float | None) -> tuple[np.ndarray, float]:

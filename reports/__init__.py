@@ -6,7 +6,7 @@ The input contract (the AuditResult fields read here) is documented in ``reports
 """
 from reports.exports import to_csv, to_json, to_jsonl
 from reports.html import render_html
-from reports.limitations import Limitation, SeverityPriors, rank_limitations, verdict
+from reports.limitations import GATE_LEVELS, Limitation, SeverityPriors, fails_gate, rank_limitations, verdict
 from reports.markdown import render_markdown
 from reports.next_round import LabelRequest, NextRoundPlan, SliceAllocation, plan_next_round
 
@@ -15,6 +15,8 @@ __all__ = [
     "SeverityPriors",
     "rank_limitations",
     "verdict",
+    "fails_gate",
+    "GATE_LEVELS",
     "NextRoundPlan",
     "SliceAllocation",
     "LabelRequest",

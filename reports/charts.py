@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 
 from reports.formatting import ci_pair, metric_label, num, shorten
 
-__all__ = ["slice_chart", "prior_chart", "drift_chart", "clean_svg"]
+__all__ = ["slice_chart", "prior_chart", "drift_chart", "clean_svg", "wrap_label"]
 
-BLUE, ORANGE, RED, GREY, INK = "#2563eb", "#ea580c", "#dc2626", "#9ca3af", "#1f2937"
+BLUE, ORANGE, RED, GREY, INK, GREEN = "#2563eb", "#ea580c", "#dc2626", "#9ca3af", "#1f2937", "#047857"
+WRAP_WIDTH, WRAP_LINES = 34, 4  # slice labels wrap instead of being cut (a 4-line cap bounds odd names)
 _RC = {
     "svg.fonttype": "none", "svg.hashsalt": "contextshift", "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"], "font.size": 9, "axes.edgecolor": "#d1d5db", "axes.linewidth": 0.8,
@@ -31,6 +33,13 @@ _UNSAFE_TAG = re.compile(r"^<\s*/?\s*(script|style|foreignobject|iframe|image|a)
 
 def _label(text, limit: int = 38) -> str:
     return shorten(text, limit).replace("$", r"\$")
+
+
+def wrap_label(text, width: int = WRAP_WIDTH, max_lines: int = WRAP_LINES) -> str:
+    """A label over several lines rather than cut with "…" (only beyond ``max_lines`` lines)."""
+    lines = textwrap.wrap(shorten(text, width * max_lines), width=width, break_long_words=True,
+                          break_on_hyphens=False) or [""]
+    return "\n".join(lines).replace("$", r"\$")
 
 
 def clean_svg(svg: str) -> str:
@@ -97,43 +106,64 @@ def _legend(ax, weak: bool, production: bool, overall: bool) -> None:
                      handletextpad=0.3, columnspacing=1.2)
 
 
+def _slice_label(s: Mapping) -> str:
+    label = wrap_label(s.get("title") or s.get("name"))
+    if num(s.get("benchmark_value")) is None:
+        label += "\n(production only)" if num(s.get("production_value")) is not None else "\n(not measured)"
+    return label
+
+
 def slice_chart(slices: Sequence[Mapping], *, overall_value=None, metric: str = "metric",
-                highlight: Sequence[str] = (), max_slices: int = 25) -> str:
+                highlight: Sequence[str] = (), max_slices: int = 40) -> str:
     """Forest plot: each slice's benchmark metric (and production metric, when labelled) with
-    its 95 % CI against the overall benchmark value; slices named in ``highlight`` in red."""
-    rows = [s for s in slices if isinstance(s, Mapping) and num(s.get("benchmark_value")) is not None][:max_slices]
-    if not rows:
+    its 95 % CI against the overall benchmark value; slices named in ``highlight`` in red.
+
+    Every slice gets a row: one measured only in production is drawn with its production point
+    and marked "(production only)"; one measured nowhere is listed as "(not measured)".
+    Labels wrap over up to four lines instead of being cut."""
+    rows = [s for s in slices if isinstance(s, Mapping) and s.get("name") is not None][:max_slices]
+    if not any(num(s.get("benchmark_value")) is not None or num(s.get("production_value")) is not None
+               for s in rows):
         return ""
     marked = set(map(str, highlight))
+    labels = [_slice_label(s) for s in rows]
+    heights = [0.22 + 0.16 * label.count("\n") for label in labels]  # inches per row, by its lines
+    centres, top = [], 0.0
+    for h in heights:
+        centres.append(-(top + h / 2))
+        top += h
 
     def draw(ax):
-        n = len(rows)
-        for i, s in enumerate(rows):
-            y = n - 1 - i
+        for s, y in zip(rows, centres):
             weak = str(s.get("name")) in marked
-            labelled = num(s.get("production_value")) is not None
-            _interval(ax, y + (0.12 if labelled else 0), s.get("benchmark_value"), s.get("benchmark_ci"),
+            both = num(s.get("production_value")) is not None and num(s.get("benchmark_value")) is not None
+            _interval(ax, y + (0.05 if both else 0), s.get("benchmark_value"), s.get("benchmark_ci"),
                       RED if weak else BLUE, "o", None)
-            _interval(ax, y - 0.18, s.get("production_value"), s.get("production_ci"), ORANGE, "s", None)
-        ax.set_yticks(range(n), [_label(s.get("name")) for s in reversed(rows)])
-        for tick, s in zip(ax.get_yticklabels(), reversed(rows)):
+            _interval(ax, y - (0.05 if both else 0), s.get("production_value"), s.get("production_ci"),
+                      ORANGE, "s", None)
+        ax.set_yticks(centres, labels)
+        for tick, s in zip(ax.get_yticklabels(), rows):
             tick.set_color(RED if str(s.get("name")) in marked else INK)
+            tick.set_linespacing(1.05)
         if num(overall_value) is not None:
             ax.axvline(num(overall_value), color=GREY, linestyle="--", linewidth=1)
-        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_ylim(-top - 0.05, 0.05)
         ax.set_xlabel(f"{metric_label(metric)} with 95 % CI")
         ax.grid(axis="x", color="#eef0f3", linewidth=0.8)
         ax.set_axisbelow(True)
         _legend(ax, any(str(s.get("name")) in marked for s in rows),
                 any(num(s.get("production_value")) is not None for s in rows), num(overall_value) is not None)
 
-    return _render(draw, 7.4, 0.8 + 0.3 * len(rows), f"{metric_label(metric)} per slice with 95% confidence intervals")
+    return _render(draw, 10.0, 0.9 + top, f"{metric_label(metric)} per slice with 95% confidence intervals")
 
 
-def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_classes: int = 20) -> str:
-    """Benchmark class shares against the estimated production shares with their CIs."""
+def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_classes: int = 20,
+                observed: Mapping | None = None) -> str:
+    """Benchmark class shares against the estimated production shares with their CIs, and the
+    observed production shares (``{class: share}``) when production is labelled."""
     if not isinstance(benchmark_prior, Mapping) or not isinstance(production_estimate, Mapping):
         return ""
+    seen = {str(k): num(v) for k, v in observed.items()} if isinstance(observed, Mapping) else {}
     classes = [str(c) for c in production_estimate if isinstance(production_estimate[c], Mapping)]
     bench = {str(k): num(v) for k, v in benchmark_prior.items()}
     classes.sort(key=lambda c: -abs((num(production_estimate[c].get("estimate")) or 0) - (bench.get(c) or 0)))
@@ -143,6 +173,7 @@ def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_c
 
     def draw(ax):
         n = len(classes)
+        observed_drawn: list[str] = []
         for i, c in enumerate(classes):
             y = n - 1 - i
             if bench.get(c) is not None:
@@ -150,6 +181,10 @@ def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_c
             est = production_estimate[c]
             _interval(ax, y - 0.15, est.get("estimate"), est, ORANGE, "s",
                       "production estimate" if i == 0 else None)
+            if seen.get(c) is not None:
+                ax.plot([seen[c]], [y - 0.15], "D", color=GREEN, markersize=5, markerfacecolor="none",
+                        label=None if observed_drawn else "production observed")
+                observed_drawn.append(c)
         ax.set_yticks(range(n), [_label(c, 28) for c in reversed(classes)])
         ax.set_xlim(0, 1)
         ax.set_ylim(-0.7, n - 0.3)
@@ -157,9 +192,9 @@ def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_c
         ax.set_xlabel("share of cases (95 % CI)")
         ax.grid(axis="x", color="#eef0f3", linewidth=0.8)
         ax.set_axisbelow(True)
-        ax.figure.legend(loc="outside upper left", fontsize=8, frameon=False, ncols=2)
+        ax.figure.legend(loc="outside upper left", fontsize=8, frameon=False, ncols=3 if seen else 2)
 
-    return _render(draw, 4.8, 0.9 + 0.3 * len(classes), "Class shares: benchmark versus production estimate")
+    return _render(draw, 5.2, 0.9 + 0.3 * len(classes), "Class shares: benchmark versus production estimate")
 
 
 def drift_chart(features: Sequence[Mapping], *, top: int = 15) -> str:

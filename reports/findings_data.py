@@ -11,19 +11,23 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from reports.formatting import (
-    as_list, capitalise, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
+    as_list, capitalise, ci_pair, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
     lower_is_better, metric_label, num, shorten,
 )
-from reports.records import Limitation, RankingContext, flagged, severity_label
+from reports.records import Limitation, RankingContext, finding_key, flagged, severity_label
 
 __all__ = ["data_findings", "make_limitation", "slice_gap", "slice_shares", "gap_in_production", "untested_name"]
 
 
 def make_limitation(kind: str, slice_name: str | None, title: str, statement: str,
-                    score: float, evidence: dict) -> Limitation:
+                    score: float, evidence: dict, *, definition: str | None = None,
+                    subject: str | None = None) -> Limitation:
+    """A limitation with its stable key: the rows' ``definition`` when it concerns rows, else ``subject``."""
     score = max(0.0, float(score))
     return Limitation(rank=0, kind=kind, slice=slice_name, title=title, statement=statement,
-                      score=round(score, 6), severity=severity_label(score), evidence=evidence)
+                      score=round(score, 6), severity=severity_label(score), evidence=evidence,
+                      key=finding_key(kind, definition, subject if subject is not None else slice_name),
+                      definition=definition or None)
 
 
 def gap_in_production(s: Mapping) -> bool:
@@ -67,9 +71,7 @@ def _is_weak(s: Mapping, ctx: RankingContext) -> bool:
     """The slice detector's ``underperforming`` flag; without it, the §5 rule on the gap test."""
     if str(s.get("status", "ok")) != "ok":
         return False
-    if isinstance(s.get("underperforming"), bool):
-        return s["underperforming"]
-    return ctx.supported(s.get("gap_p_value_adjusted"), slice_gap(s, ctx), ctx.floor("slice_gap"))
+    return s.get("underperforming") is True
 
 
 def untested_name(u: Mapping) -> str:
@@ -144,16 +146,22 @@ def _weak_slice(s: Mapping, ctx: RankingContext, folded: list) -> Limitation:
         "dataset": key, "value": num(value), "ci": s.get(f"{key}_ci"), "overall_value": overall, "gap": gap,
         "gap_p_value_adjusted": num(s.get("gap_p_value_adjusted")),
         "n_benchmark": s.get("n_benchmark"), "n_production": s.get("n_production"),
-        "production_share": prod_share, "benchmark_share": bench_share,
+        "production_share": prod_share, "benchmark_share": bench_share, "gap_measured": True,
         "context_tests": [t.get("name") for t in folded],
         "severity_basis": f"production share {prevalence:.3f} × gap {gap:.3f}",
     }
     title = (f"the model is weak on {name} ({metric} {fmt_num(value)} vs {fmt_num(overall)} overall; "
              f"{fmt_share(prod_share)} of production)")
-    return make_limitation("underperforming_slice", str(s.get("name")), title, statement, prevalence * gap, evidence)
+    return make_limitation("underperforming_slice", str(s.get("name")), title, statement, prevalence * gap, evidence,
+                           definition=s.get("definition"))
 
 
-def _untested(u: Mapping, ctx: RankingContext, folded: list) -> Limitation:
+def _measured_in_production(s: Mapping | None, ctx: RankingContext) -> bool:
+    return bool(s) and gap_in_production(s) and ctx.overall_production_value is not None
+
+
+def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping | None) -> Limitation:
+    """An untested context; with labelled production rows its metric there is measured and quoted."""
     full_name = untested_name(u)
     name = shorten(full_name)
     share = num(u.get("production_share"))
@@ -164,18 +172,43 @@ def _untested(u: Mapping, ctx: RankingContext, folded: list) -> Limitation:
     metric = metric_label(ctx.metric)
     bench_clause = ("the benchmark has no such cases" if n_bench == 0 else
                     f"the benchmark has only {n_bench:,}, fewer than the {min_size:,} needed to measure {metric}")
-    statement = (f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.get('n_production'))}), "
-                 f"but {bench_clause}, so the model's {metric} there is unknown.") + _fold_sentence(folded)
-    prior = ctx.priors.untested_gap
-    evidence = {
-        "column": u.get("column"), "value": u.get("value"), "n_benchmark": n_bench,
-        "n_production": u.get("n_production"), "production_share": share, "min_size": min_size,
-        "context_tests": [t.get("name") for t in folded],
-        "severity_basis": f"production share {share or 0:.3f} × assumed gap {prior:.2f}",
-    }
-    title = (f"the context {name} is {fmt_share(share)} of production but "
-             + ("was never tested" if n_bench == 0 else f"barely tested (n={n_bench:,})"))
-    return make_limitation("untested_context", full_name, title, statement, (share or 0.0) * prior, evidence)
+    statement = f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.get('n_production'))}), but {bench_clause}."
+    evidence = {"column": u.get("column"), "value": None, "n_benchmark": n_bench,
+                "n_production": u.get("n_production"), "production_share": share, "min_size": min_size,
+                "context_tests": [t.get("name") for t in folded], "metric": ctx.metric, "gap_measured": False}
+    if _measured_in_production(measured, ctx):
+        value, ci = num(measured.get("production_value")), measured.get("production_ci")
+        lo, hi = ci_pair(ci)
+        worst = hi if lower_is_better(ctx.metric) else lo
+        sign = -1.0 if lower_is_better(ctx.metric) else 1.0
+        gap_hi = max(0.0, sign * (ctx.overall_production_value - worst)) if worst is not None else 0.0
+        statement += (f" Measured on the labelled production rows, {metric} there is {fmt_metric(value, ci)} "
+                      f"({fmt_n(measured.get('metric_n_production', measured.get('n_production')))}) against "
+                      f"{fmt_num(ctx.overall_production_value)} overall in production.")
+        basis = (f"production share {share or 0:.3f} × the gap's upper confidence bound {gap_hi:.3f} "
+                 "(overall minus the CI's worse end)")
+        if gap_hi < ctx.priors.coverage_gap:
+            statement += " It is no worse than overall here, but the benchmark still needs cases of it."
+            gap_hi, basis = ctx.priors.coverage_gap, (f"production share {share or 0:.3f} × coverage gap "
+                                                      f"{ctx.priors.coverage_gap:.2f} (measured no worse than overall)")
+        score = (share or 0.0) * gap_hi
+        evidence.update(value=value, ci=ci, dataset="production", overall_value=ctx.overall_production_value,
+                        gap=slice_gap(measured, ctx), gap_measured=True, severity_basis=basis)
+        title = (f"the context {name} ({fmt_share(share)} of production) was never tested; in production its "
+                 f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_production_value)} overall"
+                 if n_bench == 0 else f"the context {name} is barely tested (n={n_bench:,}); in production its "
+                 f"{metric} is {fmt_num(value)}")
+    else:
+        prior = ctx.priors.untested_gap
+        statement += (f" Its {metric} there cannot be measured without labels, so the severity assumes it is "
+                      f"{fmt_num(prior)} below overall (an assumption, not a measurement).")
+        score = (share or 0.0) * prior
+        evidence["severity_basis"] = f"production share {share or 0:.3f} × assumed gap {prior:.2f}"
+        title = (f"the context {name} is {fmt_share(share)} of production but "
+                 + ("was never tested" if n_bench == 0 else f"barely tested (n={n_bench:,})"))
+    statement += _fold_sentence(folded)
+    return make_limitation("untested_context", full_name, title, statement, score, evidence,
+                           definition=u.get("definition"))
 
 
 def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitation:
@@ -202,7 +235,8 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
             f"share change {delta:.3f} × max(gap {gap:.3f}, 0)" if gap is not None
             else f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"))
         title = f"the share of {name} changed ({fmt_share(bench)} → {fmt_share(prod)})"
-        return make_limitation("context_mix_shift", str(t.get("name")), title, statement, score, evidence)
+        return make_limitation("context_mix_shift", str(t.get("name")), title, statement, score, evidence,
+                               definition=s.get("definition") if s else None)
     bench_shares = get(t, "details", "benchmark_shares", default={}) or {}
     prod_shares = get(t, "details", "production_shares", default={}) or {}
     statement = f"The mix of {name} changed between benchmark and production ({note})"
@@ -216,7 +250,7 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
     evidence["severity_basis"] = f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"
     title = f"the mix of {name} has changed"
     return make_limitation("context_mix_shift", str(t.get("name")), title, statement + ".",
-                           effect * ctx.priors.shift_gap, evidence)
+                           effect * ctx.priors.shift_gap, evidence, subject=f"column {t.get('name')}")
 
 
 def _feature_phrase(t: Mapping) -> str:
@@ -241,13 +275,31 @@ def _multivariate_sentence(mv: Mapping) -> str:
     return f" The multivariate {shorten(method, 30)} test also detects a shift ({note})."
 
 
+def _output_tests(audit: Mapping) -> list:
+    """Flagged BBSD tests on the model's outputs (predicted class, scores)."""
+    outputs = get(audit, "covariate", "outputs", default={}) or {}
+    return [t for t in as_list(outputs.get("tests") if isinstance(outputs, Mapping) else None) if flagged(t)]
+
+
+def _output_sentence(tests: list) -> str:
+    if not tests:
+        return ""
+    phrases = []
+    for t in tests[:3]:
+        what = ("the predicted-class mix" if t.get("name") == "predicted_class"
+                else f"the score {shorten(t.get('name'), 40)}")
+        phrases.append(f"{what} ({_feature_phrase(t).split(' (', 1)[-1]}")
+    return f" The model's outputs changed too: {', '.join(phrases)}."
+
+
 def _covariate(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     tests = as_list(get(audit, "covariate", "features")) + as_list(get(audit, "covariate", "missing"))
-    drifted = sorted((t for t in tests if flagged(t, ctx.alpha)),
+    drifted = sorted((t for t in tests if flagged(t)),
                      key=lambda t: (-(num(t.get("effect_size")) or 0.0), str(t.get("name"))))
+    outputs = _output_tests(audit)
     mv = get(audit, "covariate", "multivariate", default={})
     mv_flag = isinstance(mv, Mapping) and (mv.get("drifted") is True or mv.get("is_shift") is True)
-    if not drifted and not mv_flag:
+    if not drifted and not mv_flag and not outputs:
         return []
     n_features = len(as_list(get(audit, "covariate", "features")))
     names = [shorten(t.get("name"), 40) for t in drifted[:3]]
@@ -256,33 +308,49 @@ def _covariate(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
         more = f" and {len(drifted) - 3:,} more" if len(drifted) > 3 else ""
         statement = (f"{len(drifted):,} of {n_features:,} input features changed distribution between "
                      f"benchmark and production: {listed}{more}.")
-    else:
+        statement += _output_sentence(outputs)
+    elif mv_flag:
         statement = "No single input feature changed significantly, but their joint distribution did."
+        statement += _output_sentence(outputs)
+    else:
+        statement = _output_sentence(outputs).strip().replace("changed too:", "changed:")
+        statement += (" Black-box shift detection (BBSD) reads this as a change of the inputs the model sees, "
+                      "even where no input column is tabulated.")
     if mv_flag:
         statement += _multivariate_sentence(mv)
     statement += f" Rows compared: {fmt_n(ctx.n_benchmark)} benchmark, {fmt_n(ctx.n_production)} production."
-    effects = [num(t.get("effect_size")) for t in drifted] or [num(mv.get("effect_size")) or 0.5]
+    effects = [num(t.get("effect_size")) for t in drifted + outputs] or [num(mv.get("effect_size")) or 0.5]
     effect = min(max((e for e in effects if e is not None), default=0.0), 1.0)
     evidence = {
         "n_drifted": len(drifted), "n_features": n_features,
         "features": [{k: t.get(k) for k in ("name", "kind", "method", "effect_name", "effect_size", "p_value_adjusted")}
                      for t in drifted[:20]],
+        "outputs": [{k: t.get(k) for k in ("name", "method", "effect_name", "effect_size", "p_value_adjusted")}
+                    for t in outputs],
         "multivariate": {k: mv.get(k) for k in ("method", "statistic", "p_value", "p_value_adjusted", "effect_size")}
         if mv_flag else None,
-        "severity_basis": f"largest effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}",
+        "severity_basis": f"largest effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f} (the metric loss "
+                          "assumed for a shift of effect 1; nothing here measures the model's loss)",
     }
-    title = "the inputs have changed" + (f" ({', '.join(names)})" if names else "")
-    return [make_limitation("covariate_shift", None, title, statement, effect * ctx.priors.shift_gap, evidence)]
+    if drifted:
+        title = "the inputs have changed" + (f" ({', '.join(names)})" if names else "")
+    elif outputs and not mv_flag:
+        title = "the model's outputs have changed"
+    else:
+        title = "the inputs have changed jointly"
+    return [make_limitation("covariate_shift", None, title, statement, effect * ctx.priors.shift_gap, evidence,
+                            subject="inputs")]
 
 
 def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     slices = as_list(get(audit, "slices"))
     weak = [s for s in slices if _is_weak(s, ctx)]
     untested = as_list(get(audit, "semantic", "untested_contexts"))
-    tests = [t for t in as_list(get(audit, "semantic", "contexts")) if flagged(t, ctx.alpha)]
+    tests = [t for t in as_list(get(audit, "semantic", "contexts")) if flagged(t)]
     folded, standalone = _fold_targets(tests, weak, untested)
     by_name = {str(s.get("name")): s for s in slices}
     found = [_weak_slice(s, ctx, folded[("slice", i)]) for i, s in enumerate(weak)]
-    found += [_untested(u, ctx, folded[("untested", i)]) for i, u in enumerate(untested)]
+    found += [_untested(u, ctx, folded[("untested", i)], by_name.get(str(u.get("measured_by") or untested_name(u))))
+              for i, u in enumerate(untested)]
     found += [_mix_shift(t, ctx, by_name) for t in standalone]
     return found + _covariate(audit, ctx)

@@ -80,27 +80,69 @@ def _label_shift(label: Mapping, ctx: RankingContext) -> list[Limitation]:
     if label.get("is_shift") is not True:
         return []
     bench = label.get("benchmark_prior") if isinstance(label.get("benchmark_prior"), Mapping) else {}
-    prod = label.get("production_prior_estimate") if isinstance(label.get("production_prior_estimate"), Mapping) else {}
-    rows = {str(c): (num(bench.get(c)), v) for c, v in prod.items() if isinstance(v, Mapping)}
+    observed = label.get("observed_prior") if isinstance(label.get("observed_prior"), Mapping) else None
+    estimated = label.get("production_prior_estimate") if isinstance(label.get("production_prior_estimate"),
+                                                                      Mapping) else {}
+    if observed:
+        return [_observed_label_shift(label, bench, observed, estimated, ctx)]
+    rows = {str(c): (num(bench.get(c)), v) for c, v in estimated.items() if isinstance(v, Mapping)}
     diffs = {c: (num(v.get("estimate")) or 0.0) - (p or 0.0) for c, (p, v) in rows.items() if p is not None}
     tv = 0.5 * sum(abs(d) for d in diffs.values())
-    p_text = fmt_p(label.get("p_value_adjusted", label.get("p_value")))
+    p_text = fmt_p(label.get("p_value_adjusted", label.get("p_value")), "adjusted p")
     if diffs:
-        top = max(sorted(diffs), key=lambda c: (round(abs(diffs[c]), 9), diffs[c]))  # ties: the class that grew
+        top = _top_change(diffs)
         p, est = rows[top]
         lo, hi = ci_pair(est)
         statement = (f"The class mix has changed: {shorten(top, 40)} is estimated at "
                      f"{_share_ci(num(est.get('estimate')), lo, hi)} of production against {fmt_share(p)} "
-                     f"of the benchmark (estimated from the model's predictions, without production labels; "
+                     f"of the benchmark (BBSE, from the model's predictions, without production labels; "
                      f"{p_text}, {fmt_n(ctx.n_production)}).")
         title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(p)} → {fmt_share(num(est.get('estimate')))})"
     else:
         statement = f"The distribution of the model's predictions has changed ({p_text}, {fmt_n(ctx.n_production)})."
         title = "the class mix has changed"
+    if label.get("reliable") is False:
+        statement += (" This estimate assumes that only the class mix changed (P(x|y) fixed), which the audit's own "
+                      "covariate tests contradict" + (f" ({label.get('unreliable_reason')})"
+                                                       if label.get("unreliable_reason") else "") + "; treat it as "
+                      "indicative only.")
     score = tv * ctx.priors.label_shift_gap
-    evidence = {"total_variation": tv, "p_value": num(label.get("p_value")), "class_changes": diffs,
-                "severity_basis": f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f}"}
-    return [make_limitation("label_shift", None, title, statement + _estimate_sentence(label, ctx), score, evidence)]
+    evidence = {"total_variation": tv, "p_value_adjusted": num(label.get("p_value_adjusted")), "class_changes": diffs,
+                "source": "bbse_estimate",
+                "severity_basis": f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f} "
+                                  "(the assumed spread between per-class recalls)"}
+    return [make_limitation("label_shift", None, title, statement + _estimate_sentence(label, ctx), score, evidence,
+                            subject="all")]
+
+
+def _top_change(diffs: Mapping) -> str:
+    return max(sorted(diffs), key=lambda c: (round(abs(diffs[c]), 9), diffs[c]))  # ties: the class that grew
+
+
+def _observed_label_shift(label: Mapping, bench: Mapping, observed: Mapping, estimated: Mapping,
+                          ctx: RankingContext) -> Limitation:
+    """With production labels the class mix is measured, not estimated: quote the observed shares."""
+    diffs = {str(c): (num(observed.get(c)) or 0.0) - (num(bench.get(c)) or 0.0) for c in set(bench) | set(observed)}
+    tv = 0.5 * sum(abs(d) for d in diffs.values())
+    top = _top_change(diffs)
+    test = label.get("observed_test") if isinstance(label.get("observed_test"), Mapping) else {}
+    p_text = fmt_p(test.get("p_value_adjusted", test.get("p_value")), "adjusted p")
+    before, after = num(bench.get(top)), num(observed.get(top))
+    statement = (f"The class mix has changed: {shorten(top, 40)} is {fmt_share(after)} of the labelled production "
+                 f"rows against {fmt_share(before)} of the benchmark (observed; total variation {fmt_num(tv)}, "
+                 f"{p_text}, {fmt_n(test.get('n_current') or ctx.n_production)}).")
+    est = estimated.get(top) if isinstance(estimated.get(top), Mapping) else None
+    if est is not None:
+        lo, hi = ci_pair(est)
+        statement += (f" The label-free BBSE estimate was {_share_ci(num(est.get('estimate')), lo, hi)}"
+                      + (" (unreliable here: the inputs changed too)." if label.get("reliable") is False else "."))
+    evidence = {"total_variation": tv, "p_value_adjusted": num(test.get("p_value_adjusted")), "class_changes": diffs,
+                "source": "observed_labels",
+                "severity_basis": f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f} "
+                                  "(the assumed spread between per-class recalls)"}
+    title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(before)} → {fmt_share(after)})"
+    return make_limitation("label_shift", None, title, statement, tv * ctx.priors.label_shift_gap, evidence,
+                           subject="all")
 
 
 def _drop(benchmark_value, production_value, metric) -> float | None:
@@ -117,9 +159,7 @@ def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
         metric = observed.get("metric") or ctx.metric
         drop = _drop(observed.get("benchmark_value"), observed.get("production_value"), metric)
         flag = observed.get("is_shift")
-        ok = (flag is True and (drop or 0) > 0) if isinstance(flag, bool) else ctx.supported(
-            observed.get("p_value_adjusted"), drop, ctx.floor("performance_drop"))
-        if ok:
+        if flag is True and (drop or 0) > 0:
             statement = (f"With production labels, {metric_label(metric)} fell from "
                          f"{fmt_metric(observed.get('benchmark_value'), observed.get('benchmark_ci'))} "
                          f"({fmt_n(observed.get('n_benchmark', ctx.overall_n))}) on the benchmark to "
@@ -131,15 +171,13 @@ def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
             evidence = {k: observed.get(k) for k in ("metric", "benchmark_value", "benchmark_ci", "production_value",
                                                      "production_ci", "n_production", "p_value_adjusted")}
             evidence["severity_basis"] = f"all of production × drop {drop:.3f}"
-            found.append(make_limitation("concept_shift", None, title, statement, drop, evidence))
+            found.append(make_limitation("concept_shift", None, title, statement, drop, evidence, subject="all"))
     for s in as_list(get(audit, "slices")):
         metric = s.get("metric") or ctx.metric
         drop = _drop(s.get("benchmark_value"), s.get("production_value"), metric)
         # SliceResult: p_value_adjusted tests benchmark vs production; ``changed`` is the decision.
         flag = s.get("changed")
-        ok = (flag and (drop or 0) > 0) if isinstance(flag, bool) else ctx.supported(
-            s.get("p_value_adjusted"), drop, ctx.floor("performance_drop"))
-        if not ok or str(s.get("status", "ok")) != "ok":
+        if flag is not True or (drop or 0) <= 0 or str(s.get("status", "ok")) != "ok":
             continue
         share, _ = slice_shares(s, ctx)
         name = shorten(s.get("title") or s.get("name"))
@@ -154,7 +192,7 @@ def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
                     "p_value_adjusted": num(s.get("p_value_adjusted")),
                     "severity_basis": f"production share {share or 0:.3f} × drop {drop:.3f}"}
         found.append(make_limitation("concept_shift", str(s.get("name")), title, statement,
-                                     (share or 0.0) * drop, evidence))
+                                     (share or 0.0) * drop, evidence, definition=s.get("definition")))
     return found
 
 
@@ -169,7 +207,8 @@ def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
         found.append(make_limitation("label_quality", None, f"annotators agree poorly (α {fmt_num(alpha)})", statement,
                                      (1 - alpha) * ctx.priors.shift_gap,
                                      {"krippendorff_alpha": alpha, "alpha_ci": [lo, hi],
-                                      "severity_basis": f"(1 − α {alpha:.2f}) × assumed gap {ctx.priors.shift_gap:.2f}"}))
+                                      "severity_basis": f"(1 − α {alpha:.2f}) × assumed gap {ctx.priors.shift_gap:.2f}"},
+                                     subject="agreement"))
     annotators = as_list(lq.get("annotators"))
     cap = num(lq.get("annotator_cap")) or 0.2
     over = [a for a in annotators if a.get("over_cap") is True
@@ -183,7 +222,8 @@ def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
                                      statement, (share - cap) * ctx.priors.shift_gap,
                                      {"annotator": a.get("id"), "share": share, "cap": cap,
                                       "severity_basis": f"(share {share:.2f} − cap {cap:.2f}) × assumed gap "
-                                                        f"{ctx.priors.shift_gap:.2f}"}))
+                                                        f"{ctx.priors.shift_gap:.2f}"},
+                                     subject=f"annotator {a.get('id')}"))
     chance = [a for a in annotators if a.get("near_chance") is True]
     if chance:
         share = sum(num(a.get("share")) or 0.0 for a in chance)
@@ -196,7 +236,8 @@ def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
         found.append(make_limitation("label_quality", None, "some annotators agree with the others only at chance level",
                                      statement, share * (1 - mean_agreement),
                                      {"annotators": [a.get("id") for a in chance[:20]], "label_share": share,
-                                      "severity_basis": f"label share {share:.3f} × (1 − agreement {mean_agreement:.2f})"}))
+                                      "severity_basis": f"label share {share:.3f} × (1 − agreement {mean_agreement:.2f})"},
+                                     subject="near_chance_annotators"))
     found += _source_disagreement(lq, ctx)
     return found
 
@@ -215,7 +256,8 @@ def _source_disagreement(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
                  f"the benchmark's labels are uncertain at least at that rate.")
     return [make_limitation("label_quality", None, f"labelling sources disagree on {fmt_share(rate)} of items",
                             statement, rate / 2, {"rate": rate, "ci": [lo, hi], "n": sd.get("n"),
-                                                  "severity_basis": f"disagreement rate {rate:.3f} / 2"})]
+                                                  "severity_basis": f"disagreement rate {rate:.3f} / 2"},
+                            subject="labelling_sources")]
 
 
 def _saturation(ctx: RankingContext) -> list[Limitation]:
@@ -231,7 +273,7 @@ def _saturation(ctx: RankingContext) -> list[Limitation]:
     evidence = {"metric": ctx.metric, "benchmark_value": value, "benchmark_ci": ctx.overall_ci,
                 "threshold": ctx.saturation_threshold, "severity_basis": "fixed informational score"}
     return [make_limitation("benchmark_saturation", None, title, statement,
-                            ctx.priors.saturation_score, evidence)]
+                            ctx.priors.saturation_score, evidence, subject="all")]
 
 
 def label_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:

@@ -8,6 +8,8 @@ when the caller skipped serialisation, a float NaN. Everything here treats both 
 '0.61 [0.52, 0.70]'
 >>> fmt_share(0.183), fmt_share(0.004), fmt_p(0.00002), fmt_n(7000)
 ('18 %', '0.4 %', 'p < 0.001', 'n=7,000')
+>>> fmt_num(-0.001), fmt_value(0.49429999999999996), fmt_value(2.0), fmt_seconds(0.476)
+('0.00', '0.4943', '2', '0.476 s')
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 __all__ = [
     "num", "get", "as_list", "ci_pair", "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
     "fmt_p", "fmt_n", "metric_label", "effect_label", "lower_is_better", "shorten", "capitalise",
+    "fmt_value", "fmt_seconds", "no_negative_zero",
 ]
 
 # Metrics where a smaller value is better; every other metric is treated as higher-is-better.
@@ -74,34 +77,65 @@ def ci_pair(value: Any) -> tuple[float | None, float | None]:
     return None, None
 
 
-def fmt_num(value: Any, digits: int = 2) -> str:
+def no_negative_zero(text: str) -> str:
+    """``"-0.00"`` → ``"0.00"``: a value that rounds to zero has no sign worth printing."""
+    return text[1:] if text.startswith("-") and not text.strip("-0.,% ") else text
+
+
+def fmt_num(value: Any, digits: int = 2, missing: str = "n/a") -> str:
     f = num(value)
-    return "n/a" if f is None else f"{f:.{digits}f}"
+    return missing if f is None else no_negative_zero(f"{f:.{digits}f}")
 
 
 def fmt_ci(ci: Any, digits: int = 2) -> str:
     lo, hi = ci_pair(ci)
     if lo is None or hi is None:
         return ""
-    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+    return f"[{fmt_num(lo, digits)}, {fmt_num(hi, digits)}]"
 
 
-def fmt_metric(value: Any, ci: Any = None, digits: int = 2) -> str:
-    """``0.61 [0.52, 0.70]``; the interval is omitted when unknown, ``n/a`` when the value is."""
+def fmt_metric(value: Any, ci: Any = None, digits: int = 2, missing: str = "n/a") -> str:
+    """``0.61 [0.52, 0.70]``; the interval is omitted when unknown, ``missing`` when the value is."""
+    if num(value) is None:
+        return missing
     text = fmt_num(value, digits)
     interval = fmt_ci(ci, digits)
-    return f"{text} {interval}" if interval and text != "n/a" else text
+    return f"{text} {interval}" if interval else text
 
 
-def fmt_share(value: Any) -> str:
+def fmt_share(value: Any, missing: str = "n/a") -> str:
     """A proportion as a percentage; one decimal below 1 % so that small shares are not '0 %'."""
     f = num(value)
     if f is None:
-        return "n/a"
+        return missing
     pct = 100 * f
     if pct != 0 and abs(pct) < 1:
-        return f"{pct:.1f} %"
-    return f"{pct:.0f} %"
+        return no_negative_zero(f"{pct:.1f} %")
+    return no_negative_zero(f"{pct:.0f} %")
+
+
+def fmt_value(value: Any) -> str:
+    """Any parameter value as short text: floats to four significant digits (no float reprs
+    such as ``0.49429999999999996``), ints as written, lists joined, ``None`` as ``—``."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "—"
+        return f"{value:,.0f}" if abs(value) >= 10_000 else no_negative_zero(f"{value:.4g}")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt_value(v) for v in value)
+    return str(value)
+
+
+def fmt_seconds(value: Any) -> str:
+    """Seconds as recorded in the AuditResult's ``timings`` (three decimals), with the unit."""
+    f = num(value)
+    return "—" if f is None else f"{no_negative_zero(f'{f:.3f}')} s"
 
 
 def fmt_p(value: Any, name: str = "p") -> str:

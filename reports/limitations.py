@@ -26,7 +26,10 @@ from reports.formatting import get
 from reports.normalise import normalise_audit
 from reports.records import KINDS, SEVERITY_ORDER, SHIFT_KINDS, Limitation, RankingContext, SeverityPriors
 
-__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict"]
+__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict", "fails_gate", "GATE_LEVELS"]
+
+GATE_LEVELS = ("shift", "low", "medium", "high")
+STANDING_KINDS = frozenset({"benchmark_saturation"})  # informational: never fails a gate on its own
 
 _KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
 
@@ -84,3 +87,22 @@ def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
     others = len(limitations) - 1
     more = f", and {others} more issue{'s were' if others != 1 else ' was'} found" if others else ""
     return {"shift_detected": shift, "severity": severity, "summary": f"{lead}: {top.title}{more}."}
+
+
+def fails_gate(result: Mapping, level: str) -> bool:
+    """Should a CI job fail on this AuditResult at ``level`` (``contextshift audit --fail-on``)?
+
+    ``"shift"``: the verdict says a shift was detected. ``"low" | "medium" | "high"``: some limitation at
+    least that severe, other than a saturated benchmark (a property of the benchmark, not of production).
+
+    >>> fails_gate({"verdict": {"shift_detected": False}, "limitations": [
+    ...     {"kind": "benchmark_saturation", "severity": "low"}]}, "low")
+    False
+    """
+    if level not in GATE_LEVELS:
+        raise ValueError(f"level must be one of {GATE_LEVELS}, got {level!r}.")
+    if level == "shift":
+        return bool(get(result, "verdict", "shift_detected"))
+    floor = SEVERITY_ORDER[level]
+    return any(SEVERITY_ORDER.get(str(lim.get("severity")), 0) >= floor
+               for lim in result.get("limitations") or () if lim.get("kind") not in STANDING_KINDS)

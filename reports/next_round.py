@@ -36,7 +36,7 @@ from detectors.base import Result
 from reports.findings_data import slice_gap, slice_shares, untested_name
 from reports.formatting import as_list, ci_pair, fmt_share, get, num, shorten
 from reports.normalise import normalise_audit
-from reports.records import Limitation, RankingContext
+from reports.records import Limitation, RankingContext, finding_key
 from reports.selection import DIVERSITY_RULE, LabelRequest, select_rows
 
 __all__ = ["SliceAllocation", "LabelRequest", "NextRoundPlan", "plan_next_round", "PRODUCTION_SAMPLE"]
@@ -61,6 +61,7 @@ class SliceAllocation(Result):
     weight: float
     n_to_label: int
     n_selected: int = 0
+    key: str = ""  # the finding key this allocation answers (``Limitation.key``), for round plan coverage
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,12 @@ class _Target:
     weight: float = 0.0
     need: int = 0
     cap: float = math.inf
+    key: str = ""
+
+    def renamed(self, name: str, definition: str | None) -> "_Target":
+        """This target under the name (and definition) of the untested context it coincides with."""
+        self.name, self.definition = name, definition or self.definition
+        return self
 
 
 def _int(value) -> int | None:
@@ -106,6 +113,11 @@ def _untested_targets(audit: Mapping, slice_targets: list[_Target], min_size: in
     targets = []
     for u in as_list(get(audit, "semantic", "untested_contexts")):
         name = untested_name(u)
+        if u.get("measured_by") in by_name and u.get("measured_by") != name:  # a slice with exactly these rows
+            twin = by_name.pop(str(u["measured_by"]))
+            slice_targets.remove(twin)
+            by_name[name] = twin.renamed(name, u.get("definition"))
+            slice_targets.append(by_name[name])
         n_bench = _int(u.get("n_benchmark")) or 0
         share = num(u.get("production_share"))
         target = by_name.get(name) or _Target(
@@ -138,6 +150,14 @@ def _slice_targets(audit: Mapping, ctx: RankingContext, limitations: Sequence[Li
         targets.append(_Target(name, "slice", s.get("definition"), reason, _int(s.get("n_benchmark")),
                                _int(s.get("n_production")), share, gap, width, weight))
     return targets
+
+
+def _target_key(t: _Target, keys: dict[str, str]) -> str:
+    if t.name in keys:
+        return keys[t.name]
+    if t.kind == "untested_context":
+        return finding_key("untested_context", t.definition, t.name)
+    return finding_key("slice", t.definition, t.name)
 
 
 def _apportion(total: int, weights: list[float], caps: list[float]) -> list[int]:
@@ -207,14 +227,16 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
         raise ValueError(f"min_slice_size must be a positive integer, got {min_slice_size!r}.")
     audit = normalise_audit(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=None, alpha=None, priors=None)
-    rest = _slice_targets(audit, ctx, limitations)
-    first = _untested_targets(audit, rest, min_slice_size)
+    folded = {str(r.get("slice")) for lim in limitations for r in lim.related if r.get("slice") is not None}
+    rest = [t for t in _slice_targets(audit, ctx, limitations) if t.name not in folded]
+    first = [t for t in _untested_targets(audit, rest, min_slice_size) if t.name not in folded]
     if not any(t.weight > 0 for t in rest):
         for t in rest:
             t.weight = t.share or 0.0
     if not any(t.weight > 0 for t in rest):
         rest.append(_Target(PRODUCTION_SAMPLE, "production_sample", None, "no slice weights: uncertainty sampling",
                             None, _int(get(audit, "production", "n_rows")), 1.0, weight=1.0))
+    keys = {str(lim.slice): lim.key for lim in limitations if lim.slice is not None}
     notes = _caps(first + [t for t in rest if t not in first], candidates)
     counts, remaining = {id(t): 0 for t in first + rest}, budget
     for t in first:
@@ -237,7 +259,7 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
         SliceAllocation(slice=t.name, kind=t.kind, definition=t.definition, reason=t.reason,
                         n_benchmark=t.n_benchmark, n_production=t.n_production, production_share=t.share,
                         gap=t.gap, ci_width=t.ci_width, weight=round(t.weight, 6), n_to_label=counts[id(t)],
-                        n_selected=selected.get(t.name, 0))
+                        n_selected=selected.get(t.name, 0), key=_target_key(t, keys))
         for t in ordered)
     return NextRoundPlan(audit_id=get(audit, "id"), budget=budget, min_slice_size=min_slice_size,
                          allocations=allocations, rows=tuple(chosen), n_allocated=allocated,

@@ -24,7 +24,7 @@ from reports.formatting import get, lower_is_better, num
 
 __all__ = [
     "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
-    "HIGH_SCORE", "MEDIUM_SCORE", "severity_label", "SEVERITY_ORDER", "flagged",
+    "HIGH_SCORE", "MEDIUM_SCORE", "severity_label", "SEVERITY_ORDER", "flagged", "finding_key",
 ]
 
 # Kinds from SPEC §7, in the order used to break ties between equal scores.
@@ -62,6 +62,8 @@ class SeverityPriors:
     """Gaps assumed where the audit cannot measure one (all in metric units).
 
     untested_gap : an unevaluated context is assumed to lose this much of the primary metric.
+    coverage_gap : an untested context that labelled production rows show to be no worse than overall
+        still lacks benchmark coverage; it is scored as this small gap so it stays on the list.
     shift_gap : a distribution shift of maximal effect size (1.0) over all of production is
         assumed to cost this much; smaller effects scale linearly.
     label_shift_gap : assumed spread between per-class recalls, multiplied by the total-variation
@@ -70,6 +72,7 @@ class SeverityPriors:
     """
 
     untested_gap: float = 0.10
+    coverage_gap: float = 0.01
     shift_gap: float = 0.05
     label_shift_gap: float = 0.25
     saturation_score: float = 0.005
@@ -91,10 +94,14 @@ class Limitation(Result):
     score: float
     severity: str
     evidence: dict = field(default_factory=dict)
+    key: str = ""  # stable across audits: "<kind>:<canonical rows definition or subject>"
+    definition: str | None = None  # slice expression selecting exactly the production rows concerned
+    related: tuple = ()  # findings folded into this one (same or nested rows, or explained by them)
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
-        order = ("rank", "kind", "slice", "severity", "score", "title", "statement", "evidence")
+        order = ("rank", "key", "kind", "slice", "definition", "severity", "score", "title", "statement",
+                 "evidence", "related")
         return {key: data[key] for key in order}
 
 
@@ -152,11 +159,29 @@ class RankingContext:
         return p is not None and e is not None and p < self.alpha and e >= floor
 
 
-def flagged(test: Mapping, alpha: float) -> bool:
-    """A ShiftTest-like dict counts when the detector flagged it; else apply the §5 rule to it."""
+def flagged(test: Mapping, alpha: float | None = None) -> bool:
+    """Did the detector flag this test? ``reports`` never re-decides (SPEC §5: the decision rule lives
+    in ``detectors``); a test without a boolean ``drifted`` or ``is_shift`` is not a finding."""
+    del alpha  # kept for callers; the detector's decision already used the audit's alpha
     if str(test.get("status", "ok")) != "ok":
         return False
-    if isinstance(test.get("drifted"), bool):
-        return test["drifted"]
-    p, e, floor = num(test.get("p_value_adjusted")), num(test.get("effect_size")), num(test.get("effect_floor"))
-    return p is not None and e is not None and p < alpha and e >= (floor or 0.0)
+    for name in ("drifted", "is_shift"):
+        if isinstance(test.get(name), bool):
+            return test[name]
+    return False
+
+
+def finding_key(kind: str, definition: str | None = None, subject: str | None = None) -> str:
+    """A key that is the same across audits for the same kind of finding about the same rows.
+
+    ``definition`` (a slice expression) is canonicalised by the slice language, so spacing, quoting and
+    redundant brackets do not change the key; findings about no particular rows use ``subject``
+    (a column, an annotator) or ``"all"``."""
+    if definition:
+        from domains import parse, to_text  # canonical text of the expression
+
+        try:
+            return f"{kind}:{to_text(parse(definition))}"
+        except ValueError:
+            return f"{kind}:{definition.strip()}"
+    return f"{kind}:{subject if subject not in (None, '') else 'all'}"

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.deps import require_api_key
 from service.errors import ServiceError
 from service.limits import BodySizeLimit
-from service.routers import audits, datasets, domains, health, index
+from service.routers import alerts, audits, benchmarks, datasets, domains, health, index, metrics, monitors
 from service.runtime import Runtime
 from service.settings import Settings, get_settings
 
@@ -31,9 +31,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.runtime = Runtime.start(settings)
         app.state.runtime.start_worker()
+        from service.monitors.metrics import make_registry
+        from service.monitors.service import MonitorService
+
+        app.state.monitors = MonitorService.start(app.state.runtime)  # scheduler unless SCHEDULER=off
+        app.state.metrics_registry = make_registry(app.state.runtime.sessions)
         try:
             yield
         finally:
+            app.state.monitors.close()
             app.state.runtime.close()
 
     app = FastAPI(title="contextshift", version="0.1.0", lifespan=lifespan,
@@ -43,7 +49,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_error_handlers(app)
     app.include_router(health.router)
     protected = [Depends(require_api_key)]
-    for router in (datasets.router, audits.router, domains.router, index.router):
+    for router in (datasets.router, audits.router, domains.router, index.router, benchmarks.router,
+                   monitors.router, alerts.router, metrics.router):
         app.include_router(router, dependencies=protected)
     return app
 

@@ -32,8 +32,18 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--budget", type=int, default=500, help="rows to label next round")
     audit.add_argument("--alpha", type=float, default=0.05)
     audit.add_argument("--seed", type=int, default=0)
-    audit.add_argument("--fail-on-shift", action="store_true",
-                       help="exit 1 when a shift or limitation is found")
+    audit.add_argument("--fail-on", choices=["shift", "low", "medium", "high"], metavar="LEVEL",
+                       help="exit 1 when the verdict reaches LEVEL: 'shift' = a shift was detected; "
+                            "low|medium|high = a limitation at least that severe (a saturated benchmark alone "
+                            "never fails)")
+    audit.add_argument("--fail-on-shift", action="store_true", help="the same as --fail-on shift")
+
+    monitor = sub.add_parser("monitor", help="scheduled monitoring, for cron or any external scheduler")
+    monitor_sub = monitor.add_subparsers(dest="monitor_command", metavar="ACTION", required=True)
+    monitor_run = monitor_sub.add_parser("run", help="one monitoring run: a monitor ID or --config FILE")
+    monitor_run.add_argument("id", nargs="?", metavar="ID", help="monitor id (on CONTEXTSHIFT_DATABASE_URL)")
+    monitor_run.add_argument("--config", metavar="FILE", help="monitor.yaml: no server, state in a file")
+    monitor_run.add_argument("--fail-on-shift", action="store_true", help="exit 1 when alerts are open")
 
     demo = sub.add_parser("demo", help="a complete audit on generated example data (synthetic shifts)")
     demo.add_argument("--domain", default="medical", choices=["medical", "deepfake", "facial_expression"])
@@ -107,8 +117,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
     for label, path in (("HTML report", args.html), ("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label}: {path}")
-    found = verdict["shift_detected"] or bool(outcome.result["limitations"])
-    return EXIT_SHIFT if args.fail_on_shift and found else EXIT_OK
+    from reports import fails_gate
+
+    level = args.fail_on or ("shift" if args.fail_on_shift else None)
+    if level and fails_gate(outcome.result, level):
+        print(f"Failing: the verdict reaches --fail-on {level}.", file=sys.stderr)
+        return EXIT_SHIFT
+    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -138,7 +153,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"serve": cmd_serve, "audit": cmd_audit, "demo": cmd_demo}
+def cmd_monitor(args: argparse.Namespace) -> int:
+    from service.errors import ServiceError
+    from service.monitors.local import run_by_id, run_config
+
+    if bool(args.id) == bool(args.config):
+        print("error: give a monitor ID or --config FILE (one of them)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        code, text = (run_config(args.config, fail_on_shift=args.fail_on_shift) if args.config
+                      else run_by_id(args.id, fail_on_shift=args.fail_on_shift))
+    except ServiceError as exc:
+        print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(text, file=sys.stderr if code == EXIT_BAD_INPUT else sys.stdout)
+    return code
+
+
+COMMANDS = {"serve": cmd_serve, "audit": cmd_audit, "demo": cmd_demo, "monitor": cmd_monitor}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
 """Reading uploaded files into tables, with a clear 4xx error for every way they can be bad.
 
 Formats (SPEC §3): CSV, Parquet, JSON Lines, each optionally gzip-compressed. The format
-comes from the file name; the content must agree with it.
+comes from the file name; the content must agree with it. Every reader is bounded
+(:mod:`service.bounded`): decompressed bytes, rows x columns and cell size are counted
+while reading, so an expansion bomb is refused before it can exhaust memory.
 """
 from __future__ import annotations
 
@@ -9,20 +11,25 @@ import csv
 import gzip
 import hashlib
 import io
-import json
 import zlib
 from pathlib import Path
 from typing import BinaryIO
 
 import pandas as pd
 
+from service.bounded import UploadLimits, open_bounded
+from service.coerce import check_text_cells, coerce_columns
 from service.errors import BadUpload, UnsupportedFormat, UploadTooLarge
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
            ".ndjson": "jsonl"}
 CHUNK = 1024 * 1024
+CHUNK_CELLS = 1_000_000  # cells parsed between two limit checks
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
+# the csv module's own 128 KiB field cap would refuse valid wide headers; our limits are
+# the decompressed-bytes counter and max_cell_chars, checked separately
+csv.field_size_limit(2**31 - 1)
 
 
 def detect_format(filename: str) -> tuple[str, bool]:
@@ -48,7 +55,7 @@ def spool_to_disk(source: BinaryIO, target: Path, *, max_bytes: int, filename: s
             if size > max_bytes:
                 raise UploadTooLarge(
                     f"File {filename!r} exceeds the upload limit of {max_bytes / 2**20:g} MB.",
-                    details={"file": filename, "max_bytes": max_bytes})
+                    details={"file": filename, "max_bytes": max_bytes, "limit": "CONTEXTSHIFT_MAX_UPLOAD_MB"})
             digest.update(chunk)
             out.write(chunk)
     if size == 0:
@@ -56,8 +63,18 @@ def spool_to_disk(source: BinaryIO, target: Path, *, max_bytes: int, filename: s
     return digest.hexdigest(), size
 
 
-def read_table(path: Path, filename: str) -> pd.DataFrame:
-    """Parse the spooled upload at ``path``; raise a :class:`BadUpload` that names the fault."""
+def read_table(path: Path, filename: str, limits: UploadLimits | None = None) -> pd.DataFrame:
+    """Parse the spooled upload at ``path``; raise a :class:`BadUpload` that names the fault.
+
+    Returns
+    -------
+    frame : DataFrame of shape (n_rows, n_columns)
+        String column names; every object column holds one kind of value (see
+        :func:`service.coerce.coerce_columns`).
+    """
+    from service.ingest_formats import read_jsonl, read_parquet
+
+    limits = limits or UploadLimits()
     fmt, gzipped = detect_format(filename)
     with open(path, "rb") as fh:
         head = fh.read(4)
@@ -66,103 +83,94 @@ def read_table(path: Path, filename: str) -> pd.DataFrame:
                         details={"file": filename})
     try:
         if fmt == "parquet":
-            frame = _read_parquet(path, gzipped, filename)
+            frame = read_parquet(path, gzipped, filename, limits)
         elif fmt == "csv":
-            frame = _read_csv(path, gzipped, filename)
+            frame = _read_csv(path, gzipped, filename, limits)
         else:
-            frame = _read_jsonl(path, gzipped, filename)
+            frame = read_jsonl(path, gzipped, filename, limits)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise BadUpload(f"File {filename!r} is not valid gzip data (truncated or corrupt): {exc}",
                         code="invalid_gzip", details={"file": filename}) from None
-    return _check_frame(frame, filename)
+    frame = _check_frame(frame, filename)
+    return coerce_columns(frame, filename)
 
 
-def _open_text(path: Path, gzipped: bool):
-    raw = gzip.open(path, "rb") if gzipped else open(path, "rb")
-    return raw
-
-
-def _check_text_start(raw: bytes, filename: str) -> None:
-    if b"\x00" in raw[:8192] or raw.startswith(PARQUET_MAGIC):
+def check_text_start(path: Path, gzipped: bool, limits: UploadLimits, filename: str) -> None:
+    with open_bounded(path, gzipped, limits, filename, buffer_size=8192) as fh:
+        raw = fh.read(8192)
+    if b"\x00" in raw or raw.startswith(PARQUET_MAGIC):
         raise BadUpload(f"File {filename!r} looks binary, not text: does its extension match "
                         "its content?", code="invalid_content", details={"file": filename})
 
 
-def _read_csv(path: Path, gzipped: bool, filename: str) -> pd.DataFrame:
-    with _open_text(path, gzipped) as fh:
-        first = fh.read(65536)
-    _check_text_start(first, filename)
-    header_line = first.split(b"\n", 1)[0]
-    try:
-        header = next(csv.reader([header_line.decode("utf-8-sig")]), [])
-    except UnicodeDecodeError as exc:
-        raise _encoding_error(filename, exc, line=1) from None
-    duplicates = sorted({c for c in header if header.count(c) > 1})
+def _csv_header(path: Path, gzipped: bool, limits: UploadLimits, filename: str) -> list[str]:
+    """The first CSV record, however long (a 20,000-column header is well past 64 KiB)."""
+    with open_bounded(path, gzipped, limits, filename) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        try:
+            return next(csv.reader(text), [])
+        except UnicodeDecodeError as exc:
+            raise encoding_error(filename, exc, line=1) from None
+        except csv.Error as exc:
+            raise BadUpload(f"File {filename!r} has an unreadable header: {exc}", code="invalid_csv",
+                            details={"file": filename, "line": 1}) from None
+
+
+def _read_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits) -> pd.DataFrame:
+    check_text_start(path, gzipped, limits, filename)
+    header = _csv_header(path, gzipped, limits, filename)
+    duplicates = sorted({c for c in header if header.count(c) > 1}) if len(header) < 5000 else \
+        sorted(c for c, n in pd.Series(header).value_counts().items() if n > 1)
     if duplicates:
-        raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates}.",
-                        code="duplicate_columns", details={"file": filename, "columns": duplicates})
+        raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates[:20]}.",
+                        code="duplicate_columns", details={"file": filename, "columns": duplicates[:100]})
+    limits.check_cells(filename, 1, len(header))
+    rows_per_chunk = max(1, CHUNK_CELLS // max(len(header), 1))
+    chunks, n_rows = [], 0
     try:
-        with _open_text(path, gzipped) as fh:
-            return pd.read_csv(fh, encoding="utf-8-sig", low_memory=False)
+        with open_bounded(path, gzipped, limits, filename) as fh:
+            for chunk in pd.read_csv(fh, encoding="utf-8-sig", low_memory=False, chunksize=rows_per_chunk):
+                check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
+                n_rows += len(chunk)
+                limits.check_cells(filename, n_rows, chunk.shape[1])
+                chunks.append(chunk)
     except UnicodeDecodeError as exc:
-        raise _encoding_error(filename, exc) from None
+        raise encoding_error(filename, exc) from None
     except pd.errors.EmptyDataError:
         raise BadUpload(f"File {filename!r} has no columns.", code="empty_file",
                         details={"file": filename}) from None
     except pd.errors.ParserError as exc:
         raise BadUpload(f"File {filename!r} is not valid CSV: {exc}", code="invalid_csv",
                         details={"file": filename, "parser": str(exc)}) from None
+    frame = _concat(chunks, header)
+    if frame.isna().to_numpy().any():  # a short row parses as trailing nulls: find it, name it
+        _check_ragged(path, gzipped, limits, filename, len(header))
+    return frame
 
 
-def _encoding_error(filename: str, exc: UnicodeDecodeError, line: int | None = None) -> BadUpload:
+def _concat(chunks: list[pd.DataFrame], header: list[str]) -> pd.DataFrame:
+    if not chunks:
+        return pd.DataFrame(columns=header)
+    # chunks infer dtypes on their own; concat widens int+float and int+str as one read would
+    return pd.concat(chunks, ignore_index=True, copy=False) if len(chunks) > 1 else chunks[0]
+
+
+def _check_ragged(path: Path, gzipped: bool, limits: UploadLimits, filename: str, n_columns: int) -> None:
+    with open_bounded(path, gzipped, limits, filename) as raw:
+        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
+        for record in reader:
+            if record and len(record) != n_columns:
+                line = reader.line_num
+                raise BadUpload(
+                    f"File {filename!r}, line {line}: {len(record)} field(s) where the header has "
+                    f"{n_columns}.", code="ragged_row",
+                    details={"file": filename, "line": line, "fields": len(record), "expected": n_columns})
+
+
+def encoding_error(filename: str, exc: UnicodeDecodeError, line: int | None = None) -> BadUpload:
     return BadUpload(f"File {filename!r} is not UTF-8 text (byte offset {exc.start}); save it as "
                      "UTF-8.", code="invalid_encoding",
                      details={"file": filename, "byte_offset": exc.start, "line": line})
-
-
-def _read_parquet(path: Path, gzipped: bool, filename: str) -> pd.DataFrame:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        if gzipped:
-            with gzip.open(path, "rb") as fh:
-                table = pq.read_table(io.BytesIO(fh.read()))
-        else:
-            table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:
-        if isinstance(exc, (gzip.BadGzipFile, EOFError)):
-            raise
-        raise BadUpload(f"File {filename!r} is not a readable Parquet file (truncated or not "
-                        f"Parquet): {exc}", code="invalid_parquet", details={"file": filename}) from None
-    names = table.column_names
-    duplicates = sorted({c for c in names if names.count(c) > 1})
-    if duplicates:
-        raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates}.",
-                        code="duplicate_columns", details={"file": filename, "columns": duplicates})
-    return table.to_pandas()
-
-
-def _read_jsonl(path: Path, gzipped: bool, filename: str) -> pd.DataFrame:
-    records = []
-    with _open_text(path, gzipped) as fh:
-        for number, raw in enumerate(fh, start=1):
-            if number == 1:
-                _check_text_start(raw, filename)
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise _encoding_error(filename, exc, line=number) from None
-            except json.JSONDecodeError as exc:
-                raise BadUpload(f"File {filename!r}, line {number}: not valid JSON ({exc.msg}).",
-                                code="invalid_jsonl", details={"file": filename, "line": number}) from None
-            if not isinstance(record, dict):
-                raise BadUpload(f"File {filename!r}, line {number}: each line must be a JSON object.",
-                                code="invalid_jsonl", details={"file": filename, "line": number})
-            records.append(record)
-    return pd.DataFrame.from_records(records)
 
 
 def _check_frame(frame: pd.DataFrame, filename: str) -> pd.DataFrame:

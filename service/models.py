@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -17,6 +17,7 @@ class Base(DeclarativeBase):
 
 class DatasetRow(Base):
     __tablename__ = "datasets"
+    __table_args__ = (Index("uq_datasets_name_sha256", "name", "sha256", unique=True),)  # idempotent uploads
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     name: Mapped[str] = mapped_column(String(255), index=True)
@@ -48,6 +49,9 @@ class AuditRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    owner: Mapped[str | None] = mapped_column(String(64), nullable=True)  # instance running it
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    domain_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class DomainPackRow(Base):
@@ -58,3 +62,9 @@ class DomainPackRow(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     yaml: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+from service.rounds import models as _rounds_models  # noqa: E402,F401  (Alembic's metadata sees the round tables)
+from service import models_hardening as _hardening_models  # noqa: E402,F401  (instances, pack versions)
+from service.monitors import models as _monitor_models  # noqa: E402,F401  (Alembic's metadata sees the monitor tables)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,21 +39,42 @@ class Runtime:
         sessions = session_factory(engine)
         runtime = cls(settings=settings, engine=engine, sessions=sessions,
                       datasets=DatasetStore(sessions, settings.data_dir),
-                      audits=AuditStore(sessions, settings.data_dir), packs=PackRegistry(sessions))
+                      audits=AuditStore(sessions, settings.data_dir, lease_s=settings.audit_lease_s),
+                      packs=PackRegistry(sessions))
         removed = runtime.datasets.remove_orphans()
         if removed:
             log.info("removed %d unreferenced data files left by an interrupted upload", removed)
         return runtime
 
     def start_worker(self) -> None:
-        """Start the audit pool; audits left running by a dead process are marked failed."""
+        """Start the audit pool and the heartbeat; audits left running by a dead instance fail."""
         from service.worker import AuditWorker
 
         self.worker = AuditWorker(self, max_workers=self.settings.audit_workers)
+        self.audits.register_instance()
         for audit_id in self.audits.recover():
             self.worker.submit(audit_id)
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True)
+        self._beat.start()
+
+    def _heartbeat(self) -> None:
+        """Renew the lease; take over audits of instances that died since (never our own)."""
+        while not self._stop.wait(self.settings.audit_lease_s / 4):
+            try:
+                self.audits.heartbeat()
+                for audit_id in self.audits.recover(own=False):
+                    if audit_id not in self.worker.futures:  # claims are compare-and-set: no double run
+                        self.worker.submit(audit_id)
+            except Exception:  # a database hiccup must not kill the heartbeat
+                log.exception("heartbeat failed")
 
     def close(self) -> None:
         if self.worker is not None:
+            self._stop.set()
             self.worker.shutdown(wait=False)
+            try:
+                self.audits.stop_instance()
+            except Exception:
+                log.exception("could not record this instance as stopped")
         self.engine.dispose()

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 ColumnRole = Literal["id", "feature", "context", "label", "prediction", "score", "embedding", "text",
                      "timestamp", "annotator", "ignore"]
@@ -79,12 +79,21 @@ class AuditOptions(BaseModel):
 class AuditCreate(BaseModel):
     model_config = {"extra": "forbid"}
 
-    benchmark: str = Field(min_length=1, max_length=64)
+    benchmark: str | None = Field(default=None, min_length=1, max_length=64)
+    benchmark_series: str | None = Field(default=None, min_length=1, max_length=128,
+                                         description="Audit against the union of this benchmark series' rounds "
+                                                     "instead of one 'benchmark' dataset.")
     production: str = Field(min_length=1, max_length=64)
     domain: str = Field(default="generic", min_length=1, max_length=64)
     annotations: str | None = Field(default=None, max_length=64,
                                     description="Dataset of role 'annotations': item_id, annotator_id, label.")
     options: AuditOptions = Field(default_factory=AuditOptions)
+
+    @model_validator(mode="after")
+    def _one_benchmark(self) -> "AuditCreate":
+        if (self.benchmark is None) == (self.benchmark_series is None):
+            raise ValueError("name exactly one of 'benchmark' (a dataset) and 'benchmark_series' (a benchmark series)")
+        return self
 
 
 class AuditStatus(BaseModel):

@@ -22,13 +22,36 @@ class Settings(BaseSettings):
         default_factory=list, description="Comma-separated bearer keys; empty disables auth."
     )
     max_upload_mb: float = Field(default=512, gt=0)
+    max_decompressed_mb: float = Field(default=1024, gt=0, description="An upload's size once decompressed.")
+    max_cells: int = Field(default=20_000_000, ge=1, description="Rows x columns of an uploaded table.")
+    max_cell_chars: int = Field(default=1024 * 1024, ge=1, description="Characters in one text cell.")
+    max_pack_kb: float = Field(default=1024, gt=0, description="Size of a posted domain pack (YAML).")
+    audit_lease_s: float = Field(default=60, gt=0, description="An instance silent this long loses its audits.")
     audit_workers: int = Field(default=1, ge=1, description="Audits run at the same time.")
+    scheduler: bool = Field(default=True, description="Run monitors on schedule here (off: API-only replica).")
+    monitor_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list, description="Comma-separated folders directory monitors may read; none: refused.")
+    monitor_databases: dict[str, str] = Field(
+        default_factory=dict, description='JSON {"name": "SQLAlchemy URL"} that SQL monitors may query.')
+    monitor_min_interval_s: float = Field(default=60, gt=0, description="Shortest monitor interval accepted.")
 
     @field_validator("api_keys", mode="before")
     @classmethod
     def _split_keys(cls, value):
         if isinstance(value, str):
-            return [k.strip() for k in value.split(",") if k.strip()]
+            keys = [k.strip() for k in value.split(",")] if value else []
+            if not all(keys):
+                # " , " or "key," is a typo, not a wish to turn auth off: refuse to start
+                raise ValueError("CONTEXTSHIFT_API_KEYS has an empty key; give comma-separated keys, "
+                                 "or leave it unset (empty) to disable auth.")
+            return keys
+        return value
+
+    @field_validator("monitor_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value):
+        if isinstance(value, str):
+            return [Path(p.strip()) for p in value.split(",") if p.strip()]
         return value
 
     @property

@@ -13,10 +13,16 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.errors import Conflict, NotFound
+from service.errors import Conflict, InvalidRequest, NotFound
 from service.models import AuditRow, DatasetRow
+
+
+def storable_key(key: str) -> bool:
+    """False for keys no row can have and PostgreSQL refuses to compare (NUL, over-long)."""
+    return "\x00" not in key and len(key) <= 255
 
 
 def new_id(prefix: str) -> str:
@@ -36,6 +42,17 @@ def atomic_write_parquet(frame: pd.DataFrame, target: Path, tmp_dir: Path) -> No
         tmp.unlink(missing_ok=True)
 
 
+def _write_checked(frame: pd.DataFrame, path: Path, tmp_dir: Path) -> None:
+    """Write the Parquet file; a column Arrow cannot store is the upload's fault (422), not a 500."""
+    import pyarrow as pa
+
+    try:
+        atomic_write_parquet(frame, path, tmp_dir)
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
+        raise InvalidRequest(f"The table cannot be stored: {exc}", code="invalid_column_type",
+                             details={"reason": str(exc)[:500]}) from None
+
+
 class DatasetStore:
     """Create, read and delete datasets."""
 
@@ -52,23 +69,37 @@ class DatasetStore:
 
     def create(self, *, name: str, role: str, domain: str | None, frame: pd.DataFrame,
                columns: list[dict[str, str]], validation: dict[str, Any], sha256: str) -> DatasetRow:
+        return self.create_or_get(name=name, role=role, domain=domain, frame=frame, columns=columns,
+                                  validation=validation, sha256=sha256)[0]
+
+    def create_or_get(self, *, name: str, role: str, domain: str | None, frame: pd.DataFrame,
+                      columns: list[dict[str, str]], validation: dict[str, Any],
+                      sha256: str) -> tuple[DatasetRow, bool]:
+        """Store a dataset; ``(row, True)``, or ``(existing, False)`` when a parallel upload of the
+        same name and content committed first (the unique index on (name, sha256) decides)."""
         dataset_id = new_id("ds")
         path = self.datasets_dir / f"{dataset_id}.parquet"
-        atomic_write_parquet(frame, path, self.tmp_dir)
+        _write_checked(frame, path, self.tmp_dir)
         row = DatasetRow(id=dataset_id, name=name, role=role, domain=domain, n_rows=len(frame),
                          n_columns=frame.shape[1], columns=columns, validation=validation,
                          sha256=sha256, path=str(path.relative_to(self.data_dir)))
         try:
             with self.sessions.begin() as s:
                 s.add(row)
+        except IntegrityError:
+            path.unlink(missing_ok=True)
+            existing = self.find_duplicate(name, sha256)
+            if existing is None:
+                raise
+            return existing, False
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        return row
+        return row, True
 
     def get(self, dataset_id: str) -> DatasetRow:
         with self.sessions() as s:
-            row = s.get(DatasetRow, dataset_id)
+            row = s.get(DatasetRow, dataset_id) if storable_key(dataset_id) else None
         if row is None:
             raise NotFound(f"No dataset with id {dataset_id!r}.", details={"dataset": dataset_id})
         return row
@@ -84,7 +115,7 @@ class DatasetStore:
 
     def delete(self, dataset_id: str) -> None:
         with self.sessions.begin() as s:
-            row = s.get(DatasetRow, dataset_id)
+            row = s.get(DatasetRow, dataset_id) if storable_key(dataset_id) else None
             if row is None:
                 raise NotFound(f"No dataset with id {dataset_id!r}.", details={"dataset": dataset_id})
             used = s.scalars(select(AuditRow.id).where(or_(AuditRow.benchmark_id == dataset_id,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
-import traceback
+import re
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +12,7 @@ from typing import Any
 from service.errors import ServiceError
 
 log = logging.getLogger("contextshift.worker")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s'\"/\\]+){2,}")  # server paths are not the client's business
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -39,21 +40,23 @@ class AuditWorker:
 
     def run(self, audit_id: str) -> None:
         audits = self.runtime.audits
-        audits.mark_running(audit_id)
         try:
+            if not audits.mark_running(audit_id):  # another instance claimed it, or it is not queued
+                log.info("audit %s already claimed; skipped", audit_id)
+                return
             self._execute(audit_id)
         except ServiceError as exc:
             audits.mark_failed(audit_id, exc.to_body()["error"])
         except Exception as exc:  # the audit fails, the service stays up
-            log.exception("audit %s failed", audit_id)
-            audits.mark_failed(audit_id, {"code": "audit_error", "message": f"{type(exc).__name__}: {exc}",
-                                          "details": {"trace": traceback.format_exc(limit=3)[-2000:]}})
+            log.exception("audit %s failed", audit_id)  # the trace stays in the server log
+            message = _PATH.sub("<path>", f"{type(exc).__name__}: {exc}")[:500]
+            audits.mark_failed(audit_id, {"code": "audit_error", "message": message,
+                                          "details": {"exception": type(exc).__name__}})
         finally:
             self.futures.pop(audit_id, None)
 
     def _execute(self, audit_id: str) -> None:
         from service.pipeline import AuditInput, run_audit  # heavy: scientific stack
-        from service.packs import resolve_pack
 
         runtime = self.runtime
         row = runtime.audits.get(audit_id)
@@ -66,7 +69,7 @@ class AuditWorker:
             production_roles={c["name"]: c["role"] for c in prod_row.columns},
             benchmark_ref={"id": bench_row.id, "name": bench_row.name},
             production_ref={"id": prod_row.id, "name": prod_row.name},
-            pack=resolve_pack(runtime, row.domain).pack,
+            pack=runtime.packs.get(row.domain, version=row.domain_version),
             options={k: v for k, v in row.options.items() if k != "annotations"},
             annotations=self._annotations(row.options.get("annotations")))
         outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))

@@ -1,17 +1,22 @@
 """The audit pipeline: validation is done at upload; here the detectors run, the whole audit
-is corrected as one family of tests, and ``reports`` ranks, plans and renders (SPEC §4–§8)."""
+is corrected as one family of tests, and ``reports`` ranks, plans and renders (SPEC §4–§8).
+
+The stages write into one typed :class:`AuditState`, in the order of :data:`STAGES`; every
+detector result in it exposes its tests (``.tests`` / ``.with_tests``) for the audit-wide
+correction, and :mod:`service.pipeline.assemble` turns the corrected state into the typed
+:class:`reports.result.AuditResult`.
+"""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 
-from detectors.base import to_jsonable
 from service.pipeline import assemble, slicing, stages
-from service.pipeline.columns import resolve_columns
+from service.pipeline.columns import AuditColumns, resolve_columns
 from service.pipeline.family import correct_together
 
 Progress = Callable[[float, str], None]
@@ -29,15 +34,145 @@ class AuditInput:
     pack: Any
     options: dict[str, Any]
     annotations: tuple[pd.DataFrame, dict[str, str]] | None = None  # (table, column roles)
+    title: str | None = None  # shown in the report; default: "<benchmark> vs <production>"
+    role_notes: tuple[dict[str, str], ...] = ()  # disagreements between the two datasets' roles
 
 
 @dataclass(frozen=True)
 class AuditOutcome:
-    result: dict[str, Any]
+    result: dict[str, Any]  # the AuditResult as JSON (``reports.result.AuditResult.model_dump(mode="json")``)
     html: str
     markdown: str
     companion_html: str | None = None
     exports: dict[str, str] | None = None  # next-round plan as "csv" and "jsonl" text
+
+
+# Results whose tests enter the audit-wide correction, in a fixed order (the family's order).
+TESTED = ("covariate", "multivariate", "outputs", "prior", "concept", "context", "evaluation", "overall_eval",
+          "conditional", "embedding")
+
+
+@dataclass
+class AuditState:
+    """What the stages have produced so far; each field is written by one stage."""
+
+    ctx: stages.StageContext
+    bench_out: stages.Outputs | None = None
+    prod_out: stages.Outputs | None = None
+    slices: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    definitions: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    measured_by: dict[str, str] = field(default_factory=dict)  # untested context → slice with the same rows
+    covariate: Any = None
+    multivariate: Any = None
+    outputs: Any = None
+    prior: Any = None
+    concept: Any = None
+    estimates: list = field(default_factory=list)
+    discovered: Any = None
+    context: Any = None
+    evaluation: Any = None
+    overall_eval: Any = None
+    attribution: Any = None
+    cells: Any = None
+    conditional: Any = None
+    embedding: Any = None
+    label_quality: Any = None
+    n_tests: int = 0
+
+    def tested(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in TESTED}
+
+    def set_tested(self, corrected: dict[str, Any]) -> None:
+        for name in TESTED:
+            setattr(self, name, corrected[name])
+
+
+def _covariate(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.covariate, s.multivariate = ctx.guard("covariate shift", (None, None), stages.covariate, ctx)
+    s.outputs = ctx.guard("model-output shift (BBSD)", None, stages.model_outputs, ctx)
+
+
+def _label(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.bench_out = ctx.outputs(ctx.benchmark, labelled=True)
+    s.prod_out = ctx.outputs(ctx.production, labelled=ctx.columns.production_label is not None)
+    parts = stages.label(ctx, s.bench_out, s.prod_out)
+    s.prior, s.concept, s.estimates = parts.get("prior"), parts.get("concept"), parts.get("estimates") or []
+
+
+def _discovery(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.slices, s.definitions = slicing.expert_masks(ctx)
+    s.sources = {name: "expert" for name in s.slices}
+    s.discovered, errors = ctx.guard("weak-slice discovery", (None, None), slicing.discovery, ctx, s.bench_out,
+                                     s.prod_out)
+    for found in slicing.novel_discoveries(ctx, s.discovered, s.slices, errors, s.prod_out.y_true is not None):
+        name = found.definition  # the conditions themselves are the most telling name
+        s.slices[name] = (found.mask(ctx.benchmark), found.mask(ctx.production))
+        s.definitions[name], s.sources[name] = found.definition, "discovered"
+
+
+def _context(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.context = slicing.merge_untested(ctx, ctx.guard("context shift", None, stages.context, ctx, s.slices), s.slices)
+    _untested_as_slices(s)
+
+
+def _untested_as_slices(s: AuditState) -> None:
+    """Untested contexts are measured like slices (source "untested"), so that with labelled
+    production rows the audit states their production metric instead of "unknown"."""
+    from domains import evaluate
+
+    if s.context is None:
+        return
+    for u in s.context.untested_contexts:
+        definition = assemble.untested_definition(u, s.definitions)
+        if u.name in s.slices or definition is None:
+            continue
+        try:
+            masks = (evaluate(definition, s.ctx.benchmark).to_numpy(), evaluate(definition, s.ctx.production).to_numpy())
+        except (ValueError, KeyError):  # a definition the data cannot evaluate: reported, not measured
+            continue
+        twin = next((name for name, (b, p) in s.slices.items()
+                     if np.array_equal(b, masks[0]) and np.array_equal(p, masks[1])), None)
+        if twin is not None:  # an expert slice selects the same rows: its metric is this context's
+            s.measured_by[u.name] = twin
+            continue
+        s.slices[u.name], s.definitions[u.name], s.sources[u.name] = masks, definition, "untested"
+
+
+def _slice_metrics(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    mix = slicing.mix_shifted(ctx, s.context, s.slices)
+    s.evaluation, s.overall_eval = ctx.guard("slice metrics", (None, None), slicing.slice_metrics, ctx, s.slices,
+                                             s.definitions, s.sources, s.bench_out, s.prod_out, mix)
+
+
+def _attribution(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.attribution, s.cells = ctx.guard("performance attribution", (None, None), stages.attribution, ctx, s.context,
+                                       s.bench_out, s.prod_out)
+    s.conditional = ctx.guard("context-conditional test", None, stages.conditional, ctx, s.covariate, s.cells)
+
+
+def _embedding(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.embedding = ctx.guard("embedding shift", None, stages.embedding, ctx)
+    s.label_quality = ctx.guard("label quality", None, stages.label_quality, ctx, inp.annotations, s.slices)
+
+
+# (timing name, progress label shown while it runs, stage)
+STAGES: tuple[tuple[str, str, Callable[[AuditState, AuditInput], None]], ...] = (
+    ("covariate", "covariate shift", _covariate),
+    ("label", "label shift", _label),
+    ("discovery", "slice discovery", _discovery),
+    ("context", "context shift", _context),
+    ("slices", "slice metrics", _slice_metrics),
+    ("attribution", "attribution", _attribution),
+    ("embedding", "embeddings", _embedding),
+)
 
 
 class _Clock:
@@ -55,105 +190,69 @@ class _Clock:
         self.done += 1
         self.progress(min(self.done / self.n_stages, 0.99), next_label)
 
+    def totals(self) -> dict[str, float]:
+        return {**self.timings, "total_s": round(time.perf_counter() - self.started, 3)}
+
+
+def check_auditable(columns: AuditColumns) -> None:
+    """Refuse an audit with nothing to compare: no shared input or context column and no model output."""
+    from service.errors import InvalidRequest
+
+    comparable = columns.features or columns.contexts or columns.embeddings
+    if comparable or columns.prediction or columns.scores:
+        return
+    raise InvalidRequest(
+        "Nothing to audit: the benchmark and production share no feature, context or embedding column and carry no "
+        "model output (prediction, score or proba_<class>). Check that both files describe the same model's inputs; "
+        f"benchmark-only columns: {list(columns.only_in_benchmark)[:10]}, production-only columns: "
+        f"{list(columns.only_in_production)[:10]}.", code="cannot_audit",
+        details={"only_in_benchmark": list(columns.only_in_benchmark)[:50],
+                 "only_in_production": list(columns.only_in_production)[:50]})
+
 
 def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
-    notes: list[dict[str, str]] = []
+    check_auditable(columns)
+    notes: list[dict[str, str]] = list(inp.role_notes)
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes)
     for column in columns.contexts_only_in_production:
         notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "
                       "benchmark, so none of its contexts can be evaluated: record it in the next round."})
     ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes)
     ctx.classes = stages.resolve_classes(ctx)
-    clock = _Clock(progress, n_stages=8)
-    progress(0.01, "covariate shift")
-    cov, multivariate = ctx.guard("covariate shift", (None, None), stages.covariate, ctx)
-    outputs = ctx.guard("model-output shift (BBSD)", None, stages.model_outputs, ctx)
-    clock.stage("covariate", "label shift")
-    bench_out = ctx.outputs(benchmark, labelled=True)
-    prod_out = ctx.outputs(inp.production, labelled=columns.production_label is not None)
-    label_parts = stages.label(ctx, bench_out, prod_out)
-    clock.stage("label", "slice discovery")
-    slices, definitions = slicing.expert_masks(ctx)
-    sources = {name: "expert" for name in slices}
-    discovered, errors = ctx.guard("weak-slice discovery", (None, None), slicing.discovery, ctx, bench_out, prod_out)
-    for found in slicing.novel_discoveries(ctx, discovered, slices, errors, prod_out.y_true is not None):
-        name = found.definition  # the conditions themselves are the most telling name
-        slices[name] = (found.mask(benchmark), found.mask(inp.production))
-        definitions[name], sources[name] = found.definition, "discovered"
-    clock.stage("discovery", "context shift")
-    context = slicing.merge_untested(ctx, ctx.guard("context shift", None, stages.context, ctx, slices), slices)
-    clock.stage("context", "slice metrics")
-    mix = slicing.mix_shifted(ctx, context, slices)
-    evaluation, overall_eval = ctx.guard("slice metrics", (None, None), slicing.slice_metrics, ctx, slices,
-                                         definitions, sources, bench_out, prod_out, mix)
-    clock.stage("slices", "attribution")
-    attribution, cells = ctx.guard("performance attribution", (None, None), stages.attribution, ctx, context,
-                                   bench_out, prod_out)
-    conditional = ctx.guard("context-conditional test", None, stages.conditional, ctx, cov, cells)
-    clock.stage("attribution", "embeddings")
-    embedding = ctx.guard("embedding shift", None, stages.embedding, ctx)
-    label_quality = ctx.guard("label quality", None, stages.label_quality, ctx, inp.annotations, slices)
-    clock.stage("embedding", "correcting and ranking")
-
-    family = [cov, multivariate, outputs, label_parts.get("prior"), label_parts.get("concept"), context,
-              evaluation, overall_eval, conditional, embedding]
-    corrected, n_tests = correct_together(family, alpha=ctx.alpha, method=ctx.correction)
-    (cov, multivariate, outputs, prior, concept, context, evaluation, overall_eval, conditional,
-     embedding) = corrected
-    evaluation = evaluation.with_tests(evaluation.tests) if evaluation is not None else None
-    overall_eval = overall_eval.with_tests(overall_eval.tests) if overall_eval is not None else None
-    label_parts.update(prior=prior, concept=concept)
-
-    overall = assemble.overall_block(overall_eval)
-    result = {
-        "id": inp.audit_id, "status": "succeeded", "created_at": datetime.now(timezone.utc).isoformat(),
-        "domain": inp.pack.name,
-        "synthetic": bool(inp.benchmark.attrs.get("synthetic") or inp.production.attrs.get("synthetic")),
-        "benchmark": {**inp.benchmark_ref, "n_rows": len(benchmark)},
-        "production": {**inp.production_ref, "n_rows": len(inp.production),
-                       "labelled": columns.production_label is not None},
-        "overall": overall,
-        "covariate": assemble.covariate_block(cov, multivariate, outputs),
-        "label": assemble.label_block(label_parts, overall),
-        "semantic": assemble.semantic_block(context, embedding, attribution, conditional,
-                                            columns.contexts_only_in_production),
-        "slices": assemble.slices_block(evaluation, {s.name: s.title for s in inp.pack.slices if s.title}),
-        "label_quality": None if label_quality is None else label_quality.to_dict(),
-        "discovery": None if discovered is None else {k: v for k, v in discovered.to_dict().items() if k != "slices"},
-        "columns": columns.to_dict(),
-        "parameters": {**ctx.options, "domain_pack": inp.pack.name, "primary_metric": inp.pack.primary_metric,
-                       "min_slice_size": ctx.min_slice_size, "n_tests_corrected": n_tests,
-                       "classes": ctx.classes},
-        "notes": ctx.notes,
-    }
-    return _report(inp, ctx, result, slices, prod_out, clock)
+    state = AuditState(ctx=ctx)
+    clock = _Clock(progress, n_stages=len(STAGES) + 2)
+    progress(0.01, STAGES[0][1])
+    for i, (name, _, run) in enumerate(STAGES):
+        run(state, inp)
+        clock.stage(name, STAGES[i + 1][1] if i + 1 < len(STAGES) else "correcting and ranking")
+    corrected, state.n_tests = correct_together(state.tested(), alpha=ctx.alpha, method=ctx.correction)
+    state.set_tested(corrected)
+    return _report(inp, state, clock)
 
 
-def _report(inp: AuditInput, ctx: stages.StageContext, result: dict[str, Any], slices: dict,
-            prod_out: stages.Outputs, clock: _Clock) -> AuditOutcome:
-    from reports import plan_next_round, rank_limitations, render_html, render_markdown, to_csv, to_jsonl, verdict
+def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
+    from reports import plan_next_round, render_html, render_markdown, to_csv, to_jsonl, verdict
+    from reports.result import AuditResult
+    from service.pipeline.facts import one_limitation_per_fact
 
-    limitations = rank_limitations(result, saturation_threshold=ctx.options.get("saturation_threshold"),
-                                   alpha=ctx.alpha)
-    prod_masks = {name: masks[1] for name, masks in slices.items()}
-    masks = {**prod_masks, **assemble.untested_masks(inp.production, result["semantic"]["untested_contexts"],
-                                                     prod_masks)}
-    candidates = assemble.candidates_frame(inp.production, ctx.columns.id, prod_out.uncertainty(),
-                                           prod_out.y_pred, masks)
-    plan = plan_next_round(result, limitations, budget=int(ctx.options["budget"]),
+    ctx = state.ctx
+    draft = assemble.audit_json(inp, state)
+    limitations = one_limitation_per_fact(draft, state, inp.production)
+    candidates = assemble.candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
+                                           state.prod_out.y_pred, assemble.target_masks(limitations, state))
+    plan = plan_next_round(draft, limitations, budget=int(ctx.options["budget"]),
                            min_slice_size=ctx.min_slice_size, candidates=candidates)
-    result["limitations"] = [lim.to_dict() for lim in limitations]
-    result["verdict"] = verdict(result, limitations)
-    result["next_round"] = plan.to_dict()
+    draft["limitations"] = [lim.to_dict() for lim in limitations]
+    draft["verdict"] = verdict(draft, limitations)
+    draft["next_round"] = plan.to_dict()
     clock.stage("ranking", "rendering the report")
-    result["timings"] = {**clock.timings, "total_s": round(time.perf_counter() - clock.started, 3)}
+    companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
+    draft["timings"] = clock.totals()  # measured before rendering, so the report and the JSON agree
+    result = AuditResult.model_validate(assemble.plain(draft)).model_dump(mode="json")
     html = render_html(result, limitations, plan)
     markdown = render_markdown(result, limitations)
-    companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
     clock.stage("report", "done")
-    result["timings"] = {**clock.timings, "total_s": round(time.perf_counter() - clock.started, 3)}  # with rendering
-    result = to_jsonable(result)  # plain JSON: no NaN (PostgreSQL's JSON and strict encoders refuse it)
     return AuditOutcome(result=result, html=html, markdown=markdown, companion_html=companion,
                         exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
 
@@ -161,8 +260,18 @@ def _report(inp: AuditInput, ctx: stages.StageContext, result: dict[str, Any], s
 def _companion(inp: AuditInput, ctx: stages.StageContext) -> str:
     from reports.evidently_page import evidently_page_html
 
-    features = list(ctx.columns.features)
-    numeric = [c for c in features if pd.api.types.is_numeric_dtype(inp.benchmark[c])]
-    categorical = [c for c in features if c not in numeric]
-    return evidently_page_html(inp.benchmark[features], inp.production[features], numerical_columns=numeric,
+    cols = ctx.columns
+    # everything the audit compares: inputs, contexts, the model's outputs and, when both sides
+    # are labelled, the labels (a label only the benchmark has cannot be compared)
+    wanted = [*cols.features, *cols.contexts, cols.prediction, *cols.scores, cols.production_label]
+    compared = list(dict.fromkeys(c for c in wanted if c is not None and c in inp.benchmark.columns
+                                  and c in inp.production.columns))
+
+    def numeric(column: str) -> bool:
+        return all(pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
+                   for frame in (inp.benchmark, inp.production))
+
+    numerical = [c for c in compared if numeric(c) and c not in (cols.prediction, cols.production_label)]
+    categorical = [c for c in compared if c not in numerical]
+    return evidently_page_html(inp.benchmark[compared], inp.production[compared], numerical_columns=numerical,
                                categorical_columns=categorical, random_state=ctx.seed)

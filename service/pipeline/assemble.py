@@ -1,13 +1,16 @@
-"""Builds the AuditResult JSON (SPEC §9) from corrected detector results."""
+"""Builds the AuditResult (SPEC §9) from the corrected audit state; ``reports.result`` types it."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from detectors.base import to_jsonable
-from service.pipeline.slicing import context_rows
+from detectors.context import literal_text
+
+MISSING_VALUE = "<missing>"  # how the context detector names a missing category
 
 
 def _d(obj: Any) -> Any:
@@ -36,7 +39,9 @@ def covariate_block(cov: Any, multivariate: Any, outputs: Any) -> dict[str, Any]
         block = cov.to_dict()
     block["multivariate"] = _d(multivariate)
     block["outputs"] = _d(outputs)
-    block["is_shift"] = bool(block["is_shift"] or (multivariate is not None and multivariate.is_shift))
+    # The model's outputs are inputs to its decisions: for image domains without tabular features
+    # they are the main covariate signal (BBSD), so a flagged output test is a covariate shift.
+    block["is_shift"] = bool(block["is_shift"] or any(r is not None and r.is_shift for r in (multivariate, outputs)))
     return block
 
 
@@ -55,6 +60,9 @@ def label_block(parts: dict[str, Any], overall: dict[str, Any] | None) -> dict[s
     _headline(block["estimated_performance"], estimates, metric)
     concept = parts.get("concept")
     block["concept"] = _d(concept)
+    block["observed_prior"] = dict(concept.production_prior) if concept is not None else None
+    observed_test = getattr(concept, "label_test", None)
+    block["observed_test"] = _d(observed_test)
     if overall and overall.get("production_value") is not None:
         block["observed_performance"] = {
             "metric": overall["metric"], "benchmark_value": overall["benchmark_value"],
@@ -62,7 +70,14 @@ def label_block(parts: dict[str, Any], overall: dict[str, Any] | None) -> dict[s
             "production_ci": overall["production_ci"], "n_benchmark": overall["n"],
             "n_production": overall["n_production"], "p_value_adjusted": overall["change_p_value_adjusted"],
             "is_shift": bool(overall["changed"]), "excluded_contexts": overall["change_excluded_contexts"]}
-    block["is_shift"] = bool(block.get("is_shift")) or bool(concept is not None and concept.is_shift)
+    # The label section answers "did the class mix change?": with production labels the observed
+    # label test decides; without them, BBSE's. A change of P(y|x) is concept shift, reported apart.
+    if observed_test is not None and observed_test.status == "ok":
+        block["is_shift"] = bool(observed_test.drifted)
+        block["decided_by"] = "observed_labels"
+    else:
+        block["is_shift"] = bool(block.get("is_shift"))
+        block["decided_by"] = "bbse" if prior is not None else None
     return block
 
 
@@ -125,14 +140,93 @@ def candidates_frame(production: pd.DataFrame, id_column: str | None, uncertaint
     return frame
 
 
-def untested_masks(production: pd.DataFrame, untested: list[dict[str, Any]],
-                   slice_masks: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    masks = {}
-    for u in untested:
-        name = str(u.get("name"))
-        column = u.get("column")
-        if column and column in production.columns:
-            masks[name] = context_rows(production, column, u.get("value"), str(u.get("kind")))
-        elif name in slice_masks:
-            masks[name] = slice_masks[name]
+def untested_definition(u: Any, slice_definitions: dict[str, str]) -> str | None:
+    """The slice expression selecting exactly the rows of an untested context."""
+    if u.kind in ("unseen_slice", "rare_slice"):
+        return slice_definitions.get(u.name)
+    if u.column is None:
+        return None
+    column = u.column if u.column.isidentifier() else f"`{u.column}`"
+    if u.kind == "below_range":
+        return f"{column} < {literal_text(u.value)}"
+    if u.kind == "above_range":
+        return f"{column} > {literal_text(u.value)}"
+    if u.value == MISSING_VALUE:
+        return f"{column} is missing"
+    return f"{column} == {literal_text(u.value)}"
+
+
+def _untested_list(context: Any, definitions: dict[str, str], measured_by: dict[str, str]) -> list[dict[str, Any]]:
+    out = []
+    for u in (context.untested_contexts if context is not None else ()):
+        item = u.to_dict()
+        item["definition"] = untested_definition(u, definitions)
+        item["measured_by"] = measured_by.get(u.name, u.name)  # the slice whose metric describes these rows
+        out.append(item)
+    return out
+
+
+def target_masks(limitations: list, state: Any) -> dict[str, np.ndarray]:
+    """Production rows of every next-round target: slices and untested contexts, by name."""
+    masks = {name: m[1] for name, m in state.slices.items()}
+    for lim in limitations:
+        if lim.slice is not None and lim.slice not in masks and lim.definition:
+            from domains import evaluate
+
+            try:
+                masks[lim.slice] = evaluate(lim.definition, state.ctx.production).to_numpy()
+            except (ValueError, KeyError):
+                continue
     return masks
+
+
+def plain(draft: dict[str, Any]) -> dict[str, Any]:
+    """Plain JSON values (no NaN, no numpy): PostgreSQL's JSON and strict encoders refuse them."""
+    return to_jsonable(draft)
+
+
+def audit_title(inp: Any) -> str:
+    pack_title = getattr(inp.pack, "title", None) or inp.pack.name
+    if inp.title:
+        return inp.title
+    b = inp.benchmark_ref.get("name") or inp.benchmark_ref.get("id")
+    p = inp.production_ref.get("name") or inp.production_ref.get("id")
+    return f"{pack_title}: {b} vs {p}"
+
+
+def audit_json(inp: Any, state: Any) -> dict[str, Any]:
+    """The AuditResult before ranking: every section from the corrected detector results."""
+    from service.pipeline.distributions import feature_distributions
+
+    ctx = state.ctx
+    columns = ctx.columns
+    overall = overall_block(state.overall_eval)
+    covariate = covariate_block(state.covariate, state.multivariate, state.outputs)
+    drifted = [t["name"] for t in covariate.get("features", []) if t.get("drifted")]
+    covariate["distributions"] = feature_distributions(ctx.benchmark, inp.production, drifted[:12]) if drifted else {}
+    label_parts = {"prior": state.prior, "concept": state.concept, "estimates": state.estimates}
+    semantic = semantic_block(state.context, state.embedding, state.attribution, state.conditional,
+                              columns.contexts_only_in_production)
+    semantic["untested_contexts"] = _untested_list(state.context, state.definitions, state.measured_by)
+    pack = inp.pack
+    return {
+        "id": inp.audit_id, "status": "succeeded", "created_at": datetime.now(timezone.utc).isoformat(),
+        "title": audit_title(inp), "domain": pack.name, "domain_title": getattr(pack, "title", None) or pack.name,
+        "synthetic": bool(inp.benchmark.attrs.get("synthetic") or inp.production.attrs.get("synthetic")),
+        "benchmark": {**inp.benchmark_ref, "n_rows": len(ctx.benchmark)},
+        "production": {**inp.production_ref, "n_rows": len(inp.production),
+                       "labelled": columns.production_label is not None},
+        "overall": overall,
+        "covariate": covariate,
+        "label": label_block(label_parts, overall),
+        "semantic": semantic,
+        "slices": slices_block(state.evaluation, {s.name: s.title for s in pack.slices if s.title}),
+        "label_quality": _d(state.label_quality),
+        "discovery": None if state.discovered is None else {
+            k: v for k, v in state.discovered.to_dict().items() if k != "slices"},
+        "columns": columns.to_dict(),
+        "parameters": {**ctx.options, "domain_pack": pack.name, "domain_pack_version": getattr(pack, "version", None),
+                       "primary_metric": pack.primary_metric, "min_slice_size": ctx.min_slice_size,
+                       "n_tests_corrected": state.n_tests, "classes": ctx.classes},
+        "notes": ctx.notes,
+    }

@@ -1,55 +1,40 @@
 """One multiple-testing correction across everything an audit tested (SPEC §5).
 
-Detector results are frozen dataclasses that hold :class:`~detectors.base.ShiftTest`
-records somewhere inside. :func:`correct_together` walks them in a fixed order, corrects
-the whole family at once and rebuilds each result with its re-adjusted tests; a result's
-``is_shift`` becomes "any of its tests drifted after the audit-wide correction".
+Every detector result states its hypothesis tests explicitly (``result.tests``) and rebuilds
+itself from corrected ones (``result.with_tests(tests)``, see :mod:`detectors.decision`).
+:func:`correct_together` gathers the tests of named results in a fixed order, corrects them
+as one family and hands each result back its own, re-decided tests. No reflection: a result
+that does not follow the protocol is a programming error, reported as such.
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Iterator, Sequence
+from typing import Any, Mapping
 
-from detectors.base import ShiftTest
 from detectors.correction import readjust
 
 
-def collect(obj: Any) -> list[ShiftTest]:
-    """Every ShiftTest inside ``obj`` (dataclass fields, tuples and lists), in walk order."""
-    if isinstance(obj, ShiftTest):
-        return [obj]
-    if isinstance(obj, (tuple, list)):
-        return [t for item in obj for t in collect(item)]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return [t for f in dataclasses.fields(obj) for t in collect(getattr(obj, f.name))]
-    return []
+def _tests(name: str, result: Any) -> tuple:
+    try:
+        return tuple(result.tests)
+    except AttributeError:
+        raise TypeError(f"audit part {name!r} ({type(result).__name__}) does not expose .tests") from None
 
 
-def _swap(obj: Any, replacements: Iterator[ShiftTest]) -> Any:
-    if isinstance(obj, ShiftTest):
-        return next(replacements)
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_swap(item, replacements) for item in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        changes = {}
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name)
-            if collect(value):
-                changes[f.name] = _swap(value, replacements)
-        if not changes:
-            return obj
-        updated = dataclasses.replace(obj, **changes)
-        if hasattr(updated, "is_shift") and isinstance(updated.is_shift, bool):
-            updated = dataclasses.replace(updated, is_shift=any(t.drifted for t in collect(updated)))
-        return updated
-    return obj
+def correct_together(results: Mapping[str, Any], *, alpha: float, method: str) -> tuple[dict[str, Any], int]:
+    """Correct all tests of ``results`` (name → result or None) as one family.
 
-
-def correct_together(results: Sequence[Any], *, alpha: float, method: str) -> tuple[list[Any], int]:
-    """Correct all tests inside ``results`` as one family; return the rebuilt results and the
-    number of hypotheses actually tested (tests with a p-value)."""
-    tests = [t for r in results for t in collect(r)]
-    adjusted = iter(readjust(tests, alpha=alpha, method=method))
-    rebuilt = [_swap(r, adjusted) for r in results]
-    tested = sum(1 for t in tests if t.p_value == t.p_value)  # NaN: not tested
+    Returns the rebuilt results under the same names and the number of hypotheses actually
+    tested (tests with a p-value; NaN means "not tested").
+    """
+    present = {name: r for name, r in results.items() if r is not None}
+    groups = {name: _tests(name, r) for name, r in present.items()}
+    family = [t for tests in groups.values() for t in tests]
+    adjusted = list(readjust(family, alpha=alpha, method=method))
+    rebuilt: dict[str, Any] = dict(results)
+    start = 0
+    for name, tests in groups.items():
+        mine = adjusted[start:start + len(tests)]
+        start += len(tests)
+        rebuilt[name] = present[name].with_tests(mine) if tests else present[name]
+    tested = sum(1 for t in family if t.p_value == t.p_value)
     return rebuilt, tested

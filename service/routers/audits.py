@@ -24,8 +24,11 @@ def status_of(row: AuditRow) -> AuditStatus:
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=AuditStatus)
 def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus:
-    """Queue an audit of ``production`` against ``benchmark`` under a domain pack."""
-    bench, prod = runtime.datasets.get(body.benchmark), runtime.datasets.get(body.production)
+    """Queue an audit of ``production`` against ``benchmark`` (or the union of a ``benchmark_series``'
+    rounds, materialised as a stored benchmark dataset) under a domain pack."""
+    series = _series_benchmark(runtime, body) if body.benchmark_series else None
+    bench = series[0] if series else runtime.datasets.get(body.benchmark)
+    prod = runtime.datasets.get(body.production)
     if bench.role != "benchmark" or prod.role != "production":
         raise InvalidRequest(
             f"'benchmark' must name a benchmark dataset and 'production' a production dataset "
@@ -33,6 +36,8 @@ def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus:
             details={"benchmark": bench.role, "production": prod.role})
     runtime.packs.get(body.domain)
     options = body.options.model_dump()
+    if series:
+        options["benchmark_series"] = series[1]
     if body.annotations is not None:
         notes = runtime.datasets.get(body.annotations)
         if notes.role != "annotations":
@@ -42,6 +47,19 @@ def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus:
     row = runtime.audits.create(benchmark_id=bench.id, production_id=prod.id, domain=body.domain, options=options)
     runtime.worker.submit(row.id)
     return status_of(row)
+
+
+def _series_benchmark(runtime: Any, body: AuditCreate) -> tuple[Any, dict[str, Any]]:
+    """The union of the series' rounds as a benchmark dataset, and what the result records of it;
+    the audit's domain defaults to the series'."""
+    from service.rounds.store import RoundStore
+
+    rounds = RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs)
+    domain = rounds.series(body.benchmark_series).domain
+    if "domain" not in body.model_fields_set:
+        body.domain = domain
+    row, numbers = rounds.materialise_union(body.benchmark_series)
+    return row, {"name": body.benchmark_series, "rounds": numbers, "dataset": row.id}
 
 
 @router.get("", response_model=AuditList)
@@ -55,7 +73,8 @@ def list_audits(runtime: RuntimeDep, limit: int = 100, offset: int = 0) -> Audit
 def get_audit(audit_id: str, runtime: RuntimeDep) -> JSONResponse:
     row = runtime.audits.get(audit_id)
     if row.status == "succeeded" and row.result is not None:
-        return JSONResponse({**row.result, "id": row.id, "status": row.status})
+        series = {"benchmark_series": row.options["benchmark_series"]} if row.options.get("benchmark_series") else {}
+        return JSONResponse({**row.result, **series, "id": row.id, "status": row.status})
     return JSONResponse(status_of(row).model_dump(mode="json"))
 
 

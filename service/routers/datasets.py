@@ -5,9 +5,10 @@ import json
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, File, Form, Response, UploadFile, status
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
 from service import ingest, roles, validation
+from service.bounded import UploadLimits
 from service.deps import DatasetsDep, RuntimeDep
 from service.errors import InvalidRequest, ValidationFailed
 from service.packs import resolve_pack
@@ -15,6 +16,7 @@ from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
 DATASET_ROLES = ("benchmark", "production", "annotations")
+MAX_OFFSET = 1_000_000_000  # far past any real listing; keeps the SQL OFFSET inside int64
 
 
 @router.post("", response_model=DatasetOut, status_code=status.HTTP_201_CREATED,
@@ -31,6 +33,8 @@ def upload_dataset(
 ) -> DatasetOut:
     """Upload a table. Bad input answers 4xx and stores nothing."""
     filename = file.filename or "upload"
+    _check_text_field("name", name)
+    _check_text_field("domain", domain)
     if role not in DATASET_ROLES:
         raise InvalidRequest(f"Unknown dataset role {role!r}; use 'benchmark', 'production' or 'annotations'.",
                              code="invalid_role", details={"field": "role", "allowed": list(DATASET_ROLES)})
@@ -41,13 +45,14 @@ def upload_dataset(
     store.tmp_dir.mkdir(parents=True, exist_ok=True)
     spooled = store.tmp_dir / f"upload-{uuid.uuid4().hex}"
     try:
+        limits = UploadLimits.from_settings(runtime.settings)
         sha256, _ = ingest.spool_to_disk(file.file, spooled, max_bytes=runtime.settings.max_upload_bytes,
                                          filename=filename)
         existing = store.find_duplicate(name, sha256)
         if existing is not None:
             response.status_code = status.HTTP_200_OK
             return DatasetOut.from_row(existing)
-        frame = ingest.read_table(spooled, filename)
+        frame = ingest.read_table(spooled, filename, limits)
     finally:
         spooled.unlink(missing_ok=True)
     column_roles = roles.infer_roles(frame.columns, schema=roles.parse_schema(user_schema, frame.columns, filename),
@@ -63,9 +68,18 @@ def upload_dataset(
             f"File {filename!r} failed {len(failures)} data expectation(s); first: {first['expectation']} "
             f"on column {first['column']!r}, e.g. {first.get('partial_unexpected_list', [])[:5]}.",
             details={"file": filename, "failures": failures})
-    row = store.create(name=name, role=role, domain=pack.name if pack else None, frame=frame,
-                       columns=roles.describe_columns(frame, column_roles), validation=report, sha256=sha256)
+    row, created = store.create_or_get(name=name, role=role, domain=pack.name if pack else None, frame=frame,
+                                       columns=roles.describe_columns(frame, column_roles), validation=report,
+                                       sha256=sha256)
+    if not created:  # a parallel upload of the same name and content won the race
+        response.status_code = status.HTTP_200_OK
     return DatasetOut.from_row(row)
+
+
+def _check_text_field(field: str, value: str | None) -> None:
+    if value is not None and any(ord(ch) < 32 for ch in value):  # NUL breaks PostgreSQL text
+        raise InvalidRequest(f"Field {field!r} contains control characters.", code="invalid_field",
+                             details={"field": field})
 
 
 def _parse_schema_field(schema: str | None):
@@ -76,12 +90,18 @@ def _parse_schema_field(schema: str | None):
     except json.JSONDecodeError as exc:
         raise InvalidRequest(f"Field 'schema' is not valid JSON: {exc.msg} at position {exc.pos}.",
                              code="invalid_schema", details={"field": "schema", "position": exc.pos}) from None
+    except RecursionError:  # the decoder's depth check; a schema is two levels deep
+        raise InvalidRequest("Field 'schema' is nested too deeply.", code="invalid_schema",
+                             details={"field": "schema"}) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise InvalidRequest(f"Field 'schema' is not valid JSON: {exc}", code="invalid_schema",
+                             details={"field": "schema"}) from None
 
 
 @router.get("", response_model=DatasetList)
-def list_datasets(store: DatasetsDep, limit: int = 100, offset: int = 0) -> DatasetList:
-    return DatasetList(items=[DatasetOut.from_row(r) for r in store.list(limit=min(max(limit, 1), 1000),
-                                                                         offset=max(offset, 0))])
+def list_datasets(store: DatasetsDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                  offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0) -> DatasetList:
+    return DatasetList(items=[DatasetOut.from_row(r) for r in store.list(limit=limit, offset=offset)])
 
 
 @router.get("/{dataset_id}", response_model=DatasetOut)

@@ -48,6 +48,10 @@ def test_feature_statistics_equal_scipy_through_the_detector(make_mixed):
         test = next(t for t in res.features if t.name == name)
         expected = stats.ks_2samp(ref[name].dropna(), cur[name].dropna())
         assert test.statistic == expected.statistic
+        if name == "count":  # ties: the tie-correct p-value, scipy's continuous one kept in details
+            assert test.method == "ks_permutation_ties"
+            assert test.details["ks_p_value_continuous"] == pytest.approx(expected.pvalue, rel=1e-12)
+            continue
         assert test.p_value == pytest.approx(expected.pvalue, rel=1e-12)
     chi = next(t for t in res.features if t.name == "c1")
     table = pd.crosstab(np.r_[np.zeros(3000), np.ones(2500)], np.r_[ref["c1"], cur["c1"]])
@@ -208,3 +212,31 @@ def test_power_for_a_03_sigma_shift_in_one_of_20_features(make_numeric):
     assert found / reps >= 0.90
     # BH controls the false discovery rate at 19/20 * alpha = 0.0475 here; sd of the mean ~ 0.01.
     assert np.mean(false_discovery_proportions) <= 0.0475 + 0.03
+
+
+def test_categorical_effect_does_not_depend_on_sample_size_ratio():
+    """Issue 9 item 3 for features and for the predicted class (BBSD)."""
+    from detectors import OutputShiftDetector
+
+    rng = np.random.default_rng(8)
+    ref = pd.DataFrame({"c": rng.choice(["a", "b"], 3000, p=[0.5, 0.5])})
+    for n in (3000, 300_000):
+        cur = pd.DataFrame({"c": rng.choice(["a", "b"], n, p=[0.35, 0.65])})
+        t = CovariateShiftDetector().fit(ref).test(cur).features[0]
+        assert t.drifted and 0.12 < t.effect_size < 0.18
+        out = OutputShiftDetector().fit(ref["c"].to_numpy()).test(cur["c"].to_numpy())
+        assert out.tests[0].name == "predicted_class" and out.tests[0].drifted
+
+
+def test_with_tests_rebuilds_and_redecides():
+    rng = np.random.default_rng(9)
+    ref = pd.DataFrame({"x": rng.normal(size=500), "c": rng.choice(list("ab"), 500)})
+    cur = pd.DataFrame({"x": rng.normal(1, 1, size=500), "c": rng.choice(list("ab"), 500)})
+    res = CovariateShiftDetector().fit(ref).test(cur)
+    assert res.is_shift
+    import dataclasses
+
+    quiet = res.with_tests([dataclasses.replace(t, drifted=False) for t in res.tests])
+    assert not quiet.is_shift and quiet.drifted == () and res.is_shift
+    with pytest.raises(ValueError):
+        res.with_tests(res.tests[:1])

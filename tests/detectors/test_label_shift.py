@@ -191,8 +191,11 @@ def test_ill_conditioned_confusion_switches_to_rlls_and_helps():
         switched.append(auto.method_ == "rlls")
         assert (auto.method_ == "rlls") == (auto.condition_number_ > auto.max_condition)
         assert plain.method_ == "bbse"
-        for name, est in (("rlls", auto), ("bbse", plain)):
-            errs[name].append(np.sqrt(np.mean((prior_vector(est.estimate(p_p), 4) - SHIFTED) ** 2)))
+        r_auto = auto.estimate(p_p)
+        q_auto = (np.array([r_auto.regularized_priors[c] for c in range(4)]) if r_auto.regularized_priors
+                  else prior_vector(r_auto, 4))
+        errs["rlls"].append(np.sqrt(np.mean((q_auto - SHIFTED) ** 2)))
+        errs["bbse"].append(np.sqrt(np.mean((prior_vector(plain.estimate(p_p), 4) - SHIFTED) ** 2)))
     assert np.mean(switched) >= 0.85  # the estimated condition number is itself noisy
     assert np.mean(errs["rlls"]) < np.mean(errs["bbse"]) / 2
     r = LabelShiftEstimator().fit(y_b, p_b).estimate(p_p)
@@ -271,3 +274,56 @@ def test_real_nwtco_local_review_shift_between_studies():
         assert lo <= r.priors[c] <= hi
     # BBSE reads the rarer local calls as fewer unfavourable tumours.
     assert r.priors[2] < r.benchmark_prior[2]
+
+
+def test_rlls_reports_a_covering_interval():
+    """Issue 9 item 11: the regularised interval under-covered (0.72-0.76); what is reported must cover."""
+    conf = np.array([[.90, .04, .03, .03], [.04, .90, .03, .03], [.02, .02, .485, .475], [.02, .02, .475, .485]])
+    truth = np.array(SHIFTED)
+    hits, noted = [], []
+    for seed in range(60):
+        rng = np.random.default_rng(1000 + seed)
+        y_b, p_b = simulate(rng, UNIFORM, 4000, conf)
+        _, p_p = simulate(rng, SHIFTED, 2000, conf)
+        r = LabelShiftEstimator(n_bootstrap=200, random_state=seed).fit(y_b, p_b).estimate(p_p)
+        noted.append(r.method == "rlls" and r.interval_note is not None and r.regularized_priors is not None)
+        hits += [r.priors_ci[c][0] <= truth[c] <= r.priors_ci[c][1] for c in range(4)]
+    assert np.mean(noted) >= 0.85
+    assert np.mean(hits) >= 0.88, np.mean(hits)  # nominal 0.95; the old RLLS interval gave 0.72-0.76
+
+
+def test_rare_class_ratio_counts_as_label_shift():
+    """Issue 9 item 10: a rare class growing 3.9 % -> 5.7 % (x1.45) is a shift although TV < 0.05."""
+    rng = np.random.default_rng(3)
+    bench_prior, prod_prior = [0.961, 0.039], [0.943, 0.057]
+    conf = np.array([[0.97, 0.03], [0.10, 0.90]])
+    y_b, p_b = simulate(rng, bench_prior, 40_000, conf)
+    _, p_p = simulate(rng, prod_prior, 40_000, conf)
+    r = LabelShiftEstimator(random_state=0).fit(y_b, p_b).estimate(p_p)
+    assert r.effect_size < 0.05  # the TV floor alone says "no shift"
+    assert r.test.details["max_prior_ratio"] >= 1.25
+    assert r.is_shift and r.test.drifted
+    # same data without the relative floor: no shift
+    assert not LabelShiftEstimator(ratio_floor=10.0, random_state=0).fit(y_b, p_b).estimate(p_p).is_shift
+
+
+def test_prior_shift_effect_is_normalised_by_both_floors():
+    effect, details = label_shift_module.prior_shift_effect([0.5, 0.5], [0.6, 0.4])
+    assert effect == pytest.approx(max(0.1 / 0.05, np.log(0.5 / 0.4) / np.log(1.25)))  # TV 0.1 vs floor 0.05
+    assert details["tvd"] == pytest.approx(0.1)
+    small, _ = label_shift_module.prior_shift_effect([0.5, 0.5], [0.51, 0.49])
+    assert small < 1
+
+
+def test_with_tests_redecides_and_assumption_flag_serialises():
+    rng = np.random.default_rng(5)
+    y_b, p_b = simulate(rng, UNIFORM, 3000)
+    _, p_p = simulate(rng, SHIFTED, 3000)
+    r = LabelShiftEstimator(random_state=0).fit(y_b, p_b).estimate(p_p)
+    assert r.is_shift and r.tests == (r.test,)
+    quiet = r.with_tests([dataclasses.replace(r.test, p_value_adjusted=0.5, drifted=False)])
+    assert not quiet.is_shift and r.is_shift  # immutable: a new result
+    flagged = r.with_assumption_check(reliable=False, reason="covariate shift in x").with_observed_prior({0: 0.6})
+    d = json.loads(json.dumps(flagged.to_dict()))
+    assert d["reliable"] is False and d["reliability_reason"] == "covariate shift in x"
+    assert d["observed_prior"] == {"0": 0.6}

@@ -161,3 +161,35 @@ def test_docstring_examples_run(module_name):
 
     outcome = doctest.testmod(importlib.import_module(module_name))
     assert outcome.attempted > 0 and outcome.failed == 0
+
+
+def test_tied_ks_is_calibrated_where_continuous_ks_is_conservative():
+    """Issue 9 item 12: integer columns with ties; KS rejected ~1 % at alpha 0.05, costing power."""
+    from detectors.univariate import ks_test, ks_tied_test
+
+    rng = np.random.default_rng(12)
+    runs, n = 400, 300
+    tied_rej = cont_rej = 0
+    for i in range(runs):
+        a, b = np.sort(rng.poisson(3, n).astype(float)), np.sort(rng.poisson(3, n).astype(float))
+        d, p, method = ks_tied_test(a, b, n_permutations=400, random_state=i)
+        tied_rej += p < 0.05
+        cont_rej += ks_test(d, n, n)[1] < 0.05
+    rate, cont = tied_rej / runs, cont_rej / runs
+    assert method == "ks_permutation_ties"
+    assert rate <= 0.05 + 2.6 * np.sqrt(0.05 * 0.95 / runs)  # valid
+    assert rate >= 0.025 and cont < rate  # and closer to alpha than the continuous p-value
+
+
+def test_tied_ks_has_more_power_and_skips_untied_data():
+    from detectors.univariate import ks_test, ks_tied_test
+
+    rng = np.random.default_rng(13)
+    power = [0, 0]
+    for i in range(100):
+        a, b = np.sort(rng.poisson(3, 300).astype(float)), np.sort(rng.poisson(3.35, 300).astype(float))
+        d, p, _ = ks_tied_test(a, b, n_permutations=400, random_state=i)
+        power[0] += p < 0.05
+        power[1] += ks_test(d, 300, 300)[1] < 0.05
+    assert power[0] > power[1]
+    assert ks_tied_test(np.sort(rng.normal(size=50)), np.sort(rng.normal(size=50))) is None

@@ -1,0 +1,85 @@
+"""One limitation per fact (SPEC §7): fold findings that restate another one into it.
+
+Which findings restate which is decided by the audit pipeline, which can see the rows and run the
+tests (:mod:`service.pipeline.facts`); here the folding itself is pure: a :class:`Relation` says
+"``child`` is part of ``parent``, because ``reason``", and :func:`fold` keeps the parent, moves the
+child into its ``related`` list and adds one sentence saying what the parent also explains.
+
+>>> from reports.records import Limitation
+>>> a = Limitation(rank=1, kind="untested_context", slice="65+", title="t", statement="S.", score=0.02,
+...                severity="medium", key="untested_context:age_group == \\"65+\\"")
+>>> b = Limitation(rank=2, kind="context_mix_shift", slice="older", title="the share of older changed",
+...                statement="T.", score=0.0, severity="low", key="context_mix_shift:age >= 65")
+>>> [l.key for l in fold([a, b], [Relation(b.key, a.key, "same_rows")])]
+['untested_context:age_group == "65+"']
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reports.records import KINDS, Limitation, severity_label
+
+__all__ = ["Relation", "fold", "REASONS"]
+
+REASONS = {
+    "same_rows": "the same production rows",
+    "nested": "rows inside it, and no worse",
+    "explains": "explained by it: without these rows the shift disappears",
+    "column_mix": "the mix change of this context column",
+}
+_KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``child`` (a limitation key) restates part of ``parent`` for ``reason`` (a key of REASONS)."""
+
+    child: str
+    parent: str
+    reason: str
+    note: str = ""  # what was measured to decide it, quoted in the evidence
+
+
+def _root(key: str, parent_of: dict[str, str]) -> str:
+    seen = set()
+    while key in parent_of and key not in seen:
+        seen.add(key)
+        key = parent_of[key]
+    return key
+
+
+def _sentence(children: list[tuple[Limitation, Relation]]) -> str:
+    parts = [f"{child.title} ({REASONS.get(rel.reason, rel.reason)})" for child, rel in children[:4]]
+    more = f" and {len(children) - 4} more" if len(children) > 4 else ""
+    return f" The same fact also shows as: {'; '.join(parts)}{more}."
+
+
+def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> list[Limitation]:
+    """Limitations with every related child folded into its root parent, re-ranked by score.
+
+    A group's score is its head's when the head's gap was measured, else the largest score in the
+    group (every member's assumed gap is a guess of the same harm; the largest one is kept).
+    """
+    by_key = {lim.key: lim for lim in limitations}
+    parent_of = {r.child: r.parent for r in relations if r.child in by_key and r.parent in by_key
+                 and r.child != r.parent}
+    children: dict[str, list[tuple[Limitation, Relation]]] = {}
+    for r in relations:
+        if r.child in parent_of and parent_of[r.child] == r.parent:
+            children.setdefault(_root(r.parent, parent_of), []).append((by_key[r.child], r))
+    heads = []
+    for lim in limitations:
+        if lim.key in parent_of:
+            continue
+        kids = children.get(lim.key, [])
+        if kids:
+            score = lim.score if lim.evidence.get("gap_measured") else max([lim.score] + [c.score for c, _ in kids])
+            related = tuple({"key": c.key, "kind": c.kind, "slice": c.slice, "title": c.title, "statement": c.statement,
+                             "score": c.score, "reason": rel.reason, "note": rel.note} for c, rel in kids)
+            lim = dataclasses.replace(lim, statement=lim.statement + _sentence(kids), score=round(score, 6),
+                                      severity=severity_label(score), related=lim.related + related)
+        heads.append(lim)
+    heads.sort(key=lambda lim: (-lim.score, _KIND_ORDER.get(lim.kind, len(KINDS)), str(lim.slice or "")))
+    return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(heads, start=1)]

@@ -1,0 +1,115 @@
+"""Limits on what an upload may expand to, enforced while the bytes stream in.
+
+The upload cap (``MAX_UPLOAD_MB``) counts the bytes sent; a 10 MB gzip file can expand to
+10 GB. So every reader goes through :class:`CountingReader`, which raises a 413 as soon as
+more than ``max_decompressed_bytes`` have come out of the decompressor, and the table
+readers count rows x columns (``max_cells``) and the longest text cell (``max_cell_chars``)
+chunk by chunk, before the next chunk is read.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from service.errors import UploadTooLarge
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """What one upload may expand to once decompressed and parsed.
+
+    Parameters
+    ----------
+    max_decompressed_bytes : int
+        Bytes of the file after gzip decompression (the plain file's size otherwise).
+    max_cells : int
+        Rows x columns of the parsed table (a row with no columns counts as one cell).
+    max_cell_chars : int
+        Characters in one text cell.
+    """
+
+    max_decompressed_bytes: int = 1024 * MB
+    max_cells: int = 20_000_000
+    max_cell_chars: int = 1 * MB
+
+    @classmethod
+    def from_settings(cls, settings) -> "UploadLimits":
+        return cls(max_decompressed_bytes=int(settings.max_decompressed_mb * MB),
+                   max_cells=int(settings.max_cells), max_cell_chars=int(settings.max_cell_chars))
+
+    def too_many_cells(self, filename: str, n_rows: int, n_columns: int) -> UploadTooLarge:
+        return UploadTooLarge(
+            f"File {filename!r} has more than {self.max_cells:,} cells (rows x columns; at least "
+            f"{n_rows:,} rows x {n_columns:,} columns); raise CONTEXTSHIFT_MAX_CELLS or upload a sample.",
+            code="too_many_cells",
+            details={"file": filename, "limit": "CONTEXTSHIFT_MAX_CELLS", "max_cells": self.max_cells,
+                     "rows_at_least": n_rows, "columns": n_columns})
+
+    def check_cells(self, filename: str, n_rows: int, n_columns: int) -> None:
+        if n_rows * max(n_columns, 1) > self.max_cells:
+            raise self.too_many_cells(filename, n_rows, n_columns)
+
+    def cell_too_large(self, filename: str, column: str, row: int, length: int) -> UploadTooLarge:
+        return UploadTooLarge(
+            f"File {filename!r}, column {column!r}, row {row}: a cell of {length:,} characters exceeds "
+            f"the limit of {self.max_cell_chars:,} (CONTEXTSHIFT_MAX_CELL_CHARS).", code="cell_too_large",
+            details={"file": filename, "limit": "CONTEXTSHIFT_MAX_CELL_CHARS", "column": column, "row": row,
+                     "max_cell_chars": self.max_cell_chars})
+
+    def too_much_data(self, filename: str) -> UploadTooLarge:
+        return UploadTooLarge(
+            f"File {filename!r} expands to more than {self.max_decompressed_bytes / MB:g} MB "
+            "(CONTEXTSHIFT_MAX_DECOMPRESSED_MB); upload a smaller file.", code="decompressed_too_large",
+            details={"file": filename, "limit": "CONTEXTSHIFT_MAX_DECOMPRESSED_MB",
+                     "max_decompressed_bytes": self.max_decompressed_bytes})
+
+
+class CountingReader(io.RawIOBase):
+    """A raw binary stream over ``source`` that raises once more than ``limit`` bytes were read."""
+
+    def __init__(self, source: BinaryIO, *, limit: int, on_exceed) -> None:
+        super().__init__()
+        self.source = source
+        self.limit = limit
+        self.on_exceed = on_exceed
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        # never ask for more than one byte past the limit: the decompressor cannot run ahead
+        want = min(len(buffer), self.limit - self.count + 1)
+        data = self.source.read(want)
+        self.count += len(data)
+        if self.count > self.limit:
+            raise self.on_exceed()
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self.source.close()
+        finally:
+            super().close()
+
+
+def open_bounded(path: Path, gzipped: bool, limits: UploadLimits, filename: str,
+                 buffer_size: int = MB) -> io.BufferedReader:
+    """The (decompressed) bytes of ``path``, buffered, raising a 413 past the decompressed limit."""
+    source = gzip.open(path, "rb") if gzipped else open(path, "rb")
+    counter = CountingReader(source, limit=limits.max_decompressed_bytes,
+                             on_exceed=lambda: limits.too_much_data(filename))
+    return io.BufferedReader(counter, buffer_size=buffer_size)
+
+
+def decompress_to(path: Path, target: Path, limits: UploadLimits, filename: str) -> None:
+    """Write the decompressed ``path`` to ``target`` in chunks (Parquet needs a seekable file)."""
+    with open_bounded(path, True, limits, filename) as src, open(target, "wb") as out:
+        while chunk := src.read(MB):
+            out.write(chunk)

@@ -1,0 +1,140 @@
+"""JSON Lines and Parquet readers, bounded like the CSV one (see :mod:`service.bounded`)."""
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pandas as pd
+
+from service.bounded import UploadLimits, decompress_to, open_bounded
+from service.coerce import check_text_cells
+from service.errors import BadUpload, InvalidRequest
+
+JSONL_CHUNK_ROWS = 50_000
+
+
+def read_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits) -> pd.DataFrame:
+    """One JSON object per line; records become frames every ``JSONL_CHUNK_ROWS`` lines."""
+    from service.ingest import check_text_start, encoding_error
+
+    check_text_start(path, gzipped, limits, filename)
+    chunks: list[pd.DataFrame] = []
+    records: list[dict] = []
+    n_rows, n_columns = 0, 0
+    with open_bounded(path, gzipped, limits, filename) as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            records.append(_parse_line(raw, number, filename, encoding_error))
+            if len(records) >= JSONL_CHUNK_ROWS:
+                n_columns = _flush(records, chunks, limits, filename, n_rows, n_columns)
+                n_rows += JSONL_CHUNK_ROWS
+        n_columns = _flush(records, chunks, limits, filename, n_rows, n_columns)
+    if not chunks:
+        return pd.DataFrame()
+    return pd.concat(chunks, ignore_index=True, copy=False) if len(chunks) > 1 else chunks[0]
+
+
+def _parse_line(raw: bytes, number: int, filename: str, encoding_error) -> dict:
+    where = {"file": filename, "line": number}
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise encoding_error(filename, exc, line=number) from None
+    except json.JSONDecodeError as exc:
+        raise BadUpload(f"File {filename!r}, line {number}: not valid JSON ({exc.msg}).",
+                        code="invalid_jsonl", details=where) from None
+    except RecursionError:  # the C decoder checks its depth; the interpreter's limit is the bound
+        raise BadUpload(f"File {filename!r}, line {number}: JSON nested too deeply.",
+                        code="invalid_jsonl", details=where) from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise BadUpload(f"File {filename!r}, line {number}: {exc}.", code="invalid_jsonl",
+                        details=where) from None
+    if not isinstance(record, dict):
+        raise BadUpload(f"File {filename!r}, line {number}: each line must be a JSON object.",
+                        code="invalid_jsonl", details=where)
+    return record
+
+
+def _flush(records: list[dict], chunks: list[pd.DataFrame], limits: UploadLimits, filename: str,
+           n_rows: int, n_columns: int) -> int:
+    if not records:
+        return n_columns
+    chunk = pd.DataFrame.from_records(records)
+    records.clear()
+    n_columns = max(n_columns, chunk.shape[1])
+    limits.check_cells(filename, n_rows + len(chunk), n_columns)
+    check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
+    chunks.append(chunk)
+    return n_columns
+
+
+def read_parquet(path: Path, gzipped: bool, filename: str, limits: UploadLimits) -> pd.DataFrame:
+    """Check the footer (size, rows x columns, types, names) before any row group is read."""
+    if not gzipped:
+        return _read_parquet_file(path, filename, limits)
+    plain = path.with_name(f"{path.name}.{uuid.uuid4().hex}.parquet")
+    try:
+        decompress_to(path, plain, limits, filename)
+        return _read_parquet_file(plain, filename, limits)
+    finally:
+        plain.unlink(missing_ok=True)
+
+
+def _read_parquet_file(path: Path, filename: str, limits: UploadLimits) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path)
+        schema = meta.schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise BadUpload(f"File {filename!r} is not a readable Parquet file (truncated or not "
+                        f"Parquet): {exc}", code="invalid_parquet", details={"file": filename}) from None
+    names = schema.names
+    duplicates = sorted({c for c in names if names.count(c) > 1})
+    if duplicates:
+        raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates}.",
+                        code="duplicate_columns", details={"file": filename, "columns": duplicates})
+    _check_footer(meta.metadata, filename, limits, len(names))
+    _check_types(schema, filename)
+    try:
+        table = meta.read()
+    except (pa.ArrowException, OSError) as exc:
+        raise BadUpload(f"File {filename!r} is not a readable Parquet file: {exc}", code="invalid_parquet",
+                        details={"file": filename}) from None
+    for index, field in enumerate(table.schema):
+        if pa.types.is_decimal(field.type):  # Decimal objects would turn into text downstream
+            table = table.set_column(index, field.name, table.column(index).cast(pa.float64()))
+    frame = table.to_pandas()
+    check_text_cells(frame, limits, filename, first_row=1)
+    return frame
+
+
+def _check_footer(metadata, filename: str, limits: UploadLimits, n_columns: int) -> None:
+    limits.check_cells(filename, metadata.num_rows, n_columns)
+    expanded = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    if expanded > limits.max_decompressed_bytes:
+        raise limits.too_much_data(filename)
+
+
+def _supported(kind) -> bool:
+    import pyarrow.types as t
+
+    if t.is_dictionary(kind):
+        return _supported(kind.value_type)
+    if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):
+        return t.is_integer(kind.value_type) or t.is_floating(kind.value_type)
+    return any(check(kind) for check in (t.is_integer, t.is_floating, t.is_boolean, t.is_string,
+                                         t.is_large_string, t.is_timestamp, t.is_date, t.is_null,
+                                         t.is_decimal))
+
+
+def _check_types(schema, filename: str) -> None:
+    bad = {field.name: str(field.type) for field in schema if not _supported(field.type)}
+    if bad:
+        raise InvalidRequest(
+            f"File {filename!r} has columns of types that cannot be audited: {bad}; use numbers, text, "
+            "booleans, timestamps or numeric lists (embeddings).", code="invalid_column_type",
+            details={"file": filename, "columns": bad})

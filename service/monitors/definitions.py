@@ -1,0 +1,89 @@
+"""Checks of a monitor definition against the service's settings: every bad one is a 4xx."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from service.errors import InvalidRequest
+from service.monitors.schemas import DirectorySource, Schedule, SqlSource
+
+
+def resolve_directory(path: str, roots: list[Path]) -> Path:
+    """``path`` made absolute with symlinks and ``..`` resolved; it must lie inside one of ``roots``."""
+    if not roots:
+        raise InvalidRequest("Directory sources are disabled: set CONTEXTSHIFT_MONITOR_ROOTS to the folders "
+                             "monitors may read.", code="directory_sources_disabled")
+    target = Path(path).expanduser().resolve()
+    for root in roots:
+        if target == root.resolve() or target.is_relative_to(root.resolve()):
+            return target
+    raise InvalidRequest(f"Directory {path!r} is outside the allowed monitor roots.", code="path_not_allowed",
+                         details={"path": path})
+
+
+def inside_roots(file: Path, roots: list[Path]) -> bool:
+    """Is ``file`` (after following symlinks) inside a root? Files that link out are skipped."""
+    real = file.resolve()
+    return any(real.is_relative_to(root.resolve()) for root in roots)
+
+
+def check_source(source: DirectorySource | SqlSource, settings: Any) -> dict[str, Any]:
+    if isinstance(source, DirectorySource):
+        if "/" in source.pattern or ".." in source.pattern:
+            raise InvalidRequest("The file pattern must be a plain name pattern such as '*.csv'.",
+                                 code="invalid_pattern", details={"pattern": source.pattern})
+        resolved = resolve_directory(source.path, list(settings.monitor_roots))
+        return {**source.model_dump(), "path": str(resolved)}
+    if source.database not in settings.monitor_databases:
+        raise InvalidRequest(f"Unknown database {source.database!r}; configured: "
+                             f"{sorted(settings.monitor_databases)} (CONTEXTSHIFT_MONITOR_DATABASES).",
+                             code="unknown_database", details={"database": source.database})
+    return source.model_dump()
+
+
+def make_trigger(schedule: dict[str, Any], *, timezone: str = "UTC") -> Any:
+    """The APScheduler trigger of a schedule (imported here: APScheduler is not needed to start)."""
+    if schedule.get("cron"):
+        from apscheduler.triggers.cron import CronTrigger
+
+        return CronTrigger.from_crontab(schedule["cron"], timezone=timezone)
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    return IntervalTrigger(seconds=float(schedule["interval_seconds"]), timezone=timezone)
+
+
+def check_schedule(schedule: Schedule, min_interval_s: float) -> dict[str, Any]:
+    if (schedule.interval_seconds is None) == (schedule.cron is None):
+        raise InvalidRequest("Give exactly one of schedule.interval_seconds and schedule.cron.",
+                             code="invalid_schedule")
+    if schedule.interval_seconds is not None and schedule.interval_seconds < min_interval_s:
+        raise InvalidRequest(f"An interval of {schedule.interval_seconds:g} s is below the minimum of "
+                             f"{min_interval_s:g} s (CONTEXTSHIFT_MONITOR_MIN_INTERVAL_S).",
+                             code="interval_too_short", details={"minimum": min_interval_s})
+    if schedule.cron is not None:
+        if len(schedule.cron.split()) != 5:
+            raise InvalidRequest(f"Cron expression {schedule.cron!r} must have 5 fields "
+                                 "(minute hour day month weekday).", code="invalid_cron")
+        try:
+            make_trigger({"cron": schedule.cron})
+        except (ValueError, KeyError) as exc:
+            raise InvalidRequest(f"Invalid cron expression {schedule.cron!r}: {exc}", code="invalid_cron",
+                                 details={"cron": schedule.cron}) from None
+    return schedule.model_dump(exclude_none=True)
+
+
+def check_webhook(url: str | None) -> None:
+    if url is None:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidRequest(f"Webhook URL {url!r} must be an http(s) URL.", code="invalid_webhook",
+                             details={"webhook": url})
+
+
+def min_gap_s(schedule: dict[str, Any]) -> float:
+    """Half the shortest spacing of the schedule: two firings closer than this are one slot."""
+    if schedule.get("interval_seconds"):
+        return float(schedule["interval_seconds"]) / 2
+    return 30.0  # cron fires at most once a minute

@@ -1,0 +1,85 @@
+"""Which findings of an audit a monitor alerts on, and under what stable key.
+
+Alerts are for what changed against the benchmark. Standing limitations -- what the benchmark
+already had before any production data arrived -- go to the trend page and never alert:
+a saturated benchmark, the benchmark's label quality, and a slice that is as weak on the
+benchmark as it is in production.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SEVERITY_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
+STANDING_KINDS = frozenset({"benchmark_saturation", "label_quality"})
+LOWER_IS_BETTER = {"error_rate", "fpr", "false_positive_rate", "fnr", "log_loss", "brier"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    key: str
+    kind: str
+    severity: str
+    statement: str
+
+
+def finding_key(lim: dict[str, Any]) -> str:
+    """The stable ``"<kind>:<canonical subject>"`` of a limitation (one place to switch when keys land)."""
+    return lim.get("key") or f"{lim['kind']}:{lim.get('slice') or ''}"
+
+
+def is_standing(lim: dict[str, Any], result: dict[str, Any]) -> bool:
+    """True for what the benchmark already had: never an alert, only a line on the trend page."""
+    if lim.get("kind") in STANDING_KINDS:
+        return True
+    if lim.get("kind") != "underperforming_slice":
+        return False
+    sl = next((s for s in result.get("slices") or [] if s.get("name") == lim.get("slice")), None)
+    if sl is None or sl.get("benchmark_value") is None or sl.get("production_value") is None:
+        return False
+    lower = str(sl.get("metric") or "") in LOWER_IS_BETTER
+    bench, prod = float(sl["benchmark_value"]), float(sl["production_value"])
+    return bench >= prod if lower else bench <= prod  # as weak (or weaker) before production
+
+
+def alertable(result: dict[str, Any], min_severity: str) -> tuple[list[Finding], list[Finding]]:
+    """Split the audit's limitations into ``(alert-worthy changes, standing or below threshold)``."""
+    floor = SEVERITY_ORDER.get(min_severity, 2)
+    changes, others = [], []
+    for lim in result.get("limitations") or []:
+        finding = Finding(key=finding_key(lim), kind=str(lim.get("kind")), severity=str(lim.get("severity", "low")),
+                          statement=str(lim.get("statement", "")))
+        worthy = not is_standing(lim, result) and SEVERITY_ORDER.get(finding.severity, 0) >= floor
+        (changes if worthy else others).append(finding)
+    return changes, others
+
+
+def trend_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the trend page plots for one run (small: stored with the run)."""
+    overall = result.get("overall") or {}
+    cov = result.get("covariate") or {}
+    multi = ((cov.get("multivariate") or {}).get("test") or {})
+    drifted = [f for f in cov.get("features") or [] if f.get("drifted")]
+    top = max(cov.get("features") or [], key=lambda f: f.get("effect_size") or 0, default=None)
+    estimate = None
+    for method in (((result.get("label") or {}).get("estimated_performance") or {}).get("methods") or {}).values():
+        if method.get("status") == "ok" and method.get("estimate") is not None:
+            estimate = {"value": method["estimate"], "ci": [method.get("ci_low"), method.get("ci_high")],
+                        "method": method.get("method")}
+            break
+    slices = sorted((s for s in result.get("slices") or [] if s.get("gap") is not None),
+                    key=lambda s: -(s.get("gap") or 0))[:3]
+    return {
+        "severity": (result.get("verdict") or {}).get("severity", "none"),
+        "metric": overall.get("metric"), "benchmark_value": overall.get("benchmark_value"),
+        "observed": None if overall.get("production_value") is None else
+        {"value": overall["production_value"], "ci": overall.get("production_ci")},
+        "estimated": estimate,
+        "n_drifted_features": len(drifted), "n_features": len(cov.get("features") or []),
+        "top_feature": None if top is None else {"name": top.get("name"), "effect_size": top.get("effect_size")},
+        "classifier_auc": multi.get("statistic"),
+        "worst_slices": [{"name": s.get("name"), "gap": s.get("gap"), "production_value": s.get("production_value")}
+                         for s in slices],
+        "limitations": [{"key": finding_key(lim), "kind": lim.get("kind"), "severity": lim.get("severity"),
+                         "standing": is_standing(lim, result)} for lim in result.get("limitations") or []],
+    }

@@ -1,0 +1,192 @@
+"""One monitor run in the service: take new rows, register them, audit them, alert.
+
+The new rows become a production dataset and a normal audit (so a run's ``audit_id`` opens a
+real audit and report). The benchmark side -- its frame read from Parquet, its column roles and
+the domain pack -- is read once per monitor and kept (:class:`BenchmarkCache`); the audit's
+detectors are still fitted on the benchmark in every run, because the pipeline fits and tests
+in one call (see benchmarks/RESULTS.md for what that costs).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from service.errors import ServiceError, ValidationFailed
+from service.monitors import budget, findings
+from service.monitors.alerting import ACTIVE, deliver, payload, update_alerts
+from service.monitors.models import MonitorRow
+from service.monitors.sources import Batch, take_directory, take_sql
+from service.monitors.store import MonitorStore, now
+
+log = logging.getLogger("contextshift.monitors")
+
+
+@dataclass(frozen=True)
+class BenchmarkSide:
+    frame: pd.DataFrame
+    roles: dict[str, str]
+    ref: dict[str, Any]
+    pack: Any
+
+
+class BenchmarkCache:
+    """The benchmark side of each monitor, read once (thread-safe, bounded)."""
+
+    def __init__(self, max_items: int = 8) -> None:
+        self.max_items, self._items, self._lock = max_items, {}, threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, runtime: Any, benchmark_id: str, domain: str) -> BenchmarkSide:
+        key = (benchmark_id, domain)
+        with self._lock:
+            if key in self._items:
+                self.hits += 1
+                return self._items[key]
+        row = runtime.datasets.get(benchmark_id)
+        side = BenchmarkSide(frame=runtime.datasets.load_frame(benchmark_id),
+                             roles={c["name"]: c["role"] for c in row.columns},
+                             ref={"id": row.id, "name": row.name}, pack=runtime.packs.get(domain))
+        with self._lock:
+            self.misses += 1
+            if len(self._items) >= self.max_items:
+                self._items.pop(next(iter(self._items)))
+            self._items[key] = side
+        return side
+
+
+def production_roles(frame: pd.DataFrame, side: BenchmarkSide) -> dict[str, str]:
+    """Columns the benchmark has keep its roles (a schema given at upload holds); others are inferred."""
+    from service import roles
+
+    inferred = roles.infer_roles(frame.columns, context_columns=[c.name for c in side.pack.context])
+    return {c: side.roles.get(c, inferred[c]) for c in frame.columns}
+
+
+def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
+    source = monitor.source
+    if source["type"] == "directory":
+        return take_directory(source, store.taken_files(monitor.id), list(settings.monitor_roots))
+    url = settings.monitor_databases.get(source["database"])
+    if url is None:
+        raise ServiceError(f"Database {source['database']!r} is no longer configured.", code="unknown_database")
+    return take_sql(source, url, monitor.watermark)
+
+
+def register(runtime: Any, monitor: MonitorRow, run_id: str, frame: pd.DataFrame,
+             side: BenchmarkSide) -> tuple[Any, dict[str, str]]:
+    """Validate the new rows like an upload and store them as a production dataset."""
+    from service import roles, validation
+    from service.packs import view
+
+    column_roles = production_roles(frame, side)
+    expectations = validation.schema_expectations(frame, column_roles)
+    expectations += validation.pack_expectations(view(side.pack).expectations, side.pack.name, frame.columns)
+    report = validation.validate(frame, expectations)
+    if not report["success"]:
+        failures = [r for r in report["results"] if not r["success"]]
+        raise ValidationFailed(f"The new rows failed {len(failures)} data expectation(s); first: "
+                               f"{failures[0]['expectation']} on column {failures[0]['column']!r}.",
+                               details={"failures": failures[:20]})
+    digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).values.tobytes()).hexdigest()
+    row = runtime.datasets.create(name=f"{monitor.name} / {run_id}", role="production", domain=side.pack.name,
+                                  frame=frame, columns=roles.describe_columns(frame, column_roles),
+                                  validation=report, sha256=digest)
+    return row, column_roles
+
+
+def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[str, str], frame: pd.DataFrame,
+          side: BenchmarkSide, alpha: float) -> tuple[str, dict[str, Any]]:
+    """A normal audit row, executed here with the cached benchmark side."""
+    from service.pipeline import AuditInput, run_audit
+    from service.schemas import AuditOptions
+    from service.worker import atomic_write_text
+
+    options = AuditOptions(**{k: v for k, v in monitor.options.items() if k in AuditOptions.model_fields})
+    options = {**options.model_dump(), "alpha": alpha}
+    audits = runtime.audits
+    row = audits.create(benchmark_id=monitor.benchmark_id, production_id=dataset.id, domain=monitor.domain,
+                        options=options)
+    audits.mark_running(row.id)
+    try:
+        outcome = run_audit(AuditInput(
+            audit_id=row.id, benchmark=side.frame, production=frame, benchmark_roles=side.roles,
+            production_roles=column_roles, benchmark_ref=side.ref,
+            production_ref={"id": dataset.id, "name": dataset.name}, pack=side.pack, options=options),
+            progress=lambda p, stage: audits.set_progress(row.id, p, stage))
+        atomic_write_text(audits.reports_dir / f"{row.id}.html", outcome.html)
+        atomic_write_text(audits.reports_dir / f"{row.id}.md", outcome.markdown)
+        for fmt, text in (outcome.exports or {}).items():
+            atomic_write_text(audits.reports_dir / f"{row.id}.next-round.{fmt}", text)
+        audits.mark_succeeded(row.id, outcome.result, f"{row.id}.html")
+    except BaseException as exc:
+        audits.mark_failed(row.id, {"code": "audit_error", "message": f"{type(exc).__name__}: {exc}",
+                                    "details": {"trace": traceback.format_exc(limit=3)[-2000:]}})
+        raise
+    return row.id, outcome.result
+
+
+def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: str, *,
+            webhook_backoff_s: float = 0.5) -> str:
+    """Run a claimed run to its end; returns the final status (errors are stored, not raised)."""
+    monitor = store.get(store.get_run(run_id).monitor_id)
+    try:
+        batch = take(monitor, store, runtime.settings)
+        if batch.empty:
+            store.finish_run(run_id, "no_new_data", n_rows=0)
+            return "no_new_data"
+        # What was taken is taken, whatever happens next: a bad file must not fail every later run.
+        if batch.files:
+            store.record_files(monitor.id, run_id, batch.files)
+        if batch.watermark:
+            store.update(monitor.id, watermark=batch.watermark)
+        side = cache.get(runtime, monitor.benchmark_id, monitor.domain)
+        dataset, column_roles = register(runtime, monitor, run_id, batch.frame, side)
+        k = monitor.n_tested + 1
+        alpha_k = budget.run_alpha(monitor.alpha, k)
+        audit_id, result = audit(runtime, monitor, dataset, column_roles, batch.frame, side, alpha_k)
+        harm_state, checks = budget.track_harm(monitor.harm_state, result, alpha=monitor.alpha,
+                                               tolerance=float(monitor.options.get("harm_tolerance", 0.05)))
+        checks += budget.estimated_harm(result, tolerance=float(monitor.options.get("harm_tolerance", 0.05)))
+        store.update(monitor.id, n_tested=k, alpha_spent=budget.spent(monitor.alpha, k), harm_state=harm_state)
+        summary = {**findings.trend_summary(result), "harm": [c.__dict__ for c in checks]}
+        store.update_run(run_id, n_rows=len(batch.frame), audit_id=audit_id, alpha=alpha_k,
+                         verdict=result.get("verdict"), summary=summary)
+        alert_ids = _alerts(store, monitor, run_id, result, checks, webhook_backoff_s)
+        store.finish_run(run_id, "succeeded", alert_ids=alert_ids)
+        return "succeeded"
+    except Exception as exc:  # the run fails, the scheduler and service stay up
+        if not isinstance(exc, ServiceError):
+            log.exception("monitor run %s failed", run_id)
+        error = exc.to_body()["error"] if isinstance(exc, ServiceError) else {
+            "code": "run_error", "message": f"{type(exc).__name__}: {exc}",
+            "details": {"trace": traceback.format_exc(limit=3)[-2000:]}}
+        store.finish_run(run_id, "failed", error=error)
+        return "failed"
+
+
+def _alerts(store: MonitorStore, monitor: MonitorRow, run_id: str, result: dict[str, Any],
+            checks: list[budget.HarmCheck], backoff_s: float) -> list[str]:
+    min_severity = (monitor.alerts or {}).get("min_severity", "medium")
+    changes, others = findings.alertable(result, min_severity)
+    harm = [findings.Finding(key=c.key, kind="harm", severity="high", statement=c.statement())
+            for c in checks if c.harmful]
+    present = {f.key for f in changes + others + harm}
+    update = update_alerts(store.alerts(monitor_id=monitor.id, states=ACTIVE), changes + harm, present,
+                           monitor_id=monitor.id, run_id=run_id, at=now())
+    store.save_alerts(update.changed)
+    url = (monitor.alerts or {}).get("webhook")
+    run = store.get_run(run_id)
+    run_info = {"id": run_id, "audit_id": run.audit_id, "n_rows": run.n_rows, "verdict": run.verdict,
+                "started_at": run.started_at, "report": f"/v1/monitors/{monitor.id}/report"}
+    info = {"id": monitor.id, "name": monitor.name, "benchmark": monitor.benchmark_id, "domain": monitor.domain}
+    for event, rows in (("opened", update.opened), ("resolved", update.resolved)):
+        if url and rows:
+            deliver(url, payload(info, run_info, rows, event), backoff_s=backoff_s,
+                    record=lambda **kw: store.record_delivery(monitor_id=monitor.id, run_id=run_id, event=event, **kw))
+    return [a.id for a in update.opened]

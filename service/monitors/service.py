@@ -1,0 +1,126 @@
+"""The monitors of one running service: definitions, runs (in a background thread) and the scheduler."""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from service.errors import InvalidRequest
+from service.monitors import budget
+from service.monitors.definitions import check_schedule, check_source, check_webhook, min_gap_s
+from service.monitors.models import MonitorRow, MonitorRunRow
+from service.monitors.runner import BenchmarkCache, execute
+from service.monitors.schemas import MonitorCreate
+from service.monitors.store import MonitorStore, now
+
+log = logging.getLogger("contextshift.monitors")
+LEASE_S = 900.0
+
+
+class MonitorService:
+    def __init__(self, runtime: Any, *, webhook_backoff_s: float = 0.5) -> None:
+        self.runtime = runtime
+        self.store = MonitorStore(runtime.sessions)
+        self.cache = BenchmarkCache()
+        self.webhook_backoff_s = webhook_backoff_s
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor")
+        self.scheduler = None
+        self._draining: set[str] = set()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, runtime: Any) -> "MonitorService":
+        service = cls(runtime)
+        recovered = service.store.recover()
+        if recovered:
+            log.info("marked %d monitor runs failed: their process stopped", recovered)
+        if runtime.settings.scheduler:
+            from service.monitors.scheduler import MonitorScheduler
+
+            service.scheduler = MonitorScheduler(service)
+            service.scheduler.start()
+        return service
+
+    def close(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- definitions --------------------------------------------------------------------------
+    def create(self, body: MonitorCreate) -> MonitorRow:
+        settings, runtime = self.runtime.settings, self.runtime
+        bench = runtime.datasets.get(body.benchmark)
+        if bench.role != "benchmark":
+            raise InvalidRequest(f"'benchmark' must name a benchmark dataset (got role {bench.role!r}).",
+                                 code="invalid_dataset_role", details={"benchmark": bench.role})
+        runtime.packs.get(body.domain)
+        source = check_source(body.source, settings)
+        schedule = check_schedule(body.schedule, settings.monitor_min_interval_s)
+        check_webhook(body.alerts.webhook)
+        options = body.options.model_dump()
+        row = self.store.create(name=body.name, benchmark_id=bench.id, domain=body.domain, source=source,
+                                schedule=schedule, options=options, alerts=body.alerts.model_dump(),
+                                alpha=options["alpha"])
+        if self.scheduler is not None:
+            self.scheduler.add(row.id, schedule)
+        return row
+
+    def delete(self, monitor_id: str) -> None:
+        self.store.delete(monitor_id)
+        self.cache = BenchmarkCache()
+        if self.scheduler is not None:
+            self.scheduler.remove(monitor_id)
+
+    def budget(self, monitor: MonitorRow) -> dict[str, Any]:
+        return {"alpha": monitor.alpha, "spent": monitor.alpha_spent + (monitor.alpha / 2 if monitor.harm_state else 0),
+                "runs_tested": monitor.n_tested, "next_run_alpha": budget.run_alpha(monitor.alpha, monitor.n_tested + 1),
+                "method": budget.SPENDING}
+
+    # -- runs ---------------------------------------------------------------------------------
+    def fire(self, monitor_id: str) -> MonitorRunRow | None:
+        """A schedule slot (from APScheduler or cron): at most one process creates its run."""
+        monitor = self.store.get(monitor_id)
+        if not self.store.claim_firing(monitor_id, now(), min_gap_s(monitor.schedule)):
+            return None
+        run = self.store.create_run(monitor_id, "schedule")
+        self.drain(monitor_id)
+        return run
+
+    def run_now(self, monitor_id: str) -> tuple[MonitorRunRow, Future]:
+        self.store.get(monitor_id)
+        run = self.store.create_run(monitor_id, "manual")
+        return run, self.pool.submit(self.drain, monitor_id)
+
+    def drain(self, monitor_id: str) -> None:
+        """Execute this monitor's queued runs, oldest first, while holding its lease."""
+        with self._lock:
+            if monitor_id in self._draining:
+                return
+            self._draining.add(monitor_id)
+        try:
+            while self.store.acquire_lease(monitor_id, LEASE_S):
+                try:
+                    queued = sorted(self.store.runs(monitor_id, status="queued"), key=lambda r: r.created_at)
+                    for run in queued:
+                        if self.store.claim_run(run.id):
+                            execute(self.runtime, self.store, self.cache, run.id,
+                                    webhook_backoff_s=self.webhook_backoff_s)
+                finally:
+                    self.store.release_lease(monitor_id)
+                if not self.store.runs(monitor_id, status="queued", limit=1):
+                    break
+        finally:
+            with self._lock:
+                self._draining.discard(monitor_id)
+
+    def drain_queued(self) -> None:
+        """Runs left queued (e.g. posted to a replica without the scheduler) get executed here."""
+        for monitor in self.store.list():
+            if self.store.runs(monitor.id, status="queued", limit=1):
+                self.pool.submit(self.drain, monitor.id)
+
+    def next_run_time(self, monitor_id: str):
+        from service.monitors.scheduler import next_run_time
+
+        return next_run_time(self.runtime.engine, monitor_id)

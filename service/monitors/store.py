@@ -1,0 +1,195 @@
+"""Persistence of monitors, runs, taken files, alerts and deliveries, with the compare-and-set
+steps that keep two service processes on one database from firing or executing a run twice."""
+from __future__ import annotations
+
+import os
+import socket
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.errors import NotFound
+from service.monitors.models import AlertRow, DeliveryRow, MonitorFileRow, MonitorRow, MonitorRunRow
+from service.store import new_id
+
+WORKER_ID = f"{socket.gethostname()[:40]}:{os.getpid()}"
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything here is UTC.
+    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+
+
+class MonitorStore:
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self.sessions = sessions
+
+    # -- monitors -----------------------------------------------------------------------------
+    def create(self, **values: Any) -> MonitorRow:
+        row = MonitorRow(id=new_id("mo"), n_tested=0, alpha_spent=0.0, harm_state={}, created_at=now(), **values)
+        with self.sessions.begin() as s:
+            s.add(row)
+        return row
+
+    def get(self, monitor_id: str) -> MonitorRow:
+        with self.sessions() as s:
+            row = s.get(MonitorRow, monitor_id)
+        if row is None:
+            raise NotFound(f"No monitor with id {monitor_id!r}.", details={"monitor": monitor_id})
+        return row
+
+    def list(self) -> list[MonitorRow]:
+        with self.sessions() as s:
+            return list(s.scalars(select(MonitorRow).order_by(MonitorRow.created_at)))
+
+    def delete(self, monitor_id: str) -> None:
+        with self.sessions.begin() as s:
+            for table in (DeliveryRow, AlertRow, MonitorFileRow, MonitorRunRow):
+                s.execute(delete(table).where(table.monitor_id == monitor_id))
+            if s.execute(delete(MonitorRow).where(MonitorRow.id == monitor_id)).rowcount == 0:
+                raise NotFound(f"No monitor with id {monitor_id!r}.", details={"monitor": monitor_id})
+
+    def update(self, monitor_id: str, **values: Any) -> None:
+        with self.sessions.begin() as s:
+            s.execute(update(MonitorRow).where(MonitorRow.id == monitor_id).values(**values))
+
+    def claim_firing(self, monitor_id: str, at: datetime, min_gap_s: float) -> bool:
+        """One schedule slot fires once: only the process whose update moves ``last_fired_at`` wins."""
+        cutoff = at - timedelta(seconds=min_gap_s)
+        with self.sessions.begin() as s:
+            done = s.execute(update(MonitorRow).where(
+                MonitorRow.id == monitor_id,
+                or_(MonitorRow.last_fired_at.is_(None), MonitorRow.last_fired_at <= cutoff))
+                .values(last_fired_at=at))
+        return done.rowcount == 1
+
+    def acquire_lease(self, monitor_id: str, seconds: float, owner: str = WORKER_ID) -> bool:
+        """At most one process runs a monitor at a time (its source hands out each row once)."""
+        t = now()
+        with self.sessions.begin() as s:
+            done = s.execute(update(MonitorRow).where(
+                MonitorRow.id == monitor_id,
+                or_(MonitorRow.lease_owner.is_(None), MonitorRow.lease_until < t, MonitorRow.lease_owner == owner))
+                .values(lease_owner=owner, lease_until=t + timedelta(seconds=seconds)))
+        return done.rowcount == 1
+
+    def release_lease(self, monitor_id: str, owner: str = WORKER_ID) -> None:
+        with self.sessions.begin() as s:
+            s.execute(update(MonitorRow).where(MonitorRow.id == monitor_id, MonitorRow.lease_owner == owner)
+                      .values(lease_owner=None, lease_until=None))
+
+    # -- runs ---------------------------------------------------------------------------------
+    def create_run(self, monitor_id: str, trigger: str) -> MonitorRunRow:
+        row = MonitorRunRow(id=new_id("run"), monitor_id=monitor_id, status="queued", trigger=trigger,
+                            alert_ids=[], created_at=now())
+        with self.sessions.begin() as s:
+            s.add(row)
+        return row
+
+    def claim_run(self, run_id: str, owner: str = WORKER_ID) -> bool:
+        """queued -> running, for exactly one caller."""
+        with self.sessions.begin() as s:
+            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id, MonitorRunRow.status == "queued")
+                             .values(status="running", started_at=now(), executed_by=owner))
+        return done.rowcount == 1
+
+    def finish_run(self, run_id: str, status: str, **values: Any) -> None:
+        with self.sessions.begin() as s:
+            s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id)
+                      .values(status=status, finished_at=now(), **values))
+
+    def update_run(self, run_id: str, **values: Any) -> None:
+        with self.sessions.begin() as s:
+            s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id).values(**values))
+
+    def get_run(self, run_id: str) -> MonitorRunRow:
+        with self.sessions() as s:
+            row = s.get(MonitorRunRow, run_id)
+        if row is None:
+            raise NotFound(f"No monitor run with id {run_id!r}.", details={"run": run_id})
+        return row
+
+    def runs(self, monitor_id: str, *, status: str | None = None, limit: int = 1000) -> list[MonitorRunRow]:
+        query = select(MonitorRunRow).where(MonitorRunRow.monitor_id == monitor_id)
+        if status:
+            query = query.where(MonitorRunRow.status == status)
+        with self.sessions() as s:
+            return list(s.scalars(query.order_by(MonitorRunRow.created_at.desc()).limit(limit)))
+
+    def all_runs(self) -> list[MonitorRunRow]:
+        with self.sessions() as s:
+            return list(s.scalars(select(MonitorRunRow)))
+
+    def recover(self) -> int:
+        """Runs left ``running`` by a process that died (its lease expired) are marked failed."""
+        t = now()
+        with self.sessions.begin() as s:
+            dead = select(MonitorRow.id).where(or_(MonitorRow.lease_owner.is_(None), MonitorRow.lease_until < t))
+            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.status == "running",
+                                                         MonitorRunRow.monitor_id.in_(dead))
+                             .values(status="failed", finished_at=t,
+                                     error={"code": "interrupted", "message": "The service stopped during this run."}))
+        return done.rowcount
+
+    # -- directory files ----------------------------------------------------------------------
+    def taken_files(self, monitor_id: str) -> set[tuple[str, str]]:
+        with self.sessions() as s:
+            rows = s.execute(select(MonitorFileRow.path, MonitorFileRow.sha256)
+                             .where(MonitorFileRow.monitor_id == monitor_id))
+            return {(p, h) for p, h in rows}
+
+    def record_files(self, monitor_id: str, run_id: str, files: list[tuple[str, str]]) -> None:
+        try:
+            with self.sessions.begin() as s:
+                s.add_all([MonitorFileRow(monitor_id=monitor_id, path=p, sha256=h, run_id=run_id, taken_at=now())
+                           for p, h in files])
+        except IntegrityError:  # another process took them first: the lease makes this a bug, say so
+            raise RuntimeError("files already taken by another run of this monitor") from None
+
+    # -- alerts -------------------------------------------------------------------------------
+    def alerts(self, *, monitor_id: str | None = None, state: str | None = None,
+               states: tuple[str, ...] | None = None) -> list[AlertRow]:
+        query = select(AlertRow)
+        if monitor_id:
+            query = query.where(AlertRow.monitor_id == monitor_id)
+        if state:
+            query = query.where(AlertRow.state == state)
+        if states:
+            query = query.where(AlertRow.state.in_(states))
+        with self.sessions() as s:
+            return list(s.scalars(query.order_by(AlertRow.created_at)))
+
+    def get_alert(self, alert_id: str) -> AlertRow:
+        with self.sessions() as s:
+            row = s.get(AlertRow, alert_id)
+        if row is None:
+            raise NotFound(f"No alert with id {alert_id!r}.", details={"alert": alert_id})
+        return row
+
+    def save_alerts(self, rows: list[AlertRow]) -> None:
+        with self.sessions.begin() as s:
+            for row in rows:
+                s.merge(row)
+
+    def set_alert_state(self, alert_id: str, state: str) -> AlertRow:
+        self.get_alert(alert_id)
+        stamp = {"acknowledged": "acknowledged_at", "resolved": "resolved_at"}[state]
+        with self.sessions.begin() as s:
+            s.execute(update(AlertRow).where(AlertRow.id == alert_id).values(state=state, **{stamp: now()}))
+        return self.get_alert(alert_id)
+
+    def record_delivery(self, **values: Any) -> None:
+        with self.sessions.begin() as s:
+            s.add(DeliveryRow(at=now(), **values))
+
+    def deliveries(self, monitor_id: str) -> list[DeliveryRow]:
+        with self.sessions() as s:
+            return list(s.scalars(select(DeliveryRow).where(DeliveryRow.monitor_id == monitor_id)
+                                  .order_by(DeliveryRow.id)))

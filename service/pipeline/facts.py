@@ -1,0 +1,164 @@
+"""One limitation per fact: which findings restate which (SPEC §7).
+
+``reports`` states the findings one by one; this module looks at the production rows behind
+them and decides which ones are the same fact:
+
+* **same rows** — an untested context, the slice with the same definition and the mix shift of
+  that slice select the same production rows: one limitation, the most telling kind first
+  (untested context, weak slice, concept shift, mix shift);
+* **nested** — a finding whose rows lie inside another's is folded into it unless it is
+  significantly worse than its parent (its CI lies entirely below the parent's value);
+* **explains** — a covariate shift that disappears when the rows of one untested or mix-shifted
+  context are left out is that context's shift, seen through the features. The re-test uses the
+  same detectors on the remaining rows; it only decides the grouping, never claims a shift.
+
+The folding itself is :func:`reports.grouping.fold`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports.formatting import fmt_num, lower_is_better, num
+from reports.grouping import Relation, fold
+from reports.records import Limitation
+
+MIN_SCORE = 5e-5  # a limitation whose expected loss rounds to 0.000 points of the metric is not a limitation
+ROW_KINDS = ("untested_context", "underperforming_slice", "concept_shift", "context_mix_shift")
+PARENT_KINDS = ("untested_context", "context_mix_shift")  # row groups whose share moved: they can explain inputs
+
+
+def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.DataFrame) -> list[Limitation]:
+    """The audit's limitations, ranked, with every restatement folded into the fact it restates."""
+    from reports import rank_limitations
+
+    ctx = state.ctx
+    found = [lim for lim in rank_limitations(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
+                                             alpha=ctx.alpha) if lim.score >= MIN_SCORE]
+    masks = {lim.key: m for lim in found if (m := _mask(lim, production)) is not None}
+    bench_masks = {lim.key: m for lim in found if lim.key in masks and (m := _mask(lim, ctx.benchmark)) is not None}
+    relations = _row_relations(found, masks)
+    relations += _explained_inputs(found, masks, bench_masks, state)
+    relations += _explained_labels(found, masks, bench_masks, state)
+    return fold(found, relations)
+
+
+def _mask(lim: Limitation, frame: pd.DataFrame) -> np.ndarray | None:
+    from domains import evaluate
+
+    if lim.kind not in ROW_KINDS or not lim.definition:
+        return None
+    try:
+        mask = evaluate(lim.definition, frame).to_numpy()
+    except (ValueError, KeyError):
+        return None
+    return mask if mask.any() else None
+
+
+def _order(lim: Limitation) -> tuple:
+    return ROW_KINDS.index(lim.kind), -lim.score
+
+
+def _row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> list[Relation]:
+    candidates = sorted((lim for lim in found if lim.key in masks), key=_order)
+    relations = []
+    for i, child in enumerate(candidates):
+        mc = masks[child.key]
+        for parent in candidates[:i]:
+            mp = masks[parent.key]
+            if np.array_equal(mc, mp):
+                relations.append(Relation(child.key, parent.key, "same_rows"))
+                break
+            if not (mc & ~mp).any() and not _significantly_worse(child, parent):
+                relations.append(Relation(child.key, parent.key, "nested",
+                                          note=f"{int(mc.sum()):,} of the parent's {int(mp.sum()):,} rows"))
+                break
+    return relations
+
+
+def _significantly_worse(child: Limitation, parent: Limitation) -> bool:
+    """Is the child's measured metric credibly worse than the parent's (its CI excludes the parent's value)?"""
+    value, ci = num(parent.evidence.get("value")), child.evidence.get("ci")
+    if child.kind in ("underperforming_slice", "concept_shift") and (value is None or not ci):
+        return True  # a measured harm inside an unmeasured parent stays visible
+    if value is None or not ci or len(ci) != 2 or num(ci[0]) is None or num(ci[1]) is None:
+        return False
+    metric = child.evidence.get("metric") or ""
+    return num(ci[0]) > value if lower_is_better(metric) else num(ci[1]) < value
+
+
+def _explained_inputs(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
+                      state: Any) -> list[Relation]:
+    covariate = next((lim for lim in found if lim.kind == "covariate_shift"), None)
+    if covariate is None:
+        return []
+    features = [f["name"] for f in covariate.evidence.get("features") or []]
+    outputs = [o["name"] for o in covariate.evidence.get("outputs") or []]
+    if not features and not outputs:
+        return []  # only the joint (classifier) test fired: nothing cheap to re-test
+    parents = sorted((lim for lim in found if lim.kind in PARENT_KINDS and lim.key in masks),
+                     key=lambda lim: -int(masks[lim.key].sum()))
+    for parent in parents[:5]:
+        keep_p = ~masks[parent.key]
+        keep_b = ~bench_masks.get(parent.key, np.zeros(len(state.ctx.benchmark), bool))
+        remaining = _still_drifted(state, features, outputs, keep_b, keep_p)
+        if remaining is not None and not remaining:
+            return [Relation(covariate.key, parent.key, "explains",
+                             note=f"without these rows none of {', '.join(features + outputs)} is shifted")]
+    return []
+
+
+def _explained_labels(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
+                      state: Any) -> list[Relation]:
+    """An observed class-mix change that disappears without one new or mix-shifted population is that
+    population's (e.g. older occupants die more often): fold it there instead of a second limitation."""
+    from detectors.concept import observed_label_shift
+
+    label = next((lim for lim in found if lim.kind == "label_shift"
+                  and lim.evidence.get("source") == "observed_labels"), None)
+    bench, prod = state.bench_out, state.prod_out
+    if label is None or bench is None or prod is None or bench.y_true is None or prod.y_true is None:
+        return []
+    parents = sorted((lim for lim in found if lim.kind in PARENT_KINDS and lim.key in masks),
+                     key=lambda lim: -int(masks[lim.key].sum()))
+    for parent in parents[:5]:
+        keep_p = ~masks[parent.key]
+        keep_b = ~bench_masks.get(parent.key, np.zeros(len(bench.y_true), bool))
+        test = observed_label_shift(bench.y_true[keep_b], prod.y_true[keep_p], state.ctx.classes,
+                                    alpha=state.ctx.alpha)
+        if test.status == "ok" and not test.drifted:
+            return [Relation(label.key, parent.key, "explains",
+                             note=f"without these rows the class mix does not change (p = {fmt_num(test.p_value, 3)})")]
+    return []
+
+
+def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: np.ndarray,
+                   keep_p: np.ndarray) -> list[str] | None:
+    """Names still flagged when the benchmark and production keep only ``keep_b`` / ``keep_p`` rows."""
+    from detectors.bbsd import OutputShiftDetector
+    from detectors.covariate import CovariateShiftDetector
+
+    ctx = state.ctx
+    bench, prod = ctx.benchmark.loc[keep_b], ctx.production.loc[keep_p]
+    if min(len(bench), len(prod)) < ctx.min_slice_size:
+        return None
+    drifted: list[str] = []
+    if features:
+        res = CovariateShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(
+            bench[features]).test(prod[features])
+        drifted += [t.name for t in res.features if t.drifted]
+    used = [c for c in outputs if c in ctx.production.columns]
+    if len(used) != len(outputs):
+        used = ([ctx.columns.prediction] if ctx.columns.prediction else []) + list(ctx.columns.scores)
+    if outputs and used:
+        res = OutputShiftDetector(alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes,
+                                  random_state=ctx.seed).fit(bench[used]).test(prod[used])
+        drifted += [t.name for t in res.tests if t.drifted]
+    return drifted
+
+
+def describe(lim: Limitation) -> str:
+    """One line per limitation, for logs and debugging."""
+    return f"{lim.rank}. [{lim.kind}] {lim.key} score={fmt_num(lim.score, 3)}"

@@ -1,0 +1,67 @@
+"""Per-round annotator statistics: Krippendorff's alpha, shares against the cap, near-chance
+annotators (computed by :mod:`detectors.label_quality`), and "agreement fell" between rounds."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from detectors.base import Result
+
+SHARE_CAP = 0.2
+
+
+@dataclass(frozen=True)
+class AnnotatorShareOut(Result):
+    annotator: str
+    n_labels: int
+    share: float
+    ci_low: float
+    ci_high: float
+    over_cap: bool
+
+
+@dataclass(frozen=True)
+class AnnotatorSummary(Result):
+    """``alpha`` is None when no item carries two labels; ``shares`` is sorted, largest first."""
+
+    n_annotators: int
+    alpha: float | None
+    alpha_ci_low: float | None
+    alpha_ci_high: float | None
+    max_share: float | None
+    cap: float
+    over_cap: tuple[str, ...]
+    near_chance: tuple[str, ...]
+    shares: tuple[AnnotatorShareOut, ...]
+
+
+EMPTY = AnnotatorSummary(0, None, None, None, None, SHARE_CAP, (), (), ())
+
+
+def summarise(annotations: pd.DataFrame | None, *, cap: float = SHARE_CAP, seed: int = 0) -> AnnotatorSummary:
+    """Statistics of one round's ``(item_id, annotator_id, label)`` table (``EMPTY`` when None)."""
+    if annotations is None or annotations.empty:
+        return EMPTY
+    from detectors.label_quality import assess_label_quality
+
+    quality = assess_label_quality(annotations, cap=cap, random_state=seed)
+    shares = tuple(sorted((AnnotatorShareOut(str(s.annotator), s.n_labels, s.share, s.ci_low, s.ci_high, s.over_cap)
+                           for s in quality.shares), key=lambda s: -s.share))
+    agreement = quality.agreement
+    return AnnotatorSummary(
+        n_annotators=len(shares),
+        alpha=None if agreement is None else agreement.alpha,
+        alpha_ci_low=None if agreement is None else agreement.ci_low,
+        alpha_ci_high=None if agreement is None else agreement.ci_high,
+        max_share=shares[0].share if shares else None, cap=cap,
+        over_cap=tuple(str(a) for a in quality.over_cap), near_chance=tuple(str(a) for a in quality.near_chance),
+        shares=shares)
+
+
+def agreement_fell(before: AnnotatorSummary, after: AnnotatorSummary) -> bool:
+    """Round ``after``'s alpha is credibly lower: its upper CI bound lies below the earlier alpha."""
+    if before.alpha is None or after.alpha is None:
+        return False
+    upper = after.alpha_ci_high if after.alpha_ci_high is not None else after.alpha
+    return upper < before.alpha

@@ -1,0 +1,14 @@
+"""``GET /metrics``: Prometheus text format (audits, monitor runs, alerts, monitor freshness)."""
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+router = APIRouter(tags=["metrics"])
+
+
+@router.get("/metrics", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}, "description": "Prometheus exposition format"}})
+def metrics(request: Request) -> Response:
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return Response(generate_latest(request.app.state.metrics_registry), media_type=CONTENT_TYPE_LATEST)
