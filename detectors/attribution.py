@@ -7,7 +7,7 @@ Both work on **context cells**: a partition of the rows by one or more context c
 error rate: the mean of a 0/1 value per row). With benchmark cell shares ``wb``, production
 shares ``wp`` and per-cell metrics ``mb``, ``mp``::
 
-    benchmark            B = sum wb * mb
+    benchmark            B = sum wb * mb     (the same cell estimator as E, see below)
     expected production  E = sum wp * mb     (benchmark performance under the production mix)
     observed production  O = sum wp * mp     (when production is labelled)
     mix effect = E - B,  within-context effect = O - E,  total = O - B
@@ -15,7 +15,8 @@ shares ``wp`` and per-cell metrics ``mb``, ``mp``::
 Cells with fewer than ``min_cell_size`` benchmark rows cannot be evaluated on their own: their
 metric is shrunk towards the pooled benchmark metric (``(k + m * pooled) / (n + m)`` with
 ``m = min_cell_size``; an empty cell gets the pooled value — an explicit assumption), and their
-production share is reported as ``uncovered_share``. Keep cells coarse: every combination
+production share is reported as ``uncovered_share``. ``B`` uses these same cell values, so
+that ``E - B`` is centred on 0 when nothing changed. Keep cells coarse: every combination
 of the chosen columns is a cell. CIs are percentile bootstraps of both datasets, drawn as multinomial
 counts over (cell x outcome), so their cost does not grow with the number of rows.
 
@@ -149,7 +150,9 @@ def _decompose(nb, kb, npr, kp, covered, prior: float):
     pooled = kb.sum(-1, keepdims=True) / tb
     with np.errstate(invalid="ignore", divide="ignore"):
         mb = np.where(covered, kb / np.where(nb > 0, nb, 1), (kb + prior * pooled) / (nb + prior))
-    bench = kb.sum(-1) / tb[..., 0]
+    # B and E use the same (shrunk) cell estimator: with raw rates in B and shrunk ones in E the
+    # "mix effect" E - B was biased away from 0 even when production equals the benchmark.
+    bench = (nb / tb * mb).sum(-1)
     expected = (npr / tp * mb).sum(-1)
     observed = kp.sum(-1) / tp[..., 0]
     return bench, expected, observed, mb

@@ -12,6 +12,9 @@ __all__ = [
 
 _COMPARATORS = ("==", "!=", "<=", ">=", "<", ">")
 _KEYWORDS = {"and", "or", "not", "in", "is", "missing", "between", "abs", "true", "false"}
+# nesting of (...), not and abs(...): the parser recurses once per level (and every AST walk
+# after it), so the depth is checked rather than left to Python's recursion limit
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,12 @@ class _Parser:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nest(self, token: Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.fail(f"nested more than {MAX_DEPTH} levels deep (parentheses, not, abs)", token)
 
     @property
     def tok(self) -> Token:
@@ -227,10 +236,16 @@ class _Parser:
     def not_expr(self) -> Node:
         t = self.accept("KEYWORD", "not")
         if t:
-            return Not(self.not_expr(), t.position)
-        if self.accept("OP", "("):
+            self.nest(t)
+            node = Not(self.not_expr(), t.position)
+            self.depth -= 1
+            return node
+        t = self.accept("OP", "(")
+        if t:
+            self.nest(t)
             node = self.or_expr()
             self.expect("OP", ")", "')'")
+            self.depth -= 1
             return node
         return self.predicate()
 
@@ -274,9 +289,11 @@ class _Parser:
             self.i += 1
             return Column(t.value, t.position)
         if self.accept("KEYWORD", "abs"):
+            self.nest(t)
             self.expect("OP", "(", "'(' after abs")
             inner = self.operand()
             self.expect("OP", ")", "')' to close abs(")
+            self.depth -= 1
             return Abs(inner, t.position)
         return self.literal("a column, a literal or abs(...)")
 

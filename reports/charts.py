@@ -114,7 +114,7 @@ def _slice_label(s: Mapping) -> str:
 
 
 def slice_chart(slices: Sequence[Mapping], *, overall_value=None, metric: str = "metric",
-                highlight: Sequence[str] = (), max_slices: int = 40) -> str:
+                highlight: Sequence[str] = (), max_slices: int = 20) -> str:
     """Forest plot: each slice's benchmark metric (and production metric, when labelled) with
     its 95 % CI against the overall benchmark value; slices named in ``highlight`` in red.
 

@@ -178,20 +178,16 @@ def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping |
                 "context_tests": [t.get("name") for t in folded], "metric": ctx.metric, "gap_measured": False}
     if _measured_in_production(measured, ctx):
         value, ci = num(measured.get("production_value")), measured.get("production_ci")
-        lo, hi = ci_pair(ci)
-        worst = hi if lower_is_better(ctx.metric) else lo
-        sign = -1.0 if lower_is_better(ctx.metric) else 1.0
-        gap_hi = max(0.0, sign * (ctx.overall_production_value - worst)) if worst is not None else 0.0
+        gap = max(0.0, slice_gap(measured, ctx) or 0.0)  # the point gap, as for a weak slice
         statement += (f" Measured on the labelled production rows, {metric} there is {fmt_metric(value, ci)} "
                       f"({fmt_n(measured.get('metric_n_production', measured.get('n_production')))}) against "
                       f"{fmt_num(ctx.overall_production_value)} overall in production.")
-        basis = (f"production share {share or 0:.3f} × the gap's upper confidence bound {gap_hi:.3f} "
-                 "(overall minus the CI's worse end)")
-        if gap_hi < ctx.priors.coverage_gap:
+        basis = f"production share {share or 0:.3f} × measured gap {gap:.3f}"
+        if gap < ctx.priors.coverage_gap:
             statement += " It is no worse than overall here, but the benchmark still needs cases of it."
-            gap_hi, basis = ctx.priors.coverage_gap, (f"production share {share or 0:.3f} × coverage gap "
-                                                      f"{ctx.priors.coverage_gap:.2f} (measured no worse than overall)")
-        score = (share or 0.0) * gap_hi
+            gap, basis = ctx.priors.coverage_gap, (f"production share {share or 0:.3f} × coverage gap "
+                                                   f"{ctx.priors.coverage_gap:.2f} (measured no worse than overall)")
+        score = (share or 0.0) * gap
         evidence.update(value=value, ci=ci, dataset="production", overall_value=ctx.overall_production_value,
                         gap=slice_gap(measured, ctx), gap_measured=True, severity_basis=basis)
         title = (f"the context {name} ({fmt_share(share)} of production) was never tested; in production its "

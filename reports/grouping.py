@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.records import KINDS, Limitation, severity_label
+from reports.records import Limitation, rank_order, severity_label
 
 __all__ = ["Relation", "fold", "REASONS"]
 
@@ -29,7 +29,6 @@ REASONS = {
     "explains": "explained by it: without these rows the shift disappears",
     "column_mix": "the mix change of this context column",
 }
-_KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
 
 
 @dataclass(frozen=True)
@@ -81,5 +80,5 @@ def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> li
             lim = dataclasses.replace(lim, statement=lim.statement + _sentence(kids), score=round(score, 6),
                                       severity=severity_label(score), related=lim.related + related)
         heads.append(lim)
-    heads.sort(key=lambda lim: (-lim.score, _KIND_ORDER.get(lim.kind, len(KINDS)), str(lim.slice or "")))
+    heads.sort(key=rank_order)
     return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(heads, start=1)]

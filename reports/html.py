@@ -26,6 +26,7 @@ from reports.formatting import (
     as_list, capitalise, fmt_metric, fmt_n, fmt_seconds, fmt_value, get, metric_label, num, shorten,
 )
 from reports.html_sections import ROW_CAP, TABLE_CAP
+from reports.html_sections import generated_text as _generated
 from reports.limitations import verdict as compute_verdict
 from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors
 
@@ -87,9 +88,9 @@ def _limitation_row(lim: Mapping) -> dict:
     evidence = lim.get("evidence") if isinstance(lim.get("evidence"), Mapping) else {}
     definition = lim.get("definition") or evidence.get("definition") or ""
     return {"rank": lim.get("rank"), "kind": KIND_LABELS.get(lim.get("kind"), str(lim.get("kind") or "")),
-            "severity": str(lim.get("severity") or "low"), "title": shorten(capitalise(title), 240),
-            "statement": shorten(lim.get("statement") or "", TEXT_LIMIT), "score": fmt_value(num(lim.get("score"))),
-            "basis": shorten(evidence.get("severity_basis") or "", 160),
+            "severity": str(lim.get("severity") or "low"), "title": _generated(capitalise(title), 240),
+            "statement": _generated(lim.get("statement"), TEXT_LIMIT), "score": fmt_value(num(lim.get("score"))),
+            "basis": _generated(evidence.get("severity_basis"), 160),
             "definition": shorten(definition, 200), "key": shorten(lim.get("key") or "", 80)}
 
 

@@ -6,7 +6,9 @@ missing; ``n/a`` never appears without a reason.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from reports import charts
 from reports.distribution_charts import distribution_note, histogram_svg
@@ -18,13 +20,22 @@ from reports.formatting import (
 from reports.records import KIND_LABELS
 
 __all__ = ["MISSING", "TABLE_CAP", "ROW_CAP", "DIST_CAP", "covariate", "label", "context", "slices", "plan",
-           "capped", "trusted_svg"]
+           "capped", "trusted_svg", "generated_text"]
 
 MISSING = "—"
 TABLE_CAP = 50
 ROW_CAP = 20  # rows to label shown in the report; the exports hold all of them
 DIST_CAP = 12  # histograms of drifted columns (each 2–4 kB)
-CHART_SLICES = 40
+CHART_SLICES = 30
+
+
+_NEGATIVE_ZERO = re.compile(r"(?<![\w.])-(0(?:\.0+)?)(?![\d.])")
+
+
+def generated_text(text: Any, limit: int) -> str:
+    """Generated sentences (statements, titles, reasons) without a "-0.000": a value that
+    rounds to zero has no sign worth printing."""
+    return _NEGATIVE_ZERO.sub(r"\1", shorten(text or "", limit))
 
 
 def trusted_svg(svg: str):
@@ -255,7 +266,8 @@ def slices(audit: Mapping, weak_names: Sequence[str]) -> dict:
         "metric": metric_label(s.get("metric") or get(audit, "overall", "metric")),
     } for s in shown]
     chart = charts.slice_chart(ordered[:CHART_SLICES], overall_value=get(audit, "overall", "benchmark_value"),
-                               metric=str(get(audit, "overall", "metric") or "metric"), highlight=sorted(weak))
+                               metric=str(get(audit, "overall", "metric") or "metric"), highlight=sorted(weak),
+                               max_slices=CHART_SLICES)
     labelled = any(num(s.get("production_value")) is not None for s in everything)
     return {"rows": rows, "more": more, "chart": trusted_svg(chart), "n": len(ordered), "labelled": labelled,
             "metric": metric, "not_charted": max(0, len(ordered) - CHART_SLICES),
@@ -277,10 +289,10 @@ def plan(p: Mapping | None) -> dict | None:
     return {
         "budget": n(p.get("budget")), "allocated": n(p.get("n_allocated")), "unallocated": p.get("n_unallocated"),
         "min_size": p.get("min_slice_size"), "rule": str(p.get("diversity_rule") or ""),
-        "notes": [shorten(note, 300) for note in (p.get("notes") or []) if isinstance(note, str)][:10],
+        "notes": [generated_text(note, 300) for note in (p.get("notes") or []) if isinstance(note, str)][:10],
         "allocations": [{"slice": a.get("slice"), "kind": KIND_LABELS.get(a.get("kind"), str(a.get("kind") or "").replace("_", " ")),
                          "n": n(a.get("n_to_label")), "selected": n(a.get("n_selected")),
-                         "reason": shorten(a.get("reason"), 160), "definition": shorten(a.get("definition") or "", 160),
+                         "reason": generated_text(a.get("reason"), 160), "definition": shorten(a.get("definition") or "", 160),
                          "share": fmt_share(a.get("production_share"), MISSING),
                          "width": fmt_num(a.get("ci_width"), missing=MISSING)} for a in shown],
         "more": more, "has_rows": bool(rows),

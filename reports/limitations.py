@@ -2,14 +2,14 @@
 
 ``rank_limitations`` reads an AuditResult dict (see ``reports/SCHEMA.md``) and returns ranked,
 evidenced :class:`Limitation` records. It never computes a test: a finding becomes a limitation
-only when the audit's own tests support it (the detector's ``drifted`` flag, or adjusted p <
-alpha AND effect ≥ floor), except untested contexts (unevaluable by definition) and benchmark
+only when the detectors flagged it (``drifted``, ``underperforming``, ``changed``, ``is_shift``:
+reports never re-decide), except untested contexts (unevaluable by definition) and benchmark
 saturation. Severity is production prevalence × gap (see :mod:`reports.records`).
 
 >>> audit = {"overall": {"metric": "sensitivity", "benchmark_value": 0.86, "benchmark_ci": [0.84, 0.88], "n": 1400},
 ...          "slices": [{"name": "Fitzpatrick V–VI", "benchmark_value": 0.61, "benchmark_ci": [0.52, 0.70],
 ...                      "n_benchmark": 212, "gap_p_value_adjusted": 0.0004, "production_share": 0.18,
-...                      "benchmark_share": 0.03}]}
+...                      "benchmark_share": 0.03, "underperforming": True}]}
 >>> [(l.rank, l.kind, l.severity) for l in rank_limitations(audit)]
 [(1, 'underperforming_slice', 'high'), (2, 'benchmark_saturation', 'low')]
 >>> verdict(audit, rank_limitations(audit))["severity"]
@@ -24,14 +24,14 @@ from reports.findings_data import data_findings
 from reports.findings_labels import label_findings
 from reports.formatting import get
 from reports.normalise import normalise_audit
-from reports.records import KINDS, SEVERITY_ORDER, SHIFT_KINDS, Limitation, RankingContext, SeverityPriors
+from reports.records import (
+    SEVERITY_ORDER, SHIFT_KINDS, STANDING_KINDS, Limitation, RankingContext, SeverityPriors, rank_order,
+)
 
 __all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict", "fails_gate", "GATE_LEVELS"]
 
 GATE_LEVELS = ("shift", "low", "medium", "high")
-STANDING_KINDS = frozenset({"benchmark_saturation"})  # informational: never fails a gate on its own
 
-_KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
 
 
 def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = None,
@@ -58,7 +58,7 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     audit = normalise_audit(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
     found = data_findings(audit, ctx) + label_findings(audit, ctx)
-    found.sort(key=lambda lim: (-lim.score, _KIND_ORDER.get(lim.kind, len(KINDS)), str(lim.slice or "")))
+    found.sort(key=rank_order)
     return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
 
 

@@ -24,7 +24,7 @@ from reports.formatting import get, lower_is_better, num
 
 __all__ = [
     "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
-    "HIGH_SCORE", "MEDIUM_SCORE", "severity_label", "SEVERITY_ORDER", "flagged", "finding_key",
+    "HIGH_SCORE", "MEDIUM_SCORE", "STANDING_KINDS", "rank_order", "severity_label", "SEVERITY_ORDER", "flagged", "finding_key",
 ]
 
 # Kinds from SPEC §7, in the order used to break ties between equal scores.
@@ -49,6 +49,16 @@ DEFAULT_FLOORS = {
     "performance_drop": 0.05,  # a production drop (with labels) must be at least this large
     "label_disagreement": 0.02,  # disagreement rate between two labelling sources
 }
+
+
+STANDING_KINDS = frozenset({"benchmark_saturation"})  # properties of the benchmark alone, not of production
+
+
+def rank_order(lim: "Limitation") -> tuple:
+    """Sort key of the ranking: findings about production first, then by score, kind and name;
+    a saturated benchmark is informational and always comes last."""
+    return (lim.kind in STANDING_KINDS, -lim.score, KINDS.index(lim.kind) if lim.kind in KINDS else len(KINDS),
+            str(lim.slice or ""))
 
 
 def severity_label(score: float) -> str:

@@ -231,3 +231,5 @@ class AuditResult(_Closed):
     parameters: dict[str, Any] = Field(default_factory=dict)
     notes: list[Note] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
+    benchmark_series: Optional[dict[str, Any]] = Field(
+        None, description="When audited against a benchmark series: its name, the round numbers used and the dataset.")

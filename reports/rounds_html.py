@@ -27,6 +27,7 @@ def _environment():
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = lambda text, limit=80: shorten(text, limit)
     env.filters["num"] = lambda v, d=2: "n/a" if v is None else f"{v:.{d}f}"
+    env.filters["p"] = lambda v: "—" if v is None else ("< 0.001" if v < 0.001 else f"{v:.3f}")
     return env
 
 
@@ -94,7 +95,7 @@ def coverage_grid(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 continue
             planned, got = int(found.get("planned") or 0), found.get("collected")
             ratio = 0.0 if got is None else (1.0 if planned == 0 else min(got / planned, 1.0))
-            cells.append({"collected": got, "planned": planned, "shade": f"rgba(37,99,235,{0.08 + 0.8 * ratio:.2f})"})
+            cells.append({"collected": got, "planned": planned, "shade": f"rgba(37,99,235,{0.06 + 0.34 * ratio:.2f})"})
         rows.append({"key": key, "name": name, "cells": cells})
     return {"rows": rows, "more": max(0, len(keys) - KEY_CAP)}
 

@@ -12,6 +12,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.deps import require_api_key
 from service.errors import ServiceError
 from service.limits import BodySizeLimit
+from service.routers import docs
+from service.security import SecurityHeaders, allowed_methods
 from service.routers import alerts, audits, benchmarks, datasets, domains, health, index, metrics, monitors
 from service.runtime import Runtime
 from service.settings import Settings, get_settings
@@ -43,11 +45,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.runtime.close()
 
     app = FastAPI(title="contextshift", version="0.1.0", lifespan=lifespan,
-                  description="Context-shift auditing for production ML models.")
+                  description="Context-shift auditing for production ML models.",
+                  docs_url=None, redoc_url=None)  # /docs is served offline by routers.docs
     app.dependency_overrides[get_settings] = lambda: settings
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(SecurityHeaders)  # outermost: its headers are on the 413s too
     _install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(docs.router)
     protected = [Depends(require_api_key)]
     for router in (datasets.router, audits.router, domains.router, index.router, benchmarks.router,
                    monitors.router, alerts.router, metrics.router):
@@ -75,9 +80,13 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(422, "invalid_request", f"Invalid request: {where}", {"problems": problems})
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = HTTP_CODES.get(exc.status_code, "http_error")
-        return _error(exc.status_code, code, str(exc.detail))
+        response = _error(exc.status_code, code, str(exc.detail))
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            response.headers["Allow"] = allowed_methods(request.app, request.url.path)
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

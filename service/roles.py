@@ -63,5 +63,37 @@ def _by_convention(name: str) -> str:
     return "feature"
 
 
-def describe_columns(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[dict[str, str]]:
-    return [{"name": c, "role": roles[c], "dtype": str(frame[c].dtype)} for c in frame.columns]
+def describe_columns(frame: pd.DataFrame, roles: Mapping[str, str],
+                     explicit: Iterable[str] = ()) -> list[dict[str, str]]:
+    """Column records as stored; ``source`` says whether the role was given (``schema``) or inferred,
+    so that an audit can re-infer the inferred ones under its own domain pack."""
+    given = set(explicit)
+    return [{"name": c, "role": roles[c], "dtype": str(frame[c].dtype),
+             "source": "schema" if c in given else "inferred"} for c in frame.columns]
+
+
+def roles_for_audit(columns: Iterable[Mapping[str, Any]], *, context_columns: Iterable[str] = ()) -> dict[str, str]:
+    """Roles of a stored dataset under the audit's domain pack: the same rules as an upload or the CLI
+    (schema, then the pack's context columns, then naming conventions), applied at audit time.
+
+    A role given in the upload's schema is kept; an inferred one is inferred again, so a dataset
+    uploaded without ``domain`` still gets the audit pack's context columns. Records stored before
+    roles had a ``source`` keep any role that naming conventions would not give.
+    """
+    contexts = set(context_columns)
+    roles = {}
+    for c in columns:
+        name, stored, source = str(c["name"]), str(c["role"]), c.get("source")
+        if source == "schema" or (source is None and stored != _by_convention(name)):
+            roles[name] = stored
+        else:
+            roles[name] = "context" if name in contexts else _by_convention(name)
+    return roles
+
+
+def role_disagreements(benchmark: Mapping[str, str], production: Mapping[str, str]) -> list[dict[str, str]]:
+    """Audit notes for shared columns whose roles differ between the two datasets."""
+    return [{"part": f"column {name}",
+             "reason": f"'{name}' is a {benchmark[name]} column in the benchmark but a {production[name]} column in "
+                       "production; it is compared only where both roles allow it. Give both uploads the same schema."}
+            for name in benchmark if name in production and benchmark[name] != production[name]]

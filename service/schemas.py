@@ -68,7 +68,7 @@ class AuditOptions(BaseModel):
 
     alpha: float = Field(default=0.05, gt=0, lt=0.5, description="Significance level after correction.")
     correction: Literal["bh", "holm", "bonferroni"] = "bh"
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=2**32 - 1, description="NumPy seeds are 32-bit.")
     budget: int = Field(default=500, ge=0, le=10_000_000, description="Rows to label in the next round.")
     min_slice_size: int | None = Field(default=None, ge=1, description="Default: the domain pack's.")
     discovery: bool = Field(default=True, description="Search for weak slices beyond the expert ones.")

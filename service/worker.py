@@ -57,19 +57,22 @@ class AuditWorker:
 
     def _execute(self, audit_id: str) -> None:
         from service.pipeline import AuditInput, run_audit  # heavy: scientific stack
+        from service.roles import roles_for_audit
 
         runtime = self.runtime
         row = runtime.audits.get(audit_id)
         datasets = runtime.datasets
         bench_row, prod_row = datasets.get(row.benchmark_id), datasets.get(row.production_id)
+        pack = runtime.packs.get(row.domain, version=row.domain_version)
+        contexts = [c.name for c in pack.context]  # roles are resolved under the audit's pack, as the CLI does
         audit_input = AuditInput(
             audit_id=audit_id,
             benchmark=datasets.load_frame(bench_row.id), production=datasets.load_frame(prod_row.id),
-            benchmark_roles={c["name"]: c["role"] for c in bench_row.columns},
-            production_roles={c["name"]: c["role"] for c in prod_row.columns},
+            benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
+            production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
             benchmark_ref={"id": bench_row.id, "name": bench_row.name},
             production_ref={"id": prod_row.id, "name": prod_row.name},
-            pack=runtime.packs.get(row.domain, version=row.domain_version),
+            pack=pack,
             options={k: v for k, v in row.options.items() if k != "annotations"},
             annotations=self._annotations(row.options.get("annotations")))
         outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))

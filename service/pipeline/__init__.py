@@ -34,8 +34,7 @@ class AuditInput:
     pack: Any
     options: dict[str, Any]
     annotations: tuple[pd.DataFrame, dict[str, str]] | None = None  # (table, column roles)
-    title: str | None = None  # shown in the report; default: "<benchmark> vs <production>"
-    role_notes: tuple[dict[str, str], ...] = ()  # disagreements between the two datasets' roles
+    title: str | None = None  # shown in the report; default: "<pack title>: <benchmark> vs <production>"
 
 
 @dataclass(frozen=True)
@@ -213,7 +212,9 @@ def check_auditable(columns: AuditColumns) -> None:
 def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
     check_auditable(columns)
-    notes: list[dict[str, str]] = list(inp.role_notes)
+    from service.roles import role_disagreements
+
+    notes: list[dict[str, str]] = role_disagreements(inp.benchmark_roles, inp.production_roles)
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes)
     for column in columns.contexts_only_in_production:
         notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "

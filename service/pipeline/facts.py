@@ -62,19 +62,30 @@ def _order(lim: Limitation) -> tuple:
 
 
 def _row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> list[Relation]:
-    candidates = sorted((lim for lim in found if lim.key in masks), key=_order)
+    """Each finding folds into the tightest other finding whose rows contain its own: on equal rows the
+    less telling kind folds into the more telling one; on strictly nested rows the inner one folds unless
+    it is significantly worse than the outer one."""
+    candidates = [lim for lim in found if lim.key in masks]
     relations = []
-    for i, child in enumerate(candidates):
+    for child in candidates:
         mc = masks[child.key]
-        for parent in candidates[:i]:
+        parents = []
+        for parent in candidates:
+            if parent is child:
+                continue
             mp = masks[parent.key]
-            if np.array_equal(mc, mp):
-                relations.append(Relation(child.key, parent.key, "same_rows"))
-                break
-            if not (mc & ~mp).any() and not _significantly_worse(child, parent):
-                relations.append(Relation(child.key, parent.key, "nested",
-                                          note=f"{int(mc.sum()):,} of the parent's {int(mp.sum()):,} rows"))
-                break
+            if (mc & ~mp).any():
+                continue
+            same = int(mp.sum()) == int(mc.sum())
+            if same and _order(parent) > _order(child):
+                continue  # equal rows: only the more telling finding is a parent
+            if not same and _significantly_worse(child, parent):
+                continue
+            parents.append((int(mp.sum()), _order(parent), parent, same))
+        if parents:
+            _, _, parent, same = min(parents, key=lambda p: p[:2])
+            relations.append(Relation(child.key, parent.key, "same_rows" if same else "nested",
+                                      note="" if same else f"{int(mc.sum()):,} of its {int(masks[parent.key].sum()):,} rows"))
     return relations
 
 

@@ -9,6 +9,7 @@ from service.pipeline.stages import Outputs, StageContext
 
 MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones
 COVERED_SHARE = 0.8  # "mostly inside": the share of a slice's rows within another one
+STRATA_MAX_CONTEXTS = 2  # context columns crossed into within-context strata; more makes them too thin
 
 
 def expert_masks(ctx: StageContext) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, str]]:
@@ -91,10 +92,12 @@ def _explained_by(mask: np.ndarray, child: np.ndarray, errors: np.ndarray, overa
 def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Outputs, prod: Outputs, mix=None):
     """Slice metrics and tests, plus the same for all rows ("overall").
 
-    ``mix`` = (benchmark mask, production mask, names) of contexts whose share moved or that
-    the benchmark lacks. The benchmark-to-production change of a slice is tested on the slice
-    *without* those rows, so that a change caused by the context mix is not called concept
-    shift (SPEC §5.3: mix effect versus within-context effect).
+    With production labels, the benchmark-to-production change of every slice (and overall) is
+    the change that remains after reweighting the benchmark to the production mix of contexts,
+    model confidence and classes (:func:`detectors.within_context.within_context_change`), so
+    that a change caused by the context mix, covariate or label shift is not called a change
+    within context (SPEC §5.3). ``mix`` = (benchmark mask, production mask, names) of contexts
+    whose share moved; their names are recorded with the tests.
     """
     from detectors.slices import Outcomes, SliceEvaluator
 
@@ -111,10 +114,12 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
     overall = evaluator.evaluate(everything, outcome_b, outcome_p, definitions={"overall": "all rows"})
     evaluation = evaluator.evaluate(slices, outcome_b, outcome_p, definitions=definitions, sources=sources) \
         if slices else None
-    if mix is not None and prod.y_true is not None and mix[2]:
-        overall = _within_context_change(evaluator, overall, everything, mix, outcome_b, outcome_p)
+    if prod.y_true is not None:
+        strata = _strata(ctx, bench, prod)
+        names = list(mix[2]) if mix is not None else []
+        overall = _within_context_change(ctx, evaluator, overall, everything, strata, bench, prod, names)
         if evaluation is not None:
-            evaluation = _within_context_change(evaluator, evaluation, slices, mix, outcome_b, outcome_p)
+            evaluation = _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, prod, names)
     if evaluation is not None and prod.y_true is not None:
         evaluation = _no_change_test_for_discoveries(evaluation, sources)
     return evaluation, overall
@@ -135,15 +140,36 @@ def _no_change_test_for_discoveries(evaluation, sources):
     return evaluation.with_tests(tests)
 
 
-def _within_context_change(evaluator, evaluation, slices, mix, outcome_b, outcome_p):
-    """Replace each slice's change test by the same test on the slice minus mix-shifted rows."""
+def _strata(ctx: StageContext, bench: Outputs, prod: Outputs):
+    """Strata for the within-context tests: the most moved context columns x confidence bins."""
+    from detectors.within_context import context_strata_cells, make_strata, rank_context_columns
+
+    contexts = [c for c in ctx.columns.contexts if c in ctx.benchmark.columns and c in ctx.production.columns]
+    columns = rank_context_columns(ctx.benchmark, ctx.production, contexts, limit=STRATA_MAX_CONTEXTS)
+    cells = context_strata_cells(ctx.benchmark, ctx.production, columns) if columns else (None, None)
+    conf_b = None if bench.proba is None else bench.proba.max(axis=1)
+    conf_p = None if prod.proba is None else prod.proba.max(axis=1)
+    return make_strata(cells[0], cells[1], confidence_benchmark=conf_b, confidence_production=conf_p,
+                       n_benchmark=len(ctx.benchmark), n_production=len(ctx.production))
+
+
+def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, prod, names):
+    """Replace each slice's change test by the reweighted within-context test."""
     from dataclasses import replace
 
-    mix_b, mix_p, names = mix
-    residual = evaluator.evaluate({n: (b & ~mix_b, p & ~mix_p) for n, (b, p) in slices.items()},
-                                  outcome_b, outcome_p)
-    within = {t.name: replace(t, details={**t.details, "within_context": True, "excluded_contexts": list(names)})
-              for t in residual.tests if t.kind == "slice_performance"}
+    from detectors.slices import METRIC_ALIASES
+    from detectors.within_context import within_context_change
+
+    metric = METRIC_ALIASES.get(evaluator.metric, evaluator.metric)
+    within = {}
+    for name, (mask_b, mask_p) in slices.items():
+        _, test = within_context_change(bench.y_true, bench.y_pred, prod.y_true, prod.y_pred, strata,
+                                        mask_b=mask_b, mask_p=mask_p, metric=metric,
+                                        positive=getattr(ctx.pack, "positive_class", None), name=name,
+                                        alpha=ctx.alpha, effect_floor=evaluator.effect_floor,
+                                        min_samples=min(30, ctx.min_slice_size))
+        within[name] = replace(test, details={**test.details, "excluded_contexts": [],
+                                              "mix_shifted_contexts": list(names)})
     tests = [within.get(t.name, t) if t.kind == "slice_performance" else t for t in evaluation.tests]
     return evaluation.with_tests(tests)
 

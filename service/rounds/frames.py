@@ -114,6 +114,13 @@ def _one_row_per_item(items: pd.DataFrame, item_ids: pd.Series) -> pd.DataFrame:
     return merged.drop(columns="_item")[list(items.columns.drop("_item"))].reset_index(drop=True)
 
 
+def _text(value: Any) -> str:
+    """Compare values as text, with 5.0 read as 5 (an integer column with a gap becomes float)."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def check_domain(table: RoundTable, pack: Any, dataset_id: str) -> None:
     """422 when the round's labels or context values contradict the series' domain pack."""
     faults: list[dict[str, Any]] = []
@@ -126,17 +133,20 @@ def check_domain(table: RoundTable, pack: Any, dataset_id: str) -> None:
             continue
         values = table.items[column.name].dropna()
         if column.values is not None:
-            allowed = {str(v) for v in column.values}
-            alien = sorted({str(v) for v in values.unique()} - allowed)
+            allowed = {_text(v) for v in column.values}
+            alien = sorted({_text(v) for v in values.unique()} - allowed)
             if alien:
                 faults.append({"column": column.name, "unexpected": alien[:10], "allowed": sorted(allowed)})
         elif column.type == "numeric" and len(values):
             numeric = pd.to_numeric(values, errors="coerce")
-            low, high = column.min, column.max
-            outside = numeric[((low is not None) & (numeric < (low if low is not None else 0)))
-                              | ((high is not None) & (numeric > (high if high is not None else 0)))]
-            if len(outside):
-                faults.append({"column": column.name, "unexpected": outside.head(5).tolist(), "range": [low, high]})
+            outside = pd.Series(False, index=numeric.index)
+            if column.min is not None:
+                outside |= numeric < column.min
+            if column.max is not None:
+                outside |= numeric > column.max
+            if outside.any():
+                faults.append({"column": column.name, "unexpected": numeric[outside].head(5).tolist(),
+                               "range": [column.min, column.max]})
     if faults:
         first = faults[0]
         raise InvalidRequest(

@@ -1,13 +1,15 @@
 """Audits: submit (runs in the background), follow, read the result, the reports and the plan."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Query, Response, status
+from pydantic import ValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 
 from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest, NotFound
+from reports.result import AuditResult
 from service.models import AuditRow
 from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus
 
@@ -63,18 +65,24 @@ def _series_benchmark(runtime: Any, body: AuditCreate) -> tuple[Any, dict[str, A
 
 
 @router.get("", response_model=AuditList)
-def list_audits(runtime: RuntimeDep, limit: int = 100, offset: int = 0) -> AuditList:
-    rows = runtime.audits.list(limit=min(max(limit, 1), 1000), offset=max(offset, 0))
+def list_audits(runtime: RuntimeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0) -> AuditList:
+    rows = runtime.audits.list(limit=limit, offset=offset)
     return AuditList(items=[status_of(r) for r in rows])
 
 
-@router.get("/{audit_id}", response_model=dict[str, Any],
+@router.get("/{audit_id}", response_model=AuditResult | AuditStatus,
             description="The AuditResult once succeeded; otherwise its status and progress.")
 def get_audit(audit_id: str, runtime: RuntimeDep) -> JSONResponse:
     row = runtime.audits.get(audit_id)
     if row.status == "succeeded" and row.result is not None:
         series = {"benchmark_series": row.options["benchmark_series"]} if row.options.get("benchmark_series") else {}
-        return JSONResponse({**row.result, **series, "id": row.id, "status": row.status})
+        body = {**row.result, **series, "id": row.id, "status": row.status}
+        try:
+            body = AuditResult.model_validate(body).model_dump(mode="json")
+        except ValidationError:  # a result stored by an older version: served as it was stored
+            pass
+        return JSONResponse(body)
     return JSONResponse(status_of(row).model_dump(mode="json"))
 
 

@@ -55,7 +55,8 @@ def upload_dataset(
         frame = ingest.read_table(spooled, filename, limits)
     finally:
         spooled.unlink(missing_ok=True)
-    column_roles = roles.infer_roles(frame.columns, schema=roles.parse_schema(user_schema, frame.columns, filename),
+    explicit_roles = roles.parse_schema(user_schema, frame.columns, filename)
+    column_roles = roles.infer_roles(frame.columns, schema=explicit_roles,
                                      context_columns=pack.context_names if pack else ())
     expectations = validation.schema_expectations(frame, column_roles)
     if pack is not None:
@@ -69,7 +70,8 @@ def upload_dataset(
             f"on column {first['column']!r}, e.g. {first.get('partial_unexpected_list', [])[:5]}.",
             details={"file": filename, "failures": failures})
     row, created = store.create_or_get(name=name, role=role, domain=pack.name if pack else None, frame=frame,
-                                       columns=roles.describe_columns(frame, column_roles), validation=report,
+                                       columns=roles.describe_columns(frame, column_roles, explicit_roles),
+                                       validation=report,
                                        sha256=sha256)
     if not created:  # a parallel upload of the same name and content won the race
         response.status_code = status.HTTP_200_OK

@@ -142,3 +142,22 @@ def test_conditional_subsampling_and_determinism():
     assert a.to_dict() == b.to_dict() and a.tests[0].n_reference == 800
     p = a.tests[0].p_value
     assert p >= 1 / 51 and (p * 51) == pytest.approx(round(p * 51))  # (1 + #) / (1 + B)
+
+
+def test_mix_effect_is_unbiased_when_nothing_changed():
+    """Issue 9 item 5: with production identical to the benchmark the mix effect was +0.012, CI excluding 0."""
+    from detectors.attribution import attribute_performance
+
+    effects, covered = [], []
+    rates = np.array([0.9, 0.8, 0.5, 0.3, 0.2])  # small cells are much worse than the pooled rate
+    shares = np.array([0.6, 0.3, 0.04, 0.03, 0.03])
+    for seed in range(30):
+        rng = np.random.default_rng(900 + seed)
+        cb, cp = rng.choice(5, 800, p=shares), rng.choice(5, 800, p=shares)
+        vb, vp = rng.random(800) < rates[cb], rng.random(800) < rates[cp]
+        r = attribute_performance(cb, vb.astype(float), cp, vp.astype(float), min_cell_size=30, n_boot=300,
+                                  random_state=seed)
+        effects.append(r.mix_effect)
+        covered.append(r.mix_ci[0] <= 0 <= r.mix_ci[1])
+    assert abs(np.mean(effects)) < 0.004
+    assert np.mean(covered) >= 0.85

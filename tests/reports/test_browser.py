@@ -1,5 +1,7 @@
 """The report in a real headless Chromium: it loads with no console error, requests nothing but
-the file itself, and renders; a screenshot is kept in test-artifacts/report.png (gitignored)."""
+the file itself, and renders; a screenshot is kept in test-artifacts/report.png (gitignored).
+Wide tables fit at 1400 px, and an audit of data whose names and values carry script payloads
+runs no script in the report or in the Evidently companion page."""
 from __future__ import annotations
 
 import os
@@ -55,8 +57,8 @@ def test_report_loads_offline_without_errors(browser, audit, tmp_path):
         assert page.locator("svg").count() == 3
         verdict = page.locator("#verdict")
         assert verdict.is_visible() and "Do not rely" in verdict.inner_text()
-        box = page.locator("#limitations .lim").first.bounding_box()
-        assert box is not None and box["y"] < 900  # the top limitation is on the first screen
+        box = page.locator("#top-limitation .st").bounding_box()
+        assert box is not None and box["y"] + box["height"] < 900  # the top limitation is on the first screen
         assert page.evaluate("document.scripts.length") == 0
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "report.png"))
@@ -74,5 +76,77 @@ def test_hostile_report_runs_nothing(browser, hostile_audit, tmp_path):
         assert page.evaluate("document.images.length") == 0
         assert "<script>alert(1)</script>" in page.locator("#limitations").inner_text()
         assert not [c for c in console if c[0] in ("error", "pageerror", "dialog")]
+    finally:
+        page.close()
+
+
+def _overflowing_tables(page) -> list:
+    return page.evaluate("""() => [...document.querySelectorAll('.table-wrap')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1)
+        .map(e => [e.closest('section').id, e.scrollWidth, e.clientWidth])""")
+
+
+def test_wide_tables_fit_at_1400_px(browser, audit, tmp_path):
+    for s in audit["slices"]:  # every optional column shown: labelled production, long names
+        s["production_value"], s["production_ci"], s["p_value_adjusted"] = 0.7, [0.6, 0.8], 0.01
+        s["name"] = s["name"] + " " + "with a long descriptive name " * 3
+        s["definition"] = 'age_group == "65+" and seatbelt == "none" and ' * 3 + "x > 1"
+    audit["label"]["observed_prior"] = {"benign": 0.74, "malignant": 0.26}
+    path = tmp_path / "wide.html"
+    path.write_text(_report(audit), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        assert _overflowing_tables(page) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    finally:
+        page.close()
+
+
+HOSTILE = "</script><script>window.__pwned=(window.__pwned||0)+1</script><img src=x onerror=window.__pwned=2>"
+
+
+@pytest.fixture(scope="module")
+def hostile_outcome():
+    """A real audit (pipeline + Evidently companion) of data whose column names and category
+    values carry script payloads."""
+    import numpy as np
+    import pandas as pd
+    pytest.importorskip("evidently")
+    from domains.loader import load_builtin
+    from service.local import audit_frames
+    from service.roles import infer_roles
+
+    rng = np.random.default_rng(0)
+
+    def frame(n, shift):
+        label = rng.choice(["a", "b"], n)
+        score = np.clip((label == "b") * 0.6 + rng.normal(0.2, 0.2, n), 0, 1)
+        return pd.DataFrame({"id": [f"r{i}" for i in range(n)], "label": label,
+                             "prediction": np.where(score > 0.5, "b", "a"), "score": score,
+                             "size" + HOSTILE: rng.normal(shift, 1, n),
+                             "site": rng.choice(["north", HOSTILE, "south" if shift else "east"], n)})
+
+    bench, prod = frame(300, 0.0), frame(300, 1.0)
+    pack = load_builtin("generic")
+    return audit_frames(bench, prod, pack=pack, options={"evidently_companion": True, "budget": 50},
+                        benchmark_roles=infer_roles(bench.columns), production_roles=infer_roles(prod.columns),
+                        names=("bench" + HOSTILE + ".csv", "prod.csv"))
+
+
+@pytest.mark.parametrize("page_name", ["report", "companion"])
+def test_hostile_data_runs_no_script_on_either_page(browser, hostile_outcome, tmp_path, page_name):
+    html = hostile_outcome.html if page_name == "report" else hostile_outcome.companion_html
+    assert html, f"the audit produced no {page_name} page"
+    page, console, requests, failures = _open(browser, html, tmp_path / f"{page_name}.html")
+    try:
+        page.wait_for_timeout(500 if page_name == "report" else 2_000)  # let Evidently's own scripts draw
+        assert page.evaluate("window.__pwned") is None
+        assert not [c for c in console if c[0] == "dialog"]
+        assert all(url.startswith(("file:", "data:", "blob:", "about:")) for url in requests), requests
+        if page_name == "report":
+            assert page.evaluate("document.scripts.length") == 0
+        else:  # Evidently drew its dashboard from the escaped data, hostile name included
+            assert page.locator("body").inner_text().count("window.__pwned") >= 1
     finally:
         page.close()

@@ -150,3 +150,127 @@ def test_no_chart_text_is_parsed_as_mathtext_or_markup(audit):
     html = _render(audit)
     assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>" not in html
     assert re.search(r"\\\$\\frac|\$\\frac", html)
+
+
+# --- issue 10: a report a user can act on, rendered from the AuditResult JSON alone ---------------
+
+def _stored(audit, budget=200):
+    """The AuditResult as GET /v1/audits/{id} returns it: limitations, verdict and plan inside, JSON only."""
+    import json
+
+    from reports import verdict
+    limitations = rank_limitations(audit)
+    plan = plan_next_round(audit, limitations, budget=budget, min_slice_size=30)
+    stored = dict(audit, limitations=[lim.to_dict() for lim in limitations], verdict=verdict(audit, limitations),
+                  next_round=plan.to_dict())
+    return json.loads(json.dumps(stored)), limitations, plan
+
+
+def _text(html: str) -> str:
+    return " ".join(" ".join(_parse(html).text).split())
+
+
+def test_renders_from_the_audit_json_alone(audit):
+    stored, limitations, plan = _stored(audit)
+    assert render_html(stored) == render_html(audit, limitations, plan)
+
+
+def test_top_limitation_is_stated_once_right_after_the_verdict(audit):
+    stored, limitations, _ = _stored(audit)
+    html = render_html(stored)
+    top = limitations[0].statement
+    text = _text(html)
+    assert text.count(top) == 1
+    verdict_at, top_at, list_at = html.index('id="verdict"'), html.index('id="top-limitation"'), html.index('id="limitations"')
+    assert verdict_at < top_at < list_at
+    listed = re.findall(r'<div class="rank">(\d+)</div>', html)
+    assert listed and listed[0] == "2"  # the ranked list continues after the one stated above
+
+
+def test_title_uses_the_pack_title_and_file_names_not_the_local_id(audit):
+    audit.update(id="local", domain="medical")
+    audit["benchmark"]["name"], audit["production"]["name"] = "bench_2024.csv", "prod_2025.parquet"
+    html = render_html(audit, rank_limitations(audit))
+    title = re.search(r"<title>(.*?)</title>", html).group(1)
+    assert "Dermatology" in title and "bench_2024.csv" in title and "prod_2025.parquet" in title
+    assert "Audit local" not in html and "local" not in title.lower()
+    audit["domain_title"] = "Crash fatality (NASS CDS occupants)"
+    assert "Crash fatality (NASS CDS occupants)" in render_html(audit, [])
+
+
+def test_numbers_are_formatted_sanely(audit):
+    audit["slices"][1]["gap_vs_overall"] = 0.0004  # rounds to zero: no "-0.00"
+    audit["slices"][1]["production_value"], audit["slices"][1]["production_ci"] = None, None
+    audit["parameters"]["threshold"] = 0.49429999999999996
+    audit["covariate"]["features"][0]["effect_floor"] = None
+    html = _render(audit)
+    text = _text(html)
+    assert "-0.00" not in text and "−0.00" not in text and "-0 %" not in text
+    assert not re.search(r"\d\.\d{7,}", text), re.search(r".{40}\d\.\d{7,}.{20}", text)
+    assert "0.4943" in text and "n/a" not in text
+
+
+def test_timings_are_the_json_timings(audit):
+    audit["timings"] = {"covariate_s": 0.476, "label_s": 0.2, "report_s": 1.115, "total_s": 3.004}
+    html = render_html(audit, [])
+    block = html[html.index('id="timings"'):]
+    block = block[: block.index("</dl>")]
+    pairs = re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", block)
+    assert pairs == [("covariate", "0.476 s"), ("label", "0.200 s"), ("report", "1.115 s"), ("total", "3.004 s")]
+
+
+def test_severity_priors_described_are_the_ones_recorded(audit):
+    audit["parameters"]["severity_priors"] = {"untested_gap": 0.2, "shift_gap": 0.07, "label_shift_gap": 0.3}
+    text = _text(render_html(audit, []))
+    assert "assumed a gap of 0.2 for an untested context, 0.07 × effect size" in text and "0.3 ×" in text
+    assert "default assumptions" not in text
+    del audit["parameters"]["severity_priors"]
+    assert "default assumptions" in _text(render_html(audit, []))
+
+
+def test_observed_class_shares_sit_beside_the_estimates(audit):
+    assert "Production (observed)" not in render_html(audit, [])
+    audit["label"]["observed_prior"] = {"benign": 0.741, "malignant": 0.259}
+    html = render_html(audit, [])
+    assert "Production (observed)" in html
+    row = re.search(r"<td class=\"name\">malignant</td>(.*?)</tr>", html).group(1)
+    assert "27 % [23 %, 31 %]" in row and "26 %" in row
+
+
+def _with_distributions(audit, n_drifted=None):
+    features = audit["covariate"]["features"]
+    audit["covariate"]["distributions"] = {
+        f["name"]: {"type": "numeric", "edges": [i / 20 for i in range(21)], "benchmark": list(range(20)),
+                    "production": list(range(20, 0, -1)), "n": {"benchmark": 190, "production": 210},
+                    "below": {"benchmark": 0, "production": 0}, "above": {"benchmark": 0, "production": 0},
+                    "missing": {"benchmark": 0, "production": 0}} for f in features}
+    return audit
+
+
+def test_a_histogram_for_each_drifted_feature(audit):
+    _with_distributions(audit)
+    drifted = [f["name"] for f in audit["covariate"]["features"] if f.get("drifted") is True]
+    html = render_html(audit, [])
+    section = html[html.index('id="covariate"'):html.index('id="label"')]
+    assert drifted and section.count('<figure class="panel">') == len(drifted)
+    for name in drifted:
+        assert f"<strong>{name}</strong>" in section
+    del audit["covariate"]["distributions"]
+    assert '<figure class="panel">' not in render_html(audit, [])  # the field is optional
+
+
+def test_wide_audit_with_distributions_stays_under_one_megabyte(huge_audit, copy_of):
+    audit = _with_distributions(copy_of(huge_audit))
+    for f in audit["covariate"]["features"][:400]:
+        f["drifted"] = True
+    html = _render(audit, budget=2000)
+    assert len(html.encode("utf-8")) < ONE_MB
+    assert html.count('<figure class="panel">') == 12 and "more drifted features (histograms)" in html
+    assert_self_contained(html)
+
+
+def test_companion_note_does_not_claim_network_loading(audit):
+    audit["parameters"]["evidently_companion"] = True
+    text = _text(render_html(audit, []))
+    assert "report.evidently" in text and "loads nothing from the network" in text
+    assert "loads scripts from the network" not in text

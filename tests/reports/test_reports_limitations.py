@@ -37,7 +37,8 @@ def test_weak_slice_outranks_tiny_but_significant_shift():
             {"name": "tiny", "method": "ks", "p_value_adjusted": 1e-30, "effect_size": 0.101, "effect_floor": 0.1,
              "drifted": True, "status": "ok"}]},
         "slices": [{"name": "weak", "benchmark_value": 0.55, "benchmark_ci": [0.45, 0.65], "n_benchmark": 300,
-                    "gap_p_value_adjusted": 0.01, "production_share": 0.1, "benchmark_share": 0.03}],
+                    "gap_p_value_adjusted": 0.01, "production_share": 0.1, "benchmark_share": 0.03,
+                    "underperforming": True}],
     }
     ranked = rank_limitations(audit)
     kinds = [lim.kind for lim in ranked]
@@ -49,7 +50,7 @@ def test_weak_slice_outranks_tiny_but_significant_shift():
 def test_slice_score_grows_with_prevalence_and_gap(field, values):
     def score(value):
         s = {"name": "s", "benchmark_value": 0.6, "benchmark_ci": [0.5, 0.7], "gap_p_value_adjusted": 0.001,
-             "production_share": 0.1, "gap": 0.2, "n_benchmark": 100}
+             "production_share": 0.1, "gap": 0.2, "n_benchmark": 100, "underperforming": True}
         s[field] = value
         return rank_limitations({"overall": {"metric": "auc", "benchmark_value": 0.75}, "slices": [s]})[0].score
     scores = [score(v) for v in values]
@@ -129,7 +130,9 @@ def test_to_dict_is_json_ready_and_has_spec_keys(audit):
     audit["slices"][0]["benchmark_ci"] = [0.52, float("nan")]
     for lim in rank_limitations(audit):
         d = lim.to_dict()
-        assert list(d) == ["rank", "kind", "slice", "severity", "score", "title", "statement", "evidence"]
+        assert list(d) == ["rank", "key", "kind", "slice", "definition", "severity", "score", "title", "statement",
+                           "evidence", "related"]
+        assert d["key"].startswith(d["kind"] + ":")
         json.dumps(d, allow_nan=False)
         assert d["severity"] in ("low", "medium", "high") and isinstance(d["score"], float)
 
@@ -156,14 +159,26 @@ def test_saturation_threshold_argument_overrides_parameters(audit):
     assert not _by_kind(rank_limitations(audit), "benchmark_saturation")
 
 
-def test_alpha_argument_changes_what_is_supported(audit):
-    """alpha applies where the audit left the decision to reports/ (no ``underperforming`` flag)."""
-    assert len(_by_kind(rank_limitations(audit, alpha=0.01), "underperforming_slice")) == 3  # flags win
+def test_reports_never_re_decide(audit):
+    """The detectors decide (SPEC §5); reports read ``underperforming`` / ``drifted`` / ``changed`` only:
+    a tiny p-value without the detector's flag is not a finding, whatever alpha is given."""
+    flagged = {lim.slice for lim in _by_kind(rank_limitations(audit, alpha=0.01), "underperforming_slice")}
+    assert flagged == {s["name"] for s in audit["slices"] if s.get("underperforming") is True}
     for s in audit["slices"]:
-        del s["underperforming"]
-    assert len(_by_kind(rank_limitations(audit), "underperforming_slice")) == 3
-    strict = {lim.slice for lim in _by_kind(rank_limitations(audit, alpha=0.01), "underperforming_slice")}
-    assert strict == {"Fitzpatrick V–VI", "Poor image quality"}
+        s["underperforming"] = False
+        s["gap_p_value_adjusted"] = 1e-12
+    assert not _by_kind(rank_limitations(audit), "underperforming_slice")
+
+
+def test_keys_are_stable_across_spelling_of_the_same_rows(audit, copy_of):
+    """The same kind and rows give the same key, however the definition is spelled."""
+    other = copy_of(audit)
+    for s in other["slices"]:
+        if s.get("definition"):
+            s["definition"] = "(" + s["definition"].replace(" ", "  ") + ")"
+    keys = {lim.key for lim in rank_limitations(audit)}
+    assert keys == {lim.key for lim in rank_limitations(other)}
+    assert len(keys) == len(rank_limitations(audit))
 
 
 def test_concept_shift_from_observed_production_labels(audit):
@@ -171,8 +186,8 @@ def test_concept_shift_from_observed_production_labels(audit):
         "metric": "sensitivity", "benchmark_value": 0.86, "benchmark_ci": [0.84, 0.88], "production_value": 0.74,
         "production_ci": [0.70, 0.78], "n_production": 800, "p_value_adjusted": 1e-6, "is_shift": True}
     audit["slices"][0].update(production_value=0.45, production_ci=[0.35, 0.55], p_value_adjusted=0.001, changed=True)
-    audit["slices"][1].update(production_value=0.60, production_ci=[0.50, 0.70], p_value_adjusted=0.001)
-    del audit["slices"][1]["changed"]  # no decision given: the §5 rule is applied to p_value_adjusted
+    audit["slices"][1].update(production_value=0.60, production_ci=[0.50, 0.70], p_value_adjusted=0.001,
+                              changed=True)
     concept = _by_kind(rank_limitations(audit), "concept_shift")
     overall = next(lim for lim in concept if lim.slice is None)
     assert overall.score == pytest.approx(0.12) and overall.severity == "high"
@@ -183,7 +198,8 @@ def test_concept_shift_from_observed_production_labels(audit):
 def test_lower_is_better_metric_flips_the_gap():
     audit = {"overall": {"metric": "fpr", "benchmark_value": 0.05},
              "slices": [{"name": "heavy compression", "metric": "fpr", "benchmark_value": 0.20,
-                         "benchmark_ci": [0.15, 0.26], "gap_p_value_adjusted": 0.001, "production_share": 0.4}]}
+                         "benchmark_ci": [0.15, 0.26], "gap_p_value_adjusted": 0.001, "production_share": 0.4,
+                         "underperforming": True}]}
     (lim,) = rank_limitations(audit)
     assert lim.kind == "underperforming_slice" and lim.score == pytest.approx(0.4 * 0.15)
 

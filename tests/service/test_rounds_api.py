@@ -159,3 +159,25 @@ def test_registration_errors(journey):
     both = client.post("/v1/audits", json={"benchmark": journey["ids"]["bench"], "benchmark_series": "derm",
                                            "production": journey["ids"]["prod"]})
     assert both.status_code == 422
+
+
+def test_routes_never_answer_5xx(client):
+    from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
+
+    text = st.text(alphabet=st.characters(blacklist_categories=["Cs", "Cc"], blacklist_characters="/?#%"),
+                   min_size=1, max_size=30)
+    body = st.dictionaries(st.sampled_from(["dataset", "plan", "model", "x"]),
+                           st.none() | st.integers() | st.text(max_size=20), max_size=3)
+
+    @hyp_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(name=text, payload=body, number=st.integers(-5, 5), fmt=text)
+    def check(name, payload, number, fmt):
+        for res in (client.post(f"/v1/benchmarks/{name}/rounds", json=payload), client.get(f"/v1/benchmarks/{name}"),
+                    client.get(f"/v1/benchmarks/{name}/report"),
+                    client.get(f"/v1/benchmarks/{name}/rounds/{number}/export", params={"format": fmt}),
+                    client.post("/v1/audits", json={"benchmark_series": name, "production": "ds_x"})):
+            assert res.status_code < 500, (res.status_code, res.text[:300])
+            if res.status_code >= 400:
+                assert set(res.json()["error"]) == {"code", "message", "details"}
+
+    check()

@@ -144,3 +144,24 @@ def test_saturation_uses_the_lower_bound():
     rng = np.random.default_rng(1)
     assert _series([_round(rng, 2000, 0.95)]).saturated
     assert not _series([_round(rng, 40, 0.82)]).saturated  # point above 0.8, interval not
+
+
+def _labelled_by_three(rng, n, accuracy, agreement):
+    """Items labelled by three annotators, each right with probability ``agreement``."""
+    frame = _round(rng, n, accuracy)
+    rows = []
+    for item, y, pred in frame[["id", "label", "prediction"]].itertuples(index=False):
+        for who in ("p", "q", "r"):
+            rows.append((item, who, y if rng.random() < agreement else rng.choice(CLASSES), pred))
+    return pd.DataFrame(rows, columns=["id", "annotator_id", "label", "prediction"])
+
+
+def test_a_round_whose_agreement_fell_is_named_as_a_cause_of_the_stall():
+    rng = np.random.default_rng(21)
+    frames = [_labelled_by_three(rng, 600, acc, agr) for acc, agr in ((0.6, 0.95), (0.8, 0.95), (0.8, 0.6),
+                                                                     (0.8, 0.6))]
+    roles = {"id": "id", "annotator_id": "annotator", "label": "label", "prediction": "prediction"}
+    out = _series(frames, roles=roles)
+    assert [r.agreement_fell for r in out.rounds] == [False, False, True, False]
+    assert out.stalled and out.stalled_at == 4
+    assert "agreement fell in round 3" in out.summary

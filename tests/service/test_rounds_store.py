@@ -66,3 +66,23 @@ def test_union_of_the_rounds_is_stored_once(rounds):
     assert "annotator_id" not in frame.columns and "validated" not in frame.columns
     again, _ = rounds.materialise_union("derm")
     assert again.id == union.id
+
+
+def test_migration_0005_downgrades_and_upgrades(database_url):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    from service.db import MIGRATIONS
+
+    engine = make_engine(database_url)
+    migrate(engine)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        cfg.attributes["connection"] = connection
+        command.downgrade(cfg, "0004")
+    assert "benchmark_rounds" not in inspect(engine).get_table_names()
+    migrate(engine)
+    assert {"benchmark_series", "benchmark_rounds"} <= set(inspect(engine).get_table_names())
+    engine.dispose()

@@ -1,0 +1,240 @@
+"""Within-context performance change: the change that remains after reweighting the benchmark to
+the production mix of contexts, model confidence and classes (SPEC §5.3, issue 9 items 6-8).
+
+A slice's raw benchmark-to-production change mixes several kinds of shift: its context mix
+moved (a harder context is now more common), its inputs moved (covariate shift: the model is
+less confident in production), its class mix moved (label shift), or the model got worse at
+the same kind of case (a within-context / concept change). Only the last is a *change within
+context*. So rows are grouped into **strata** - context cell x confidence bin x true class -
+and the benchmark is reweighted to the production stratum shares::
+
+    O = sum_s v_s * mp_s   (observed production rate)
+    E = sum_s v_s * mb_s   (benchmark rate under the production mix: the expected value)
+
+``v_s`` are production weights, ``mp_s``/``mb_s`` the success rates of stratum ``s``. Under
+"no change within any stratum" (``mp_s = mb_s``) ``O - E`` has mean 0 and variance
+``sum v_s^2 m_s (1 - m_s) (1/nb_s + 1/np_s)`` with the pooled rate ``m_s``: a stratified
+(Cochran-Mantel-Haenszel-like) z test. Strata with fewer than ``min_stratum`` benchmark rows
+cannot be compared; their production rows are left out and reported as ``uncovered_share``
+(they belong to the untested-context report). Dropping rows of mix-shifted contexts, as the
+pipeline did before, never tested a real within-context drop in a context whose share also
+moved; reweighting does.
+
+Per-row metrics: accuracy and error rate (all rows), sensitivity (positives), specificity
+and false-positive rate (negatives). Metrics that are not per-row means (balanced accuracy,
+macro-F1, AUC) are tested through balanced accuracy, the mean per-class recall, whose
+strata carry weight ``1 / K`` per class; ``details["metric_tested"]`` says so.
+
+Continuous contexts are binned finely (``n_bins`` benchmark quantiles, default 10) so that a
+context's mix change inside a coarse bin is not mistaken for a within-context change.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from detectors.base import DetectorInputError, Result, ShiftTest
+from detectors.decision import decide
+
+__all__ = ["Strata", "make_strata", "within_context_change", "WithinContextChange", "TESTED_METRIC",
+           "context_strata_cells", "rank_context_columns"]
+
+LOWER_IS_BETTER = ("error_rate", "fpr")
+_ROW_METRICS = ("accuracy", "error_rate", "sensitivity", "specificity", "fpr")
+TESTED_METRIC = {m: m for m in _ROW_METRICS}  # others -> balanced_accuracy
+
+
+@dataclass(frozen=True)
+class Strata:
+    """Stratum id of every row of both datasets (context cell x confidence bin)."""
+
+    benchmark: np.ndarray  # (n_b,) int
+    production: np.ndarray  # (n_p,) int
+    n_confidence_bins: int
+
+
+@dataclass(frozen=True)
+class WithinContextChange(Result):
+    """Observed production rate against the benchmark rate under the production mix."""
+
+    metric: str
+    observed: float
+    expected: float
+    difference: float  # observed - expected, in the metric's own direction
+    difference_ci: tuple
+    p_value: float
+    uncovered_share: float
+    n_strata: int
+
+
+def _confidence_bins(conf_b: np.ndarray, conf_p: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    edges = np.unique(np.quantile(conf_b, np.linspace(0, 1, n_bins + 1)[1:-1]))
+    return np.searchsorted(edges, conf_b, side="right"), np.searchsorted(edges, conf_p, side="right")
+
+
+def make_strata(cells_benchmark=None, cells_production=None, *, confidence_benchmark=None,
+                confidence_production=None, n_benchmark: int | None = None, n_production: int | None = None,
+                n_confidence_bins: int = 5) -> Strata:
+    """Combine context cells (see :func:`detectors.attribution.context_cells`) with confidence bins.
+
+    Parameters
+    ----------
+    cells_benchmark, cells_production : int arrays of shape (n_b,), (n_p,), optional
+    confidence_benchmark, confidence_production : float arrays of shape (n_b,), (n_p,), optional
+        The model's confidence (e.g. its top score); binned at benchmark quantiles. Within a
+        bin ``P(correct)`` is what the model's own scores predict, so a covariate shift that
+        only moves rows between bins is not a within-context change.
+    n_benchmark, n_production : row counts when neither cells nor confidences are given
+    """
+    parts_b, parts_p = [], []
+    if cells_benchmark is not None:
+        parts_b.append(np.asarray(cells_benchmark, np.int64))
+        parts_p.append(np.asarray(cells_production, np.int64))
+    bins = 0
+    if confidence_benchmark is not None and confidence_production is not None:
+        cb, cp = _confidence_bins(np.asarray(confidence_benchmark, float), np.asarray(confidence_production, float),
+                                  n_confidence_bins)
+        parts_b.append(cb)
+        parts_p.append(cp)
+        bins = n_confidence_bins
+    if not parts_b:
+        if n_benchmark is None or n_production is None:
+            raise DetectorInputError("make_strata needs cells, confidences or both row counts.")
+        return Strata(np.zeros(n_benchmark, np.int64), np.zeros(n_production, np.int64), 0)
+    n_b = len(parts_b[0])
+    stacked = np.column_stack([np.concatenate([b, p]) for b, p in zip(parts_b, parts_p)])
+    ids = np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
+    return Strata(ids[:n_b], ids[n_b:], bins)
+
+
+def _rows(metric: str, y_true: np.ndarray, y_pred: np.ndarray, positive) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(row mask, success) per class-group whose rates are averaged (one group for per-row metrics)."""
+    if metric in ("accuracy", "error_rate"):
+        correct = y_true == y_pred
+        return [(np.ones(len(y_true), bool), correct if metric == "accuracy" else ~correct)]
+    if metric in ("sensitivity", "specificity", "fpr"):
+        if positive is None:
+            raise DetectorInputError(f"metric {metric!r} needs the positive class.")
+        pos = y_true == positive
+        if metric == "sensitivity":
+            return [(pos, y_pred == positive)]
+        return [(~pos, y_pred != positive if metric == "specificity" else y_pred == positive)]
+    return [(y_true == c, y_pred == c) for c in np.unique(y_true)]  # balanced accuracy: per-class recall
+
+
+def within_context_change(y_true_b, y_pred_b, y_true_p, y_pred_p, strata: Strata, *, mask_b=None, mask_p=None,
+                          metric: str = "accuracy", positive=None, name: str = "overall", alpha: float = 0.05,
+                          effect_floor: float = 0.05, min_stratum: int = 5, min_samples: int = 30,
+                          confidence: float = 0.95) -> tuple[WithinContextChange | None, ShiftTest]:
+    """Stratified test of "no change within any stratum" for the rows in ``mask_b``/``mask_p``.
+
+    Parameters
+    ----------
+    y_true_b, y_pred_b : arrays of shape (n_b,)
+    y_true_p, y_pred_p : arrays of shape (n_p,)
+    strata : :class:`Strata` of the same rows
+    mask_b, mask_p : boolean arrays of shapes (n_b,), (n_p,), optional (a slice; all rows if None)
+
+    Returns
+    -------
+    (change, test) : the estimate (None when untestable) and a ShiftTest of kind
+        ``"slice_performance"`` whose effect is ``observed - expected``.
+    """
+    yb, pb, yp, pp = (np.asarray(a).astype(str) for a in (y_true_b, y_pred_b, y_true_p, y_pred_p))
+    positive = None if positive is None else str(positive)
+    mb_mask = np.ones(len(yb), bool) if mask_b is None else np.asarray(mask_b, bool)
+    mp_mask = np.ones(len(yp), bool) if mask_p is None else np.asarray(mask_p, bool)
+    tested = TESTED_METRIC.get(metric, "balanced_accuracy")
+    groups_b, groups_p = _rows(tested, yb, pb, positive), _rows(tested, yp, pp, positive)
+    classes = sorted({c for c in np.unique(yb[mb_mask])})
+    if tested == "balanced_accuracy":  # align per-class groups by class
+        groups_b = [(yb == c, pb == c) for c in classes]
+        groups_p = [(yp == c, pp == c) for c in classes]
+    n_strata = int(max(strata.benchmark.max(initial=0), strata.production.max(initial=0))) + 1
+    obs = exp = var0 = var1 = 0.0
+    covered_p = total_p = 0
+    used = 0
+    weight_total = 0.0
+    for (rb, sb), (rp, sp) in zip(groups_b, groups_p):
+        rb, rp = rb & mb_mask, rp & mp_mask
+        nb = np.bincount(strata.benchmark[rb], minlength=n_strata).astype(float)
+        kb = np.bincount(strata.benchmark[rb], weights=sb[rb], minlength=n_strata)
+        npr = np.bincount(strata.production[rp], minlength=n_strata).astype(float)
+        kp = np.bincount(strata.production[rp], weights=sp[rp], minlength=n_strata)
+        total_p += int(npr.sum())
+        ok = (nb >= min_stratum) & (npr > 0)
+        covered_p += int(npr[ok].sum())
+        if not ok.any():
+            continue
+        used += 1
+        v = npr[ok] / npr[ok].sum()
+        rate_b, rate_p = kb[ok] / nb[ok], kp[ok] / npr[ok]
+        pooled = (kb[ok] + kp[ok]) / (nb[ok] + npr[ok])
+        obs += (v * rate_p).sum()
+        exp += (v * rate_b).sum()
+        var0 += (v ** 2 * pooled * (1 - pooled) * (1 / nb[ok] + 1 / npr[ok])).sum()
+        # smoothed rates so a stratum at 0 % or 100 % still carries sampling variance in the CI
+        sm_b, sm_p = (kb[ok] + 0.5) / (nb[ok] + 1), (kp[ok] + 0.5) / (npr[ok] + 1)
+        var1 += (v ** 2 * (sm_b * (1 - sm_b) / nb[ok] + sm_p * (1 - sm_p) / npr[ok])).sum()
+        weight_total += 1.0
+    n_b, n_p = int(mb_mask.sum()), int(mp_mask.sum())
+    uncovered = 1.0 - covered_p / total_p if total_p else 1.0
+    nan = float("nan")
+    details = {"metric_tested": tested, "within_context": True, "reweighted": True, "uncovered_share": uncovered}
+    if used == 0 or covered_p < min_samples or n_b < min_samples:
+        test = ShiftTest(name, "stratified_z", nan, nan, nan, nan, "within_context_difference", effect_floor,
+                         n_b, n_p, False, kind="slice_performance", status="insufficient_data", details=details)
+        return None, test
+    obs, exp, var0, var1 = obs / used, exp / used, var0 / used ** 2, var1 / used ** 2
+    diff = obs - exp
+    z = diff / math.sqrt(var0) if var0 > 0 else 0.0
+    p = float(2 * stats.norm.sf(abs(z))) if var0 > 0 else 1.0
+    half = stats.norm.ppf(0.5 + confidence / 2) * math.sqrt(var1)
+    change = WithinContextChange(tested, float(obs), float(exp), float(diff), (float(diff - half), float(diff + half)),
+                                 p, float(uncovered), int(n_strata))
+    details.update(observed=float(obs), expected=float(exp), difference=float(diff),
+                   difference_ci=change.difference_ci)
+    test = ShiftTest(name, "stratified_z", float(z), p, p, float(diff), "within_context_difference", effect_floor,
+                     n_b, n_p, decide(p, diff, alpha=alpha, effect_floor=effect_floor), kind="slice_performance",
+                     details=details)
+    return change, test
+
+
+def context_strata_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns, *, n_bins: int = 10):
+    """Context cells for the within-context test: finer bins of continuous contexts (default 10)."""
+    from detectors.attribution import context_cells
+
+    cells_b, cells_p, _ = context_cells(benchmark, production, list(columns), n_bins=n_bins)
+    return cells_b, cells_p
+
+
+def rank_context_columns(benchmark: pd.DataFrame, production: pd.DataFrame, columns, *, limit: int = 2) -> list:
+    """The ``limit`` context columns whose distribution moved most (sample-balanced effects).
+
+    Categorical: sample-balanced Cramér's V of the value shares; numeric: the KS distance.
+    Crossing more columns makes strata too thin to compare, so only the most moved are used.
+    """
+    from detectors.univariate import balanced_cramers_v
+
+    scores = []
+    for c in columns:
+        b, p = benchmark[c], production[c]
+        numeric = pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b) and b.nunique() > 12
+        if numeric:
+            xb, xp = np.sort(b.dropna().to_numpy(float)), np.sort(p.dropna().to_numpy(float))
+            if not xb.size or not xp.size:
+                continue
+            grid = np.concatenate([xb, xp])
+            score = float(np.abs(np.searchsorted(xb, grid, "right") / xb.size
+                                 - np.searchsorted(xp, grid, "right") / xp.size).max())
+        else:
+            vb, vp = b.astype(str).value_counts(), p.astype(str).value_counts()
+            labels = sorted(set(vb.index) | set(vp.index))
+            score = balanced_cramers_v(np.vstack([vb.reindex(labels, fill_value=0).to_numpy(float),
+                                                  vp.reindex(labels, fill_value=0).to_numpy(float)]))
+        scores.append((score, c))
+    return [c for _, c in sorted(scores, key=lambda t: -t[0])[:limit]]

@@ -1,0 +1,89 @@
+"""Helpers of the monitor tests: SYNTHETIC frames, a webhook receiver on 127.0.0.1, waiting loops."""
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pandas as pd
+
+
+def synthetic_frame(n: int, seed: int, *, shift: float = 0.0, accuracy: float = 0.85) -> pd.DataFrame:
+    """SYNTHETIC binary-classification rows: ``shift`` moves feature x1 by that many sds."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.4).astype(int)
+    pred = np.where(rng.random(n) < accuracy, y, 1 - y)
+    return pd.DataFrame({"id": [f"r{seed}_{i}" for i in range(n)], "x1": rng.normal(shift, 1, n),
+                         "x2": rng.normal(0, 1, n), "region": rng.choice(["north", "south"], n), "label": y,
+                         "prediction": pred, "score": np.clip(np.where(pred == 1, .7, .3) + rng.normal(0, .1, n), 0, 1)})
+
+
+def upload_benchmark(client, frame: pd.DataFrame, name: str = "bench") -> str:
+    buf = io.BytesIO()
+    frame.to_csv(buf, index=False)
+    response = client.post("/v1/datasets", files={"file": (f"{name}.csv", buf.getvalue())},
+                           data={"name": name, "role": "benchmark"})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def wait_for(predicate, timeout: float = 60.0, step: float = 0.1):
+    """Poll until ``predicate()`` is truthy (bounded); return its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+def wait_run(client, monitor_id: str, run_id: str, timeout: float = 60.0) -> dict:
+    def done():
+        items = client.get(f"/v1/monitors/{monitor_id}/runs").json()["items"]
+        run = next((r for r in items if r["id"] == run_id), None)
+        return run if run and run["status"] not in ("queued", "running") else None
+    return wait_for(done, timeout)
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 that records JSON bodies; the first ``fail_first`` get a 503."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.bodies: list[dict] = []
+        self.hits = 0
+        self.fail_first = fail_first
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                receiver.hits += 1
+                if receiver.hits <= receiver.fail_first:
+                    self.send_response(503)
+                else:
+                    receiver.bodies.append(body)
+                    self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def __enter__(self) -> "Receiver":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

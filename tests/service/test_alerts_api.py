@@ -1,0 +1,64 @@
+"""Alerts: webhook retries with every attempt recorded, resolution after three absent runs (with a
+message), acknowledge and resolve by hand, filter by state. All data SYNTHETIC."""
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.settings import Settings
+from tests.service.monitor_support import Receiver, synthetic_frame, upload_benchmark, wait_run
+
+
+@pytest.fixture
+def setup(tmp_path):
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    settings = Settings(data_dir=tmp_path / "data", monitor_roots=[drop], scheduler=False)
+    with TestClient(create_app(settings)) as client:
+        client.app.state.monitors.webhook_backoff_s = 0.01
+        yield client, drop
+
+
+def _run(client, monitor, drop, name, shift):
+    synthetic_frame(250, hash(name) % 1000, shift=shift).to_csv(drop / f"{name}.csv", index=False)
+    return wait_run(client, monitor, client.post(f"/v1/monitors/{monitor}/run").json()["run_id"])
+
+
+def test_webhook_retries_then_resolution_message(setup):
+    client, drop = setup
+    bench = upload_benchmark(client, synthetic_frame(1200, 0))
+    with Receiver(fail_first=2) as hook:
+        monitor = client.post("/v1/monitors", json={
+            "name": "retry", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
+            "schedule": {"cron": "0 * * * *"}, "options": {"discovery": False},
+            "alerts": {"webhook": hook.url, "min_severity": "high"}}).json()["id"]
+        shifted = _run(client, monitor, drop, "s1", 1.0)
+        assert len(shifted["alerts"]) == 1
+        deliveries = client.app.state.monitors.store.deliveries(monitor)
+        assert [(d.attempt, d.ok, d.status_code) for d in deliveries] == [(1, False, 503), (2, False, 503), (3, True, 200)]
+        assert [b["event"] for b in hook.bodies] == ["opened"]
+        quiet = [_run(client, monitor, drop, f"q{i}", 0.0) for i in range(3)]
+        assert all(r["status"] == "succeeded" and r["alerts"] == [] for r in quiet)
+        assert [b["event"] for b in hook.bodies] == ["opened", "resolved"]
+        assert hook.bodies[1]["alerts"][0]["id"] == shifted["alerts"][0]
+        assert "resolved" in hook.bodies[1]["text"]
+    alert = client.get("/v1/alerts?state=resolved").json()["items"]
+    assert [a["id"] for a in alert] == shifted["alerts"] and alert[0]["resolved_at"] is not None
+    assert client.get("/v1/alerts?state=open").json()["items"] == []
+
+
+def test_acknowledge_and_resolve_by_hand(setup):
+    client, drop = setup
+    bench = upload_benchmark(client, synthetic_frame(1200, 0))
+    monitor = client.post("/v1/monitors", json={
+        "name": "manual", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
+        "schedule": {"interval_seconds": 3600}, "options": {"discovery": False}}).json()["id"]
+    (alert_id,) = _run(client, monitor, drop, "s1", 1.0)["alerts"]
+    acked = client.post(f"/v1/alerts/{alert_id}/acknowledge")
+    assert acked.status_code == 200 and acked.json()["state"] == "acknowledged"
+    assert _run(client, monitor, drop, "s2", 1.0)["alerts"] == []  # acknowledged: still active, nothing new
+    assert [a["id"] for a in client.get("/v1/alerts?state=acknowledged").json()["items"]] == [alert_id]
+    assert client.post(f"/v1/alerts/{alert_id}/resolve").json()["state"] == "resolved"
+    assert client.post("/v1/alerts/al_missing/resolve").json()["error"]["code"] == "not_found"
+    assert client.get("/v1/alerts?state=bogus").status_code == 422

@@ -1,0 +1,71 @@
+"""contextshift monitor run: by id on the configured database, and --config without a server.
+All data SYNTHETIC."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.cli import main
+from service.settings import Settings, get_settings
+from tests.service.monitor_support import synthetic_frame, upload_benchmark
+
+
+def test_monitor_run_by_config_keeps_state_between_runs(tmp_path, capsys):
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    synthetic_frame(1000, 0).to_csv(tmp_path / "bench.csv", index=False)
+    config = {"name": "cron-monitor", "benchmark": "bench.csv", "domain": "generic",
+              "source": {"type": "directory", "path": "drop", "pattern": "*.csv"},
+              "options": {"alpha": 0.05, "discovery": False}, "alerts": {"min_severity": "high"},
+              "state": "state.json", "out": "reports"}
+    (tmp_path / "monitor.yaml").write_text(yaml.safe_dump(config))
+    cfg = str(tmp_path / "monitor.yaml")
+    assert main(["monitor", "run", "--config", cfg]) == 0
+    assert "no new data" in capsys.readouterr().out
+    synthetic_frame(300, 1).to_csv(drop / "a.csv", index=False)
+    assert main(["monitor", "run", "--config", cfg, "--fail-on-shift"]) == 0
+    synthetic_frame(300, 2, shift=1.0).to_csv(drop / "b.csv", index=False)
+    assert main(["monitor", "run", "--config", cfg, "--fail-on-shift"]) == 1
+    assert main(["monitor", "run", "--config", cfg]) == 0  # nothing new: no second audit
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["n_tested"] == 2 and len(state["taken"]) == 2
+    assert [r["alpha"] for r in state["runs"]] == sorted((r["alpha"] for r in state["runs"]), reverse=True)
+    assert [a["kind"] for a in state["alerts"] if a["state"] == "open"] == ["covariate_shift"]
+    assert len(list((tmp_path / "reports").glob("*.html"))) == 2
+
+
+def test_monitor_run_bad_input_exits_2(tmp_path, capsys):
+    (tmp_path / "monitor.yaml").write_text("benchmark: missing.csv\n")
+    assert main(["monitor", "run", "--config", str(tmp_path / "monitor.yaml")]) == 2
+    assert "invalid_config" in capsys.readouterr().err
+    assert main(["monitor", "run"]) == 2
+
+
+def test_monitor_run_by_id_on_the_configured_database(tmp_path, monkeypatch, capsys):
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    monkeypatch.setenv("CONTEXTSHIFT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop))
+    monkeypatch.setenv("CONTEXTSHIFT_SCHEDULER", "off")
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(Settings())) as client:
+            bench = upload_benchmark(client, synthetic_frame(600, 0))
+            monitor = client.post("/v1/monitors", json={
+                "name": "cron", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
+                "schedule": {"interval_seconds": 3600}, "options": {"discovery": False}}).json()["id"]
+        synthetic_frame(200, 3).to_csv(drop / "a.csv", index=False)
+        assert main(["monitor", "run", monitor]) == 0
+        assert "open alert" in capsys.readouterr().out
+        assert main(["monitor", "run", monitor]) == 0
+        assert "no new data" in capsys.readouterr().out
+        assert main(["monitor", "run", "mo_missing"]) == 2
+        with TestClient(create_app(Settings())) as client:
+            runs = client.get(f"/v1/monitors/{monitor}/runs").json()["items"]
+        assert [(r["trigger"], r["status"]) for r in runs] == [("cli", "no_new_data"), ("cli", "succeeded")]
+    finally:
+        get_settings.cache_clear()
