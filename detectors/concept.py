@@ -1,9 +1,20 @@
 """Concept shift when production labels exist: observed label shift and performance change
 per class (or per slice: the per-group functions take any boolean group mask).
 
-Under pure label shift ``P(x | y)`` is fixed, so every per-class recall ``P(yhat = y | y)``
-stays put; a significant and practically large change in a class's recall means the relation
-between inputs and labels (or the inputs within that class) changed.
+**Concept shift** is observed production performance departing from what the label-free
+estimator predicts under the observed covariate shift (SPEC §5). Given that estimate
+(``expected=``, e.g. :class:`detectors.ConfidenceBasedEstimator` on production scores, valid
+under covariate shift), :meth:`ConceptShiftDetector.test` pairs each estimated metric
+(accuracy and per-class recall) with the observed one (:func:`detectors.compare_performance`)
+and tests the departure: ``z = (observed - estimated) / se`` with ``se`` the estimate's
+bootstrap standard error (its interval is for the metric these very rows achieve, so the
+observed value falls inside at the nominal rate when nothing but covariates moved). Those
+tests decide ``is_shift`` (``basis="label_free_estimate"``).
+
+Per-class recall changes benchmark -> production are still measured and tested, but alone
+they are not concept shift: under covariate shift within a class (harder cases of the same
+class) recall moves while ``P(y | x)`` does not. Only without an estimate (no scores) do they
+decide, and ``basis="recall_change"`` says that covariate shift could not be separated.
 
 >>> import numpy as np
 >>> c = proportion_change(80, 100, 60, 100, name="recall[cat]", metric="recall", group="cat")
@@ -13,10 +24,12 @@ between inputs and labels (or the inputs within that class) changed.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
 from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes
@@ -25,7 +38,8 @@ from detectors.decision import check_tests, decide
 from detectors.intervals import newcombe_interval, wilson_interval
 
 __all__ = ["GroupChange", "ConceptShiftResult", "ConceptShiftDetector", "proportion_change",
-           "group_performance_change", "two_proportion_pvalue", "observed_label_shift"]
+           "group_performance_change", "two_proportion_pvalue", "observed_label_shift", "PerformanceDeparture",
+           "performance_departures"]
 
 
 @dataclass(frozen=True)
@@ -57,19 +71,76 @@ class ConceptShiftResult(Result):
     production_prior: dict
     label_test: ShiftTest
     per_class: tuple
+    departures: tuple = ()  # PerformanceDeparture: observed vs label-free estimate under covariate shift
+    basis: str = "recall_change"  # what decides is_shift: "label_free_estimate" or "recall_change"
 
     @property
     def tests(self) -> tuple:
         """Every hypothesis tested here, for an audit-wide correction."""
-        return (self.label_test,) + tuple(c.test for c in self.per_class)
+        return (self.label_test,) + tuple(c.test for c in self.per_class) + tuple(d.test for d in self.departures)
 
     def with_tests(self, tests) -> "ConceptShiftResult":
         """A copy holding re-corrected ``tests`` (order of :attr:`tests`), flags re-derived."""
         tests = check_tests(self, tests)
-        per_class = tuple(dataclasses.replace(c, test=t) for c, t in zip(self.per_class, tests[1:]))
-        return dataclasses.replace(self, label_test=tests[0], per_class=per_class,
+        k = len(self.per_class)
+        per_class = tuple(dataclasses.replace(c, test=t) for c, t in zip(self.per_class, tests[1:1 + k]))
+        departures = tuple(dataclasses.replace(d, test=t) for d, t in zip(self.departures, tests[1 + k:]))
+        return dataclasses.replace(self, label_test=tests[0], per_class=per_class, departures=departures,
                                    label_shift_observed=bool(tests[0].drifted),
-                                   is_shift=any(t.drifted for t in tests[1:]))
+                                   is_shift=_concept_flag(per_class, departures, self.basis))
+
+
+@dataclass(frozen=True)
+class PerformanceDeparture(Result):
+    """One metric: observed production value against the label-free estimate, and its test."""
+
+    comparison: Any  # detectors.performance.MetricComparison
+    test: ShiftTest
+
+
+def _concept_flag(per_class, departures, basis: str) -> bool:
+    if basis == "label_free_estimate":
+        return any(d.test.drifted for d in departures)
+    return any(c.test.drifted for c in per_class)
+
+
+def performance_departures(expected, y_true, y_pred, *, alpha=0.05, effect_floor=0.05, confidence=0.95,
+                           keys: tuple | None = None) -> tuple:
+    """Test observed production metrics against a label-free estimate (``expected``: PerformanceEstimate).
+
+    Accuracy and per-class recall are tested (``keys`` overrides). Returns PerformanceDeparture records.
+    """
+    from detectors.intervals import z_value
+    from detectors.metric_ci import observed_performance
+    from detectors.performance import compare_performance
+
+    observed = observed_performance(y_true, y_pred, metrics=["accuracy"], confidence=confidence)
+    z_ci = z_value(expected.confidence)
+    out = []
+    for row in compare_performance(expected, observed).rows:
+        if keys is not None and row.name not in keys:
+            continue
+        if keys is None and not (row.name == "accuracy" or row.name.startswith("recall[")):
+            continue
+        lo, hi = row.estimated_ci
+        se = (hi - lo) / (2 * z_ci) if np.isfinite(lo) and np.isfinite(hi) else float("nan")
+        diff = row.difference
+        if not (np.isfinite(se) and np.isfinite(diff)) or row.n < 1:
+            nan = float("nan")
+            test = ShiftTest(f"departure[{row.name}]", "z_vs_label_free_estimate", nan, nan, nan, nan,
+                             "observed_minus_estimated", effect_floor, 0, int(row.n), False, kind="concept",
+                             status="insufficient_data", details={"metric": row.name})
+        else:
+            z = diff / se if se > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+            p = float(2 * stats.norm.sf(abs(z)))
+            test = ShiftTest(f"departure[{row.name}]", "z_vs_label_free_estimate", float(z), p, p, float(diff),
+                             "observed_minus_estimated", effect_floor, 0, int(row.n),
+                             decide(p, diff, alpha=alpha, effect_floor=effect_floor), kind="concept",
+                             details={"metric": row.name, "estimated": row.estimated, "estimated_ci": row.estimated_ci,
+                                      "observed": row.observed, "observed_ci": row.observed_ci,
+                                      "estimator": expected.method})
+        out.append(PerformanceDeparture(row, test))
+    return tuple(out)
 
 
 def two_proportion_pvalue(k1, n1, k2, n2) -> tuple[float, float]:
@@ -218,8 +289,13 @@ class ConceptShiftDetector:
             raise DetectorInputError("Benchmark labels hold a single class; need at least two.")
         return self
 
-    def test(self, y_true, y_pred) -> ConceptShiftResult:
-        """Compare labelled production rows ``y_true``, ``y_pred`` (shape (m,)) with the benchmark."""
+    def test(self, y_true, y_pred, *, expected=None) -> ConceptShiftResult:
+        """Compare labelled production rows ``y_true``, ``y_pred`` (shape (m,)) with the benchmark.
+
+        ``expected``: a label-free :class:`~detectors.PerformanceEstimate` of these production
+        rows that is valid under covariate shift; when given, concept shift is decided by the
+        observed metrics departing from it (module docstring).
+        """
         check_fitted(self, "y_true_")
         y_cur, p_cur = _pair(y_true, y_pred, "production")
         label_test = observed_label_shift(self.y_true_, y_cur, self.classes_, alpha=self.alpha,
@@ -235,10 +311,16 @@ class ConceptShiftDetector:
         prior_ref = np.bincount(encode(self.y_true_, self.classes_, "y_true"), minlength=k) / len(self.y_true_)
         prior_cur = np.bincount(encode(y_cur, self.classes_, "y_true"), minlength=k) / len(y_cur)
         cls = self.classes_.tolist()
+        departures = () if expected is None else performance_departures(
+            expected, y_cur, p_cur, alpha=self.alpha, effect_floor=self.effect_floor, confidence=self.confidence)
+        if departures:
+            fixed = readjust([d.test for d in departures], alpha=self.alpha, method=self.correction)
+            departures = tuple(dataclasses.replace(d, test=t) for d, t in zip(departures, fixed))
+        basis = "label_free_estimate" if departures else "recall_change"
         return ConceptShiftResult(
-            is_shift=any(c.test.drifted for c in changes), label_shift_observed=label_test.drifted,
+            is_shift=_concept_flag(changes, departures, basis), label_shift_observed=label_test.drifted,
             benchmark_prior=dict(zip(cls, prior_ref.tolist())), production_prior=dict(zip(cls, prior_cur.tolist())),
-            label_test=label_test, per_class=tuple(changes))
+            label_test=label_test, per_class=tuple(changes), departures=departures, basis=basis)
 
 
 def _correct(changes: list[GroupChange], *, alpha: float, method: str) -> list[GroupChange]:

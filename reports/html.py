@@ -28,13 +28,13 @@ from reports.formatting import (
 from reports.html_sections import ROW_CAP, TABLE_CAP
 from reports.html_sections import generated_text as _generated
 from reports.limitations import verdict as compute_verdict
+from reports.reading import as_dict, is_local, normalised, pack_title
 from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors
 
 __all__ = ["render_html", "TABLE_CAP", "ROW_CAP"]
 
 LIMITATION_CAP = 30
 NAME_LIMIT, TEXT_LIMIT = 80, 700
-LOCAL_IDS = {"local", "unsaved", ""}  # audits run by the CLI are not stored: no id worth a title
 # The verdict's lead sentence by severity (the summary's first clause in reports.limitations).
 LEADS = {
     "high": "Do not rely on the benchmark score for this production data",
@@ -52,25 +52,8 @@ def _environment():
     return env
 
 
-def _as_dict(value: Any) -> Any:
-    """A pydantic model or a result record as its JSON-ready dict; anything else unchanged."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    return value
-
-
-def _normalised(audit: Mapping) -> dict:
-    try:  # older AuditResults carried nested detector shapes; the typed result has one shape
-        from reports.normalise import normalise_audit
-    except ImportError:
-        return dict(audit)
-    return normalise_audit(audit)
-
-
 def _limitations(audit: Mapping, limitations) -> list[dict]:
-    items = as_list(audit.get("limitations")) if limitations is None else [_as_dict(lim) for lim in limitations]
+    items = as_list(audit.get("limitations")) if limitations is None else [as_dict(lim) for lim in limitations]
     items = [lim for lim in items if isinstance(lim, Mapping)]
     return sorted(items, key=lambda lim: num(lim.get("rank")) or 0)
 
@@ -92,25 +75,6 @@ def _limitation_row(lim: Mapping) -> dict:
             "statement": _generated(lim.get("statement"), TEXT_LIMIT), "score": fmt_value(num(lim.get("score"))),
             "basis": _generated(evidence.get("severity_basis"), 160),
             "definition": shorten(definition, 200), "key": shorten(lim.get("key") or "", 80)}
-
-
-def _pack_title(audit: Mapping) -> str:
-    """The pack's title ("Crash fatality (NASS CDS occupants)"), not its id."""
-    params = get(audit, "parameters", default={})
-    for value in (get(audit, "domain_title"), get(audit, "pack", "title"), get(params, "domain_title")):
-        if isinstance(value, str) and value.strip():
-            return value
-    name = str(get(audit, "domain") or get(params, "domain_pack") or "generic")
-    return _builtin_title(name) or capitalise(name.replace("_", " "))
-
-
-@lru_cache(maxsize=16)
-def _builtin_title(name: str) -> str | None:
-    try:
-        from domains.loader import list_builtin, load_builtin
-        return load_builtin(name).title if name in list_builtin() else None
-    except Exception:  # a title is cosmetic; the report must render without the domains package
-        return None
 
 
 def _headline(audit: Mapping, items: Sequence[Mapping]) -> dict:
@@ -178,11 +142,12 @@ def _created(value) -> str:
 
 
 def _title(audit: Mapping, pack_title: str) -> dict:
-    audit_id = str(get(audit, "id") or "")
     bench = get(audit, "benchmark", "name") or get(audit, "benchmark", "id") or "benchmark"
     prod = get(audit, "production", "name") or get(audit, "production", "id") or "production"
-    return {"pack_title": pack_title, "benchmark_name": bench, "production_name": prod,
-            "audit_id": "" if audit_id.strip().lower() in LOCAL_IDS else shorten(audit_id, NAME_LIMIT)}
+    given = get(audit, "title")  # the audit's own title (the caller's, else "<pack title>: <files>")
+    title = given if isinstance(given, str) and given.strip() else f"{pack_title}: {shorten(bench, 60)} → {shorten(prod, 60)}"
+    return {"title": shorten(title, 200), "pack_title": pack_title,
+            "audit_id": "" if is_local(audit) else shorten(get(audit, "id"), NAME_LIMIT)}
 
 
 def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any = None) -> str:
@@ -197,10 +162,10 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
     plan : NextRoundPlan or dict, optional
         Default: the AuditResult's own ``next_round``.
     """
-    audit = _as_dict(audit)
+    audit = as_dict(audit)
     if not isinstance(audit, Mapping):
         raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
-    audit = _normalised(audit)
+    audit = normalised(audit)
     items = _limitations(audit, limitations)
     rows = [_limitation_row(lim) for lim in items]
     top, rest = (rows[0], rows[1:]) if rows else (None, [])
@@ -210,7 +175,7 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
     v = _verdict(audit, limitations, items)
     severity = str(v.get("severity") or "none")
     context = {
-        **_title(audit, _pack_title(audit)), "status": str(get(audit, "status") or ""),
+        **_title(audit, pack_title(audit)), "status": str(get(audit, "status") or ""),
         "created": _created(get(audit, "created_at")) if get(audit, "created_at") else "", "synthetic": get(audit, "synthetic") is True,
         "verdict": {"severity": severity, "lead": LEADS.get(severity), "summary": str(v.get("summary") or "")},
         "top": top, "headline": _headline(audit, items), "limitations": shown, "limitations_more": more,
@@ -218,7 +183,7 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
         "covariate": sections.covariate(audit), "label": sections.label(audit), "context": sections.context(audit),
         "slices": sections.slices(audit, [str(lim.get("slice")) for lim in items
                                           if lim.get("kind") == "underperforming_slice" and lim.get("slice")]),
-        "plan": sections.plan(_as_dict(plan) if plan is not None else get(audit, "next_round")),
+        "plan": sections.plan(as_dict(plan) if plan is not None else get(audit, "next_round")),
         "parameters": _flatten(params)[:60], "timings": _timings(audit),
         "companion": get(params, "evidently_companion") is True,
         "notes": [{"part": shorten(n.get("part"), 80), "reason": shorten(n.get("reason"), 300)}

@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from reports.formatting import fmt_metric, fmt_n, get, metric_label, num, shorten
+from types import SimpleNamespace
+
+from reports.formatting import as_list, fmt_metric, fmt_n, fmt_value, get, metric_label, num, shorten
 from reports.limitations import Limitation, verdict
-from reports.normalise import normalise_audit
+from reports.reading import as_dict, is_local, normalised, pack_title
 from reports.records import CORRECTION_LABELS, KIND_LABELS
 
 __all__ = ["render_markdown", "md_escape"]
@@ -37,12 +39,16 @@ def _context_line(audit: Mapping) -> str:
     params = get(audit, "parameters", default={})
     metric = metric_label(get(audit, "overall", "metric") or get(params, "primary_metric"))
     correction = CORRECTION_LABELS.get(str(get(params, "correction") or "bh"), md_escape(get(params, "correction"), 40))
-    alpha = num(get(params, "alpha")) or 0.05
+    alpha = fmt_value(num(get(params, "alpha")) or 0.05)
+    source = ("a local contextshift audit" if is_local(audit)
+              else f"contextshift audit {md_escape(get(audit, 'id'), 80)}")
+    names = [md_escape(get(audit, side, "name") or get(audit, side, "id") or side, 80)
+             for side in ("benchmark", "production")]
     parts = [
-        f"This section comes from contextshift audit {md_escape(get(audit, 'id') or 'unsaved', 80)}, which compared "
-        f"{fmt_n(get(audit, 'benchmark', 'n_rows'))[2:]} benchmark rows with "
-        f"{fmt_n(get(audit, 'production', 'n_rows'))[2:]} production rows under the "
-        f"{md_escape(get(audit, 'domain') or 'generic', 40)} domain pack.",
+        f"This section comes from {source}, which compared "
+        f"{fmt_n(get(audit, 'benchmark', 'n_rows'))[2:]} benchmark rows ({names[0]}) with "
+        f"{fmt_n(get(audit, 'production', 'n_rows'))[2:]} production rows ({names[1]}) under the "
+        f"{md_escape(pack_title(audit), 80)} domain pack.",
     ]
     if num(get(audit, "overall", "benchmark_value")) is not None:
         value = fmt_metric(get(audit, "overall", "benchmark_value"), get(audit, "overall", "benchmark_ci"))
@@ -53,12 +59,26 @@ def _context_line(audit: Mapping) -> str:
     return " ".join(parts)
 
 
-def render_markdown(audit: Mapping, limitations: Sequence[Limitation], *, heading_level: int = 2) -> str:
-    """The "Model limitations" section: verdict, ranked limitations with numbers and CIs, context."""
+def _records(audit: Mapping, limitations) -> list:
+    """Limitations as records with ``rank, kind, severity, title, statement``: as given, else
+    read from the AuditResult JSON."""
+    if limitations is not None:
+        return list(limitations)
+    return [SimpleNamespace(rank=d.get("rank") or 0, kind=str(d.get("kind") or ""),
+                            severity=str(d.get("severity") or "low"), title=str(d.get("title") or ""),
+                            statement=str(d.get("statement") or "")) for d in as_list(audit.get("limitations"))]
+
+
+def render_markdown(audit: Mapping, limitations: Sequence[Limitation] | None = None, *,
+                    heading_level: int = 2) -> str:
+    """The "Model limitations" section: verdict, ranked limitations with numbers and CIs, context.
+
+    ``limitations`` default to the AuditResult's own (``audit["limitations"]``)."""
     if not 1 <= heading_level <= 5:
         raise ValueError("heading_level must be between 1 and 5.")
     h = "#" * heading_level
-    audit = normalise_audit(audit)
+    audit = normalised(as_dict(audit))
+    limitations = _records(audit, limitations)
     v = verdict(audit, limitations)
     lines = [f"{h} Model limitations", "", f"**Verdict: {v['severity']} severity.** {md_escape(v['summary'])}", ""]
     ordered = sorted(limitations, key=lambda lim: lim.rank)

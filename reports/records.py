@@ -147,7 +147,7 @@ class RankingContext:
         return cls(
             alpha=num(alpha) or num(get(params, "alpha")) or 0.05,
             floors=floors,
-            priors=priors or SeverityPriors(),
+            priors=priors or _recorded_priors(get(params, "severity_priors")),
             saturation_threshold=0.8 if threshold is None else threshold,
             metric=str(metric),
             higher_is_better=not lower_is_better(metric),
@@ -167,6 +167,14 @@ class RankingContext:
         """The SPEC §5 rule: adjusted p below alpha AND effect at least the practical floor."""
         p, e = num(p_adjusted), num(effect)
         return p is not None and e is not None and p < self.alpha and e >= floor
+
+
+def _recorded_priors(recorded: Any) -> SeverityPriors:
+    """The severity priors the audit recorded in its parameters (so re-ranking a stored result agrees)."""
+    if not isinstance(recorded, Mapping):
+        return SeverityPriors()
+    known = {f for f in SeverityPriors.__dataclass_fields__}
+    return SeverityPriors(**{k: float(v) for k, v in recorded.items() if k in known and num(v) is not None})
 
 
 def flagged(test: Mapping, alpha: float | None = None) -> bool:

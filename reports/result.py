@@ -157,6 +157,9 @@ class SliceRecord(_Record):
     production_ci: Interval = None
     p_value: Number = None
     p_value_adjusted: Number = None
+    p_value_test: Optional[Literal["change", "gap"]] = Field(
+        None, description="What p_value tests: the benchmark→production change, or (when that was not run, e.g. "
+                          "for slices discovered on the production rows) the slice's gap to the rest.")
     gap: Number = None
     gap_p_value_adjusted: Number = None
     underperforming: Optional[bool] = None

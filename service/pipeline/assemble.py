@@ -1,6 +1,7 @@
 """Builds the AuditResult (SPEC §9) from the corrected audit state; ``reports.result`` types it."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime, timezone
 from typing import Any
 
@@ -9,6 +10,7 @@ import pandas as pd
 
 from detectors.base import to_jsonable
 from detectors.context import literal_text
+from reports.records import SeverityPriors
 
 MISSING_VALUE = "<missing>"  # how the context detector names a missing category
 
@@ -115,6 +117,13 @@ def slices_block(evaluation: Any, titles: dict[str, str]) -> list[dict[str, Any]
         item = s.to_dict()
         item["title"] = titles.get(s.name)
         item["gap"] = _oriented_gap(evaluation.metric, s.gap_vs_overall)
+        # One headline p-value per slice: its benchmark→production change test when that ran, else
+        # the test of its gap to the rest (discovered slices are not change-tested on their own rows).
+        if item.get("p_value_adjusted") is None or item["p_value_adjusted"] != item["p_value_adjusted"]:
+            item["p_value"], item["p_value_adjusted"] = item.get("gap_p_value"), item.get("gap_p_value_adjusted")
+            item["p_value_test"] = "gap"
+        else:
+            item["p_value_test"] = "change"
         out.append(item)
     return out
 
@@ -227,6 +236,7 @@ def audit_json(inp: Any, state: Any) -> dict[str, Any]:
         "columns": columns.to_dict(),
         "parameters": {**ctx.options, "domain_pack": pack.name, "domain_pack_version": getattr(pack, "version", None),
                        "primary_metric": pack.primary_metric, "min_slice_size": ctx.min_slice_size,
-                       "n_tests_corrected": state.n_tests, "classes": ctx.classes},
+                       "n_tests_corrected": state.n_tests, "classes": ctx.classes,
+                       "severity_priors": asdict(SeverityPriors())},
         "notes": ctx.notes,
     }

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 
+import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
@@ -17,34 +18,36 @@ from tests.service.server import ServerProcess
 
 KEY = "fuzz-key"
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
+CHECKS = [not_a_server_error, response_schema_conformance]
 
 
 @pytest.fixture(scope="module", params=["open", "keys"])
 def server(request, tmp_path_factory):
-    env = {"CONTEXTSHIFT_API_KEYS": KEY} if request.param == "keys" else {"CONTEXTSHIFT_API_KEYS": ""}
-    env["CONTEXTSHIFT_SCHEDULER"] = "false"
+    env = {"CONTEXTSHIFT_API_KEYS": KEY if request.param == "keys" else "", "CONTEXTSHIFT_SCHEDULER": "false"}
     proc = ServerProcess(tmp_path_factory.mktemp(f"fuzz-{request.param}"), **env).start()
     yield request.param, proc
     proc.stop()
 
 
-@pytest.fixture(scope="module")
-def api_schema(server):
-    _, proc = server
-    return schemathesis.openapi.from_url(f"{proc.url}/openapi.json")
-
-
-schema = schemathesis.pytest.from_fixture("api_schema")
-
-
-@schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=list(HealthCheck))
-def test_no_5xx_and_schema_conformant(case, server):
+def test_every_operation_no_5xx_and_schema_conformant(server):
     mode, proc = server
-    with_key = {"Authorization": f"Bearer {KEY}"} if mode == "keys" else {}
-    for headers in ([with_key, {}] if mode == "keys" else [{}]):
-        response = case.call(base_url=proc.url, headers=headers, timeout=30)
-        case.validate_response(response, checks=[not_a_server_error, response_schema_conformance])
-        if mode == "keys" and not headers and case.path.startswith("/v1/"):
-            assert response.status_code in (401, 404, 405, 422), (case.path, response.status_code)
+    spec = httpx.get(f"{proc.url}/openapi.json", timeout=30).json()
+    operations = [result.ok() for result in schemathesis.openapi.from_dict(spec).get_all_operations()]
+    assert len(operations) > 10
+    header_sets = [{"Authorization": f"Bearer {KEY}"}, {}] if mode == "keys" else [{}]
+    for operation in operations:
+        _fuzz(operation, proc.url, header_sets, mode)
+
+
+def _fuzz(operation, base_url: str, header_sets: list[dict], mode: str) -> None:
+    @given(case=operation.as_strategy())
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def run(case):
+        for headers in header_sets:
+            response = case.call(base_url=base_url, headers=headers, timeout=60)
+            case.validate_response(response, checks=CHECKS)
+            if mode == "keys" and not headers and case.path.startswith("/v1/"):
+                assert response.status_code in (401, 404, 405, 413, 422), (case.path, response.status_code)
+
+    run()

@@ -56,8 +56,9 @@ def test_improving_then_flat_series_stalls_at_the_right_round_and_not_before():
         stalled += full.stalled
         if full.stalled:
             assert "Shirali" in full.summary and "stalled since round 5" in full.summary
-    # each flat round is a false gain with probability <= 0.05 / 2 after Holm: misses are rare
-    assert stalled >= 16, (entropy, stalled)
+    # a stall is missed when either flat round shows a false gain (Holm): measured 5 in 60 series,
+    # so 14 of 20 fails about once in a thousand runs
+    assert stalled >= 14, (entropy, stalled)
 
 
 def test_no_false_gain_under_the_null():
