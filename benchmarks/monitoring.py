@@ -105,7 +105,7 @@ def false_alarms(args, bench) -> None:
 
 
 def delays(args, bench) -> None:
-    print(f"\n2. detection delay (runs of {args.batch} rows until the first alert, at most {args.max_delay}; "
+    print(f"\n2. detection delay (runs of {args.delay_batch} rows until the first alert, at most {args.max_delay}; "
           f"{args.delay_reps} repetitions)")
     cases = {"0.3 sd shift of x1": {"shift": 0.3}, "5-point accuracy drop (0.85 -> 0.80)": {"accuracy": 0.80}}
     for name, change in cases.items():
@@ -116,7 +116,7 @@ def delays(args, bench) -> None:
                 monitor = Monitor(bench, policy=policy)
                 caught = None
                 for run in range(1, args.max_delay + 1):
-                    if monitor.run(frame(args.batch, rng, **change))["medium"]:
+                    if monitor.run(frame(args.delay_batch, rng, **change))["medium"]:
                         caught = run
                         break
                 found.append(caught)
@@ -170,13 +170,16 @@ def cheap_runs(args) -> None:
                 t = time.perf_counter()
                 future.result()
                 runs.append(time.perf_counter() - t)
-                assert service.store.get_run(run.id).status == "succeeded"
+                done = service.store.get_run(run.id)
+                assert done.status == "succeeded", (done.status, done.error)
             med = lambda xs: float(np.median(xs[1:]))  # noqa: E731
             print(f"  full audit via the worker (reads benchmark + production): median {med(full):.2f} s")
             print(f"  monitor run (take file, validate, register, audit; benchmark cached): median {med(runs):.2f} s "
                   f"= {med(runs) / med(full):.2f}x the full audit")
             print(f"  reading the benchmark from Parquet, saved per run by the cache: {med(loads):.2f} s; "
                   f"cache hits {service.cache.hits}, misses {service.cache.misses}")
+            print("  a monitor run's own steps (s): " + ", ".join(
+                f"{k[:-2]} {v:.2f}" for k, v in service.store.get_run(run.id).summary["timings"].items()))
             timings = runtime.audits.get(service.store.get_run(run.id).audit_id).result["timings"]
             print("  where a monitor run's audit spends its time (s): "
                   + ", ".join(f"{k[:-2]} {v:.2f}" for k, v in timings.items() if v >= 0.05))
@@ -189,7 +192,8 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=300)
     parser.add_argument("--bench-rows", type=int, default=2000)
     parser.add_argument("--delay-reps", type=int, default=4)
-    parser.add_argument("--max-delay", type=int, default=12)
+    parser.add_argument("--delay-batch", type=int, default=150)
+    parser.add_argument("--max-delay", type=int, default=15)
     parser.add_argument("--cheap-bench", type=int, default=200_000)
     parser.add_argument("--cost-reps", type=int, default=3)
     parser.add_argument("--only", choices=["alarms", "delays", "cost"])

@@ -106,8 +106,11 @@ def make_strata(cells_benchmark=None, cells_production=None, *, confidence_bench
             raise DetectorInputError("make_strata needs cells, confidences or both row counts.")
         return Strata(np.zeros(n_benchmark, np.int64), np.zeros(n_production, np.int64), 0)
     n_b = len(parts_b[0])
-    stacked = np.column_stack([np.concatenate([b, p]) for b, p in zip(parts_b, parts_p)])
-    ids = np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
+    combined = np.zeros(n_b + len(parts_p[0]), np.int64)
+    for b, p in zip(parts_b, parts_p):  # mixed-radix code of the combination, then dense ids
+        codes = np.unique(np.concatenate([b, p]), return_inverse=True)[1].ravel()
+        combined = combined * (int(codes.max()) + 1) + codes
+    ids = np.unique(combined, return_inverse=True)[1].ravel()
     return Strata(ids[:n_b], ids[n_b:], bins)
 
 
@@ -144,8 +147,12 @@ def within_context_change(y_true_b, y_pred_b, y_true_p, y_pred_p, strata: Strata
     (change, test) : the estimate (None when untestable) and a ShiftTest of kind
         ``"slice_performance"`` whose effect is ``observed - expected``.
     """
-    yb, pb, yp, pp = (np.asarray(a).astype(str) for a in (y_true_b, y_pred_b, y_true_p, y_pred_p))
-    positive = None if positive is None else str(positive)
+    arrays = [np.asarray(a) for a in (y_true_b, y_pred_b, y_true_p, y_pred_p)]
+    if len({a.dtype.kind for a in arrays}) > 1 or (positive is not None and not isinstance(positive, str)
+                                                    and arrays[0].dtype.kind in "OUS"):
+        arrays = [a.astype(str) for a in arrays]  # labels of mixed types compare as text
+        positive = None if positive is None else str(positive)
+    yb, pb, yp, pp = arrays
     mb_mask = np.ones(len(yb), bool) if mask_b is None else np.asarray(mask_b, bool)
     mp_mask = np.ones(len(yp), bool) if mask_p is None else np.asarray(mask_p, bool)
     tested = TESTED_METRIC.get(metric, "balanced_accuracy")

@@ -177,12 +177,12 @@ def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_c
         for i, c in enumerate(classes):
             y = n - 1 - i
             if bench.get(c) is not None:
-                ax.plot([bench[c]], [y + 0.12], "o", color=BLUE, markersize=5, label="benchmark" if i == 0 else None)
+                ax.plot([bench[c]], [y + (0.2 if seen else 0.12)], "o", color=BLUE, markersize=5, label="benchmark" if i == 0 else None)
             est = production_estimate[c]
-            _interval(ax, y - 0.15, est.get("estimate"), est, ORANGE, "s",
+            _interval(ax, y - (0.02 if seen else 0.15), est.get("estimate"), est, ORANGE, "s",
                       "production estimate" if i == 0 else None)
             if seen.get(c) is not None:
-                ax.plot([seen[c]], [y - 0.15], "D", color=GREEN, markersize=5, markerfacecolor="none",
+                ax.plot([seen[c]], [y - 0.24], "D", color=GREEN, markersize=5, markerfacecolor="none",
                         label=None if observed_drawn else "production observed")
                 observed_drawn.append(c)
         ax.set_yticks(range(n), [_label(c, 28) for c in reversed(classes)])

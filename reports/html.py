@@ -28,13 +28,13 @@ from reports.formatting import (
 from reports.html_sections import ROW_CAP, TABLE_CAP
 from reports.html_sections import generated_text as _generated
 from reports.limitations import verdict as compute_verdict
-from reports.reading import as_dict, is_local, normalised, pack_title
+from reports.reading import as_dict, is_local, pack_title
 from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors
 
 __all__ = ["render_html", "TABLE_CAP", "ROW_CAP"]
 
 LIMITATION_CAP = 30
-NAME_LIMIT, TEXT_LIMIT = 80, 700
+NAME_LIMIT, TEXT_LIMIT = 80, 2_000  # statements are generated: shown whole, bounded only against runaway names
 # The verdict's lead sentence by severity (the summary's first clause in reports.limitations).
 LEADS = {
     "high": "Do not rely on the benchmark score for this production data",
@@ -165,7 +165,7 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
     audit = as_dict(audit)
     if not isinstance(audit, Mapping):
         raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
-    audit = normalised(audit)
+    audit = dict(audit)
     items = _limitations(audit, limitations)
     rows = [_limitation_row(lim) for lim in items]
     top, rest = (rows[0], rows[1:]) if rows else (None, [])

@@ -252,7 +252,10 @@ def slices(audit: Mapping, weak_names: Sequence[str]) -> dict:
     shown, more = capped(ordered)
     metric = metric_label(get(audit, "overall", "metric") or get(audit, "parameters", "primary_metric"))
     rows = [{
-        "name": s.get("title") or s.get("name"), "definition": shorten(s.get("definition"), 160),
+        "name": s.get("title") or s.get("name"),
+        # a discovered slice is named by its definition: do not print it twice
+        "definition": "" if str(s.get("definition")) == str(s.get("title") or s.get("name"))
+        else shorten(s.get("definition"), 160),
         "source": str(s.get("source") or ""),
         "n_benchmark": _count(s.get("n_benchmark")), "n_production": _count(s.get("n_production")),
         "benchmark_share": fmt_share(s.get("benchmark_share"), ""), "production_share": fmt_share(s.get("production_share"), ""),

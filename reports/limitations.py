@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from reports.findings_data import data_findings
 from reports.findings_labels import label_findings
 from reports.formatting import get
-from reports.normalise import normalise_audit
 from reports.records import (
     SEVERITY_ORDER, SHIFT_KINDS, STANDING_KINDS, Limitation, RankingContext, SeverityPriors, rank_order,
 )
@@ -55,7 +54,8 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     list of Limitation
         Ranks 1..n; ties in score are broken by kind (SPEC §7 order) and then by slice name.
     """
-    audit = normalise_audit(audit)
+    if not isinstance(audit, Mapping):
+        raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
     found = data_findings(audit, ctx) + label_findings(audit, ctx)
     found.sort(key=rank_order)

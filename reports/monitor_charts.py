@@ -57,6 +57,8 @@ def line_chart(title: str, series: Sequence[tuple[str, str, Sequence[float | Non
                reference: float | None = None) -> str:
     """Lines (name, colour, values per run) with optional CI bands and a dashed reference level."""
     values = [v for _, _, vs in series for v in vs if v is not None]
+    if not values:
+        return ""  # nothing measured yet: the page says so instead of drawing empty axes
     values += [v for lo, hi in bands for v in list(lo) + list(hi) if v is not None]
     if reference is not None:
         values.append(reference)

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from detectors.base import Result
 from reports.findings_data import slice_gap, slice_shares, untested_name
 from reports.formatting import as_list, ci_pair, fmt_share, get, num, shorten
-from reports.normalise import normalise_audit
 from reports.records import Limitation, RankingContext, finding_key
 from reports.selection import DIVERSITY_RULE, LabelRequest, select_rows
 
@@ -225,7 +224,6 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
         raise ValueError(f"budget must be a non-negative integer, got {budget!r}.")
     if isinstance(min_slice_size, bool) or not isinstance(min_slice_size, int) or min_slice_size < 1:
         raise ValueError(f"min_slice_size must be a positive integer, got {min_slice_size!r}.")
-    audit = normalise_audit(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=None, alpha=None, priors=None)
     folded = {str(r.get("slice")) for lim in limitations for r in lim.related if r.get("slice") is not None}
     rest = [t for t in _slice_targets(audit, ctx, limitations) if t.name not in folded]

@@ -8,7 +8,7 @@ from typing import Any
 
 from reports.formatting import capitalise, get
 
-__all__ = ["as_dict", "normalised", "pack_title", "is_local", "LOCAL_IDS"]
+__all__ = ["as_dict", "pack_title", "is_local", "LOCAL_IDS"]
 
 LOCAL_IDS = frozenset({"local", "unsaved", ""})  # audits run by the CLI are not stored: no id worth a title
 
@@ -20,15 +20,6 @@ def as_dict(value: Any) -> Any:
     if hasattr(value, "to_dict"):
         return value.to_dict()
     return value
-
-
-def normalised(audit: Mapping) -> dict:
-    """The AuditResult as one flat dict."""
-    try:  # older AuditResults carried nested detector shapes; the typed result has one shape
-        from reports.normalise import normalise_audit
-    except ImportError:
-        return dict(audit)
-    return normalise_audit(audit)
 
 
 def is_local(audit: Mapping) -> bool:

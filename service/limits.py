@@ -20,7 +20,7 @@ class BodyTooLarge(HTTPException):
 def too_large_body(limit: int) -> bytes:
     return json.dumps({"error": {"code": "upload_too_large",
                                  "message": f"The upload exceeds the limit of {limit / 2**20:g} MB.",
-                                 "details": {"max_bytes": limit}}}).encode()
+                                 "details": {"max_bytes": limit, "limit": "CONTEXTSHIFT_MAX_UPLOAD_MB"}}}).encode()
 
 
 class BodySizeLimit:

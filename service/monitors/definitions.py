@@ -14,7 +14,11 @@ def resolve_directory(path: str, roots: list[Path]) -> Path:
     if not roots:
         raise InvalidRequest("Directory sources are disabled: set CONTEXTSHIFT_MONITOR_ROOTS to the folders "
                              "monitors may read.", code="directory_sources_disabled")
-    target = Path(path).expanduser().resolve()
+    try:
+        target = Path(path).expanduser().resolve()
+    except (ValueError, OSError, RuntimeError):  # NUL bytes, symlink loops, unreadable parents
+        raise InvalidRequest(f"Directory {path!r} cannot be resolved.", code="path_not_allowed",
+                             details={"path": path}) from None
     for root in roots:
         if target == root.resolve() or target.is_relative_to(root.resolve()):
             return target
@@ -30,7 +34,7 @@ def inside_roots(file: Path, roots: list[Path]) -> bool:
 
 def check_source(source: DirectorySource | SqlSource, settings: Any) -> dict[str, Any]:
     if isinstance(source, DirectorySource):
-        if "/" in source.pattern or ".." in source.pattern:
+        if "/" in source.pattern or ".." in source.pattern or "\x00" in source.pattern:
             raise InvalidRequest("The file pattern must be a plain name pattern such as '*.csv'.",
                                  code="invalid_pattern", details={"pattern": source.pattern})
         resolved = resolve_directory(source.path, list(settings.monitor_roots))
@@ -67,7 +71,7 @@ def check_schedule(schedule: Schedule, min_interval_s: float) -> dict[str, Any]:
                                  "(minute hour day month weekday).", code="invalid_cron")
         try:
             make_trigger({"cron": schedule.cron})
-        except (ValueError, KeyError) as exc:
+        except Exception as exc:  # APScheduler raises several types for bad fields
             raise InvalidRequest(f"Invalid cron expression {schedule.cron!r}: {exc}", code="invalid_cron",
                                  details={"cron": schedule.cron}) from None
     return schedule.model_dump(exclude_none=True)
@@ -76,7 +80,10 @@ def check_schedule(schedule: Schedule, min_interval_s: float) -> dict[str, Any]:
 def check_webhook(url: str | None) -> None:
     if url is None:
         return
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InvalidRequest(f"Webhook URL {url!r} must be an http(s) URL.", code="invalid_webhook",
                              details={"webhook": url})

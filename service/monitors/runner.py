@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +113,8 @@ def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[st
     audits = runtime.audits
     row = audits.create(benchmark_id=monitor.benchmark_id, production_id=dataset.id, domain=monitor.domain,
                         options=options)
-    audits.mark_running(row.id)
+    if audits.mark_running(row.id) is False:  # the audit store is compare-and-set: another instance claimed it
+        raise ServiceError(f"Audit {row.id} was claimed by another instance.", code="audit_claimed")
     try:
         outcome = run_audit(AuditInput(
             audit_id=row.id, benchmark=side.frame, production=frame, benchmark_roles=side.roles,
@@ -135,8 +137,15 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
             webhook_backoff_s: float = 0.5) -> str:
     """Run a claimed run to its end; returns the final status (errors are stored, not raised)."""
     monitor = store.get(store.get_run(run_id).monitor_id)
+    clock = [time.perf_counter()]
+
+    def lap() -> float:
+        clock.append(time.perf_counter())
+        return round(clock[-1] - clock[-2], 3)
+
     try:
         batch = take(monitor, store, runtime.settings)
+        took = lap()
         if batch.empty:
             store.finish_run(run_id, "no_new_data", n_rows=0)
             return "no_new_data"
@@ -146,15 +155,19 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
         if batch.watermark:
             store.update(monitor.id, watermark=batch.watermark)
         side = cache.get(runtime, monitor.benchmark_id, monitor.domain)
+        cached = lap()
         dataset, column_roles = register(runtime, monitor, run_id, batch.frame, side)
+        registered = lap()
         k = monitor.n_tested + 1
         alpha_k = budget.run_alpha(monitor.alpha, k)
         audit_id, result = audit(runtime, monitor, dataset, column_roles, batch.frame, side, alpha_k)
+        audited = lap()
         harm_state, checks = budget.track_harm(monitor.harm_state, result, alpha=monitor.alpha,
                                                tolerance=float(monitor.options.get("harm_tolerance", 0.05)))
         checks += budget.estimated_harm(result, tolerance=float(monitor.options.get("harm_tolerance", 0.05)))
         store.update(monitor.id, n_tested=k, alpha_spent=budget.spent(monitor.alpha, k), harm_state=harm_state)
-        summary = {**findings.trend_summary(result), "harm": [c.__dict__ for c in checks]}
+        summary = {**findings.trend_summary(result), "harm": [c.__dict__ for c in checks],
+                   "timings": {"take_s": took, "benchmark_s": cached, "register_s": registered, "audit_s": audited}}
         store.update_run(run_id, n_rows=len(batch.frame), audit_id=audit_id, alpha=alpha_k,
                          verdict=result.get("verdict"), summary=summary)
         alert_ids = _alerts(store, monitor, run_id, result, checks, webhook_backoff_s)

@@ -75,6 +75,7 @@ class MonitorScheduler:
                     self.add(monitor_id, monitor.schedule)
             for job_id in jobs - set(monitors):
                 self.scheduler.remove_job(job_id, jobstore="default")
+            self.service.store.recover()  # runs of a process that died (lease expired) are failed
             self.service.drain_queued()
         except Exception:  # a passing database fault must not stop the scheduler
             log.exception("monitor schedule sync failed")

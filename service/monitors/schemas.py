@@ -36,7 +36,7 @@ Source = Union[DirectorySource, SqlSource]
 class Schedule(BaseModel):
     model_config = {"extra": "forbid"}
 
-    interval_seconds: float | None = Field(default=None, gt=0)
+    interval_seconds: float | None = Field(default=None, gt=0, le=366 * 86400)
     cron: str | None = Field(default=None, max_length=255, description="Five fields: minute hour day month weekday.")
 
 

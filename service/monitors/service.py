@@ -46,6 +46,10 @@ class MonitorService:
         if self.scheduler is not None:
             self.scheduler.shutdown()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        try:  # a run cut short by the shutdown is failed now, not left "running" until its lease expires
+            self.store.interrupt_own()
+        except Exception:
+            log.exception("could not mark this process's monitor runs interrupted")
 
     # -- definitions --------------------------------------------------------------------------
     def create(self, body: MonitorCreate) -> MonitorRow:

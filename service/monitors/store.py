@@ -13,9 +13,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import NotFound
 from service.monitors.models import AlertRow, DeliveryRow, MonitorFileRow, MonitorRow, MonitorRunRow
-from service.store import new_id
+from service.store import new_id, storable_key
 
 WORKER_ID = f"{socket.gethostname()[:40]}:{os.getpid()}"
+INTERRUPTED = {"code": "interrupted", "message": "The service stopped during this run; the next run takes its rows "
+               "only if they were not recorded as taken.", "details": {}}
 
 
 def now() -> datetime:
@@ -40,7 +42,7 @@ class MonitorStore:
 
     def get(self, monitor_id: str) -> MonitorRow:
         with self.sessions() as s:
-            row = s.get(MonitorRow, monitor_id)
+            row = s.get(MonitorRow, monitor_id) if storable_key(monitor_id) else None
         if row is None:
             raise NotFound(f"No monitor with id {monitor_id!r}.", details={"monitor": monitor_id})
         return row
@@ -50,6 +52,7 @@ class MonitorStore:
             return list(s.scalars(select(MonitorRow).order_by(MonitorRow.created_at)))
 
     def delete(self, monitor_id: str) -> None:
+        self.get(monitor_id)
         with self.sessions.begin() as s:
             for table in (DeliveryRow, AlertRow, MonitorFileRow, MonitorRunRow):
                 s.execute(delete(table).where(table.monitor_id == monitor_id))
@@ -100,10 +103,22 @@ class MonitorStore:
                              .values(status="running", started_at=now(), executed_by=owner))
         return done.rowcount == 1
 
-    def finish_run(self, run_id: str, status: str, **values: Any) -> None:
+    def finish_run(self, run_id: str, status: str, **values: Any) -> bool:
+        """running -> final; False when the run was already ended (e.g. marked interrupted)."""
         with self.sessions.begin() as s:
-            s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id)
-                      .values(status=status, finished_at=now(), **values))
+            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id, MonitorRunRow.status == "running")
+                             .values(status=status, finished_at=now(), **values))
+        return done.rowcount == 1
+
+    def interrupt_own(self, owner: str = WORKER_ID) -> int:
+        """At shutdown: this process's running runs are failed and its leases released."""
+        with self.sessions.begin() as s:
+            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.status == "running",
+                                                         MonitorRunRow.executed_by == owner)
+                             .values(status="failed", finished_at=now(), error=INTERRUPTED))
+            s.execute(update(MonitorRow).where(MonitorRow.lease_owner == owner).values(lease_owner=None,
+                                                                                      lease_until=None))
+        return done.rowcount
 
     def update_run(self, run_id: str, **values: Any) -> None:
         with self.sessions.begin() as s:
@@ -111,7 +126,7 @@ class MonitorStore:
 
     def get_run(self, run_id: str) -> MonitorRunRow:
         with self.sessions() as s:
-            row = s.get(MonitorRunRow, run_id)
+            row = s.get(MonitorRunRow, run_id) if storable_key(run_id) else None
         if row is None:
             raise NotFound(f"No monitor run with id {run_id!r}.", details={"run": run_id})
         return row
@@ -134,8 +149,7 @@ class MonitorStore:
             dead = select(MonitorRow.id).where(or_(MonitorRow.lease_owner.is_(None), MonitorRow.lease_until < t))
             done = s.execute(update(MonitorRunRow).where(MonitorRunRow.status == "running",
                                                          MonitorRunRow.monitor_id.in_(dead))
-                             .values(status="failed", finished_at=t,
-                                     error={"code": "interrupted", "message": "The service stopped during this run."}))
+                             .values(status="failed", finished_at=t, error=INTERRUPTED))
         return done.rowcount
 
     # -- directory files ----------------------------------------------------------------------
@@ -157,6 +171,8 @@ class MonitorStore:
     def alerts(self, *, monitor_id: str | None = None, state: str | None = None,
                states: tuple[str, ...] | None = None) -> list[AlertRow]:
         query = select(AlertRow)
+        if monitor_id and not storable_key(monitor_id):
+            return []
         if monitor_id:
             query = query.where(AlertRow.monitor_id == monitor_id)
         if state:
@@ -168,7 +184,7 @@ class MonitorStore:
 
     def get_alert(self, alert_id: str) -> AlertRow:
         with self.sessions() as s:
-            row = s.get(AlertRow, alert_id)
+            row = s.get(AlertRow, alert_id) if storable_key(alert_id) else None
         if row is None:
             raise NotFound(f"No alert with id {alert_id!r}.", details={"alert": alert_id})
         return row

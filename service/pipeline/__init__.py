@@ -18,6 +18,7 @@ import pandas as pd
 from service.pipeline import assemble, slicing, stages
 from service.pipeline.columns import AuditColumns, resolve_columns
 from service.pipeline.family import correct_together
+from service.pipeline.shapes import flatten_audit
 
 Progress = Callable[[float, str], None]
 
@@ -238,7 +239,7 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     from service.pipeline.facts import one_limitation_per_fact
 
     ctx = state.ctx
-    draft = assemble.audit_json(inp, state)
+    draft = flatten_audit(assemble.audit_json(inp, state))
     limitations = one_limitation_per_fact(draft, state, inp.production)
     candidates = assemble.candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
                                            state.prod_out.y_pred, assemble.target_masks(limitations, state))

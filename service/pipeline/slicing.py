@@ -7,8 +7,7 @@ import pandas as pd
 
 from service.pipeline.stages import Outputs, StageContext
 
-MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones
-COVERED_SHARE = 0.8  # "mostly inside": the share of a slice's rows within another one
+MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones (detectors.pruning.MAX_DISCOVERED)
 STRATA_MAX_CONTEXTS = 2  # context columns crossed into within-context strata; more makes them too thin
 
 
@@ -38,55 +37,16 @@ def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
 
 def novel_discoveries(ctx: StageContext, discovered, slices: dict[str, tuple[np.ndarray, np.ndarray]],
                       errors: np.ndarray | None, labelled_production: bool, limit: int = MAX_DISCOVERED) -> list:
-    """Discovered slices that say something new, most excess errors first, up to ``limit``.
+    """Discovered slices that say something new (policy: :func:`detectors.pruning.prune_discoveries`)."""
+    from detectors.pruning import prune_discoveries
 
-    Dropped, because another finding already says it:
-    * a condition on a value the benchmark (almost) lacks: the untested-context report covers it;
-    * mostly (``COVERED_SHARE``) inside a reported slice and not credibly worse than it (the
-      Wilson lower bound of its error rate does not exceed that slice's error rate);
-    * weak only because it contains a kept, more specific discovery: without those rows its
-      error rate is not credibly above the overall one.
-    """
     if discovered is None or errors is None:
         return []
     side = 1 if labelled_production else 0
     frame = ctx.production if labelled_production else ctx.benchmark
-    reported = [masks[side] for masks in slices.values()]
-    overall = float(errors.mean())
-    kept, kept_masks = [], []
-    for found in discovered.slices:
-        if any(c.mask(ctx.benchmark).sum() < ctx.min_slice_size for c in found.conditions):
-            continue
-        mask = found.mask(frame)
-        if not mask.any() or any(_covered_without_news(mask, other, errors) for other in reported):
-            continue
-        kept.append(found)
-        kept_masks.append(mask)
-        reported.append(mask)
-    # broad slices come first (more excess errors), so their explaining children are known only now
-    explained = {i for i, mask in enumerate(kept_masks)
-                 if any(j != i and _explained_by(mask, child, errors, overall) for j, child in enumerate(kept_masks))}
-    return [found for i, found in enumerate(kept) if i not in explained][:limit]
-
-
-def _lower_error_bound(errors: np.ndarray, mask: np.ndarray) -> float:
-    from detectors.intervals import wilson_interval
-
-    n = int(mask.sum())
-    return wilson_interval(int(errors[mask].sum()), n)[0] if n else 0.0
-
-
-def _covered_without_news(mask: np.ndarray, other: np.ndarray, errors: np.ndarray) -> bool:
-    if (mask & other).sum() < COVERED_SHARE * mask.sum():
-        return False
-    return _lower_error_bound(errors, mask) <= float(errors[other].mean()) if other.any() else False
-
-
-def _explained_by(mask: np.ndarray, child: np.ndarray, errors: np.ndarray, overall: float) -> bool:
-    if (child & mask).sum() < COVERED_SHARE * child.sum():
-        return False  # the kept slice is not inside this one
-    rest = mask & ~child
-    return not rest.any() or _lower_error_bound(errors, rest) <= overall
+    return prune_discoveries(discovered, benchmark=ctx.benchmark, frame=frame, errors=errors,
+                             reported=[masks[side] for masks in slices.values()],
+                             min_slice_size=ctx.min_slice_size, limit=limit)
 
 
 def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Outputs, prod: Outputs, mix=None):

@@ -39,6 +39,7 @@ class StageContext:
     options: dict[str, Any]
     classes: list[str] = field(default_factory=list)
     notes: list[dict[str, str]] = field(default_factory=list)  # parts that could not run, and why
+    covariate_result: Any = None  # set by covariate(): the label stage checks BBSE's assumption with it
 
     def guard(self, part: str, default: Any, run, *args) -> Any:
         """Run one part of the audit; data it cannot test (a class the benchmark never saw, an
@@ -106,6 +107,7 @@ def covariate(ctx: StageContext):
         return None, None
     ref, cur = ctx.benchmark[features], ctx.production[features]
     result = CovariateShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ref).test(cur)
+    ctx.covariate_result = result
     tested = [c for c in features if c in {t.name for t in result.features}]
     multivariate = None
     if tested and min(len(ref), len(cur)) >= 50:
@@ -143,10 +145,36 @@ def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
             positive=positive, random_state=ctx.seed).fit(bench.y_true, bench.proba, classes=ctx.classes).estimate(
             prod.proba, prod.y_pred)))
     out["estimates"] = [e for e in estimates if e is not None]
+    # concept shift = observed performance departing from the estimate valid under covariate shift
+    expected = next((e for e in out["estimates"] if e.method.startswith("confidence")), None)
     if prod.y_true is not None:
         out["concept"] = ctx.guard("concept shift", None, lambda: ConceptShiftDetector(
-            alpha=ctx.alpha, correction=ctx.correction).fit(bench.y_true, bench.y_pred).test(prod.y_true, prod.y_pred))
+            alpha=ctx.alpha, correction=ctx.correction).fit(bench.y_true, bench.y_pred).test(
+            prod.y_true, prod.y_pred, expected=expected))
+    if out.get("prior") is not None:
+        out["prior"] = _check_bbse(ctx, out["prior"], bench, prod)
     return out
+
+
+def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
+    """Flag the BBSE priors when covariate shift the label shift cannot explain was found
+    (BBSE assumes P(x | y) fixed), and attach observed production class shares if labelled."""
+    from detectors.assumptions import label_shift_unexplained
+
+    if prod.y_true is not None:
+        values, counts = np.unique(prod.y_true, return_counts=True)
+        prior = prior.with_observed_prior({str(v): c / counts.sum() for v, c in zip(values, counts)})
+    cov = ctx.covariate_result
+    if cov is None or not cov.drifted or prior.status != "ok":
+        return prior
+    unexplained = label_shift_unexplained(ctx.benchmark, bench.y_true, ctx.production, prior.weights, cov.drifted)
+    if not unexplained:
+        return prior
+    names = ", ".join(f"{u.name} ({u.method} {u.statistic:.2f} > {u.threshold:.2f})" for u in unexplained[:5])
+    reason = (f"BBSE assumes that the inputs of each class are distributed as in the benchmark, but covariate "
+              f"shift that the estimated class mix does not explain was found in {names}; the estimated "
+              f"production class shares are unreliable.")
+    return prior.with_assumption_check(reliable=False, reason=reason)
 
 
 def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]]):

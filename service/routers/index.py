@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import quote
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
@@ -17,7 +18,8 @@ padding:.4rem .6rem;text-align:left}}th{{background:#f5f7fa}}.high{{color:#b4231
 .low{{color:#1d4ed8}}.none{{color:#027a48}}code{{font-size:13px}}</style></head><body>
 <h1>contextshift</h1><p>Context-shift audits of production ML models. API docs: <a href="/docs">/docs</a>.</p>
 <h2>Audits</h2><table><tr><th>audit</th><th>status</th><th>domain</th><th>verdict</th><th>report</th></tr>
-{audits}</table><h2>Datasets</h2><table><tr><th>id</th><th>name</th><th>role</th><th>rows</th>
+{audits}</table><h2>Benchmark series</h2><table><tr><th>series</th><th>domain</th><th>rounds</th>
+<th>report</th></tr>{benchmarks}</table><h2>Datasets</h2><table><tr><th>id</th><th>name</th><th>role</th><th>rows</th>
 <th>columns</th><th>created</th></tr>{datasets}</table></body></html>"""
 
 
@@ -29,7 +31,17 @@ def index(runtime: RuntimeDep) -> HTMLResponse:
         f"<tr><td><code>{escape(d.id)}</code></td><td>{escape(d.name)}</td><td>{escape(d.role)}</td>"
         f"<td>{d.n_rows:,}</td><td>{d.n_columns}</td><td>{d.created_at:%Y-%m-%d %H:%M}</td></tr>"
         for d in runtime.datasets.list(limit=200)) or "<tr><td colspan=6>No datasets yet.</td></tr>"
-    return HTMLResponse(PAGE.format(audits=audits, datasets=datasets))
+    return HTMLResponse(PAGE.format(audits=audits, datasets=datasets, benchmarks=_benchmark_rows(runtime)))
+
+
+def _benchmark_rows(runtime) -> str:
+    from service.rounds.store import RoundStore
+
+    series = RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs).list_series()
+    return "".join(
+        f"<tr><td>{escape(s.name)}</td><td>{escape(s.domain)}</td><td>{s.n_rounds}</td>"
+        f'<td><a href="/v1/benchmarks/{quote(s.name, safe="")}/report">progress</a></td></tr>'
+        for s in series) or "<tr><td colspan=4>No benchmark series yet: POST /v1/benchmarks/{name}/rounds.</td></tr>"
 
 
 def _audit_row(audit) -> str:

@@ -129,3 +129,44 @@ def test_real_nwtco_local_review_changed_but_central_mix_did_not():
     assert fav.p_value < 0.001 and abs(fav.difference) < fav.test.effect_floor and not fav.test.drifted
     unfav = next(c for c in r.per_class if c.group == 2)
     assert unfav.difference < 0 and unfav.difference_ci[0] < unfav.difference < unfav.difference_ci[1]
+
+
+def _binary(rng, n, shift, flip=0.0):
+    """SYNTHETIC binary task: x ~ N(shift, 1), P(y=1 | x) = sigmoid(2x); ``flip`` relabels (concept)."""
+    x = rng.normal(shift, 1, n)
+    p = 1 / (1 + np.exp(-2 * x))
+    y = (rng.random(n) < p).astype(int)
+    y = np.where(rng.random(n) < flip, 1 - y, y)
+    return y, p, (p >= 0.5).astype(int)
+
+
+def _concept(rng, shift, flip, n=3000):
+    from detectors import ConfidenceBasedEstimator
+
+    y_b, s_b, yh_b = _binary(rng, n, 0.0)
+    y_p, s_p, yh_p = _binary(rng, n, shift, flip)
+    expected = ConfidenceBasedEstimator(n_bootstrap=100, random_state=0).fit(y_b, s_b).estimate(s_p, yh_p)
+    old = ConceptShiftDetector().fit(y_b, yh_b).test(y_p, yh_p)
+    new = ConceptShiftDetector().fit(y_b, yh_b).test(y_p, yh_p, expected=expected)
+    return old, new
+
+
+def test_pure_covariate_shift_is_not_concept_shift():
+    """Issue 9 item 8: per-class recall changes under covariate shift were reported as concept shift."""
+    flagged_old = flagged_new = 0
+    for seed in range(8):
+        old, new = _concept(np.random.default_rng(800 + seed), shift=1.0, flip=0.0)
+        flagged_old += old.is_shift
+        flagged_new += new.is_shift
+        assert new.basis == "label_free_estimate" and new.departures
+    assert flagged_old >= 6  # recall per class does move under covariate shift
+    assert flagged_new <= 1
+
+
+def test_concept_shift_departs_from_the_label_free_estimate():
+    for seed in range(4):
+        _, new = _concept(np.random.default_rng(850 + seed), shift=0.5, flip=0.15)
+        assert new.is_shift
+        acc = next(d for d in new.departures if d.comparison.name == "accuracy")
+        assert acc.test.drifted and acc.comparison.difference < -0.05 and not acc.comparison.consistent
+        assert new.with_tests(new.tests) == new

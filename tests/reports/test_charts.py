@@ -87,3 +87,13 @@ def test_note_says_what_the_panel_leaves_out():
     note = distribution_note({"below": {"benchmark": 2, "production": 0}, "missing": {"benchmark": 0, "production": 5}})
     assert "2 benchmark / 0 production rows below" in note and "5 production rows missing" in note
     assert distribution_note({}) == ""
+
+
+def test_docstring_examples_hold():
+    import doctest
+
+    import reports.distribution_charts
+    import service.pipeline.distributions
+    for module in (reports.distribution_charts, service.pipeline.distributions):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0

@@ -62,3 +62,18 @@ def test_acknowledge_and_resolve_by_hand(setup):
     assert client.post(f"/v1/alerts/{alert_id}/resolve").json()["state"] == "resolved"
     assert client.post("/v1/alerts/al_missing/resolve").json()["error"]["code"] == "not_found"
     assert client.get("/v1/alerts?state=bogus").status_code == 422
+
+
+def test_harm_alert_when_labelled_production_is_worse(setup):
+    client, drop = setup
+    bench = upload_benchmark(client, synthetic_frame(1200, 0))
+    monitor = client.post("/v1/monitors", json={
+        "name": "harm", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
+        "schedule": {"interval_seconds": 3600}, "options": {"discovery": False, "harm_tolerance": 0.05}}).json()["id"]
+    synthetic_frame(400, 7, accuracy=0.6).to_csv(drop / "worse.csv", index=False)  # SYNTHETIC 25-point drop
+    run = wait_run(client, monitor, client.post(f"/v1/monitors/{monitor}/run").json()["run_id"])
+    alerts = {a["key"]: a for a in client.get(f"/v1/alerts?monitor={monitor}").json()["items"]}
+    assert "harm:overall" in alerts and alerts["harm:overall"]["id"] in run["alerts"]
+    assert "anytime-valid" in alerts["harm:overall"]["statement"]
+    budget = client.get(f"/v1/monitors/{monitor}").json()["budget"]
+    assert budget["spent"] <= budget["alpha"]

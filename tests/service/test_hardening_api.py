@@ -148,3 +148,9 @@ def test_audit_failure_hides_server_paths(client, monkeypatch):
             break
         time.sleep(0.05)
     assert body["status"] == "failed" and "/srv/secret" not in str(body) and "trace" not in body["error"]["details"]
+
+
+def test_deeply_nested_slice_expression_is_a_422(client):
+    deep = "'" + "(" * 400 + 'store_format == "express"' + ")" * 400 + "'"
+    res = client.post("/v1/domains", content=CUSTOM.replace("""'store_format == "express"'""", deep), headers=YAML)
+    assert res.status_code == 422 and "nested more than" in res.json()["error"]["message"]

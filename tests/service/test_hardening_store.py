@@ -110,3 +110,29 @@ def test_clean_stop_releases_audits_at_once(sessions, tmp_path):
     b.register_instance()
     assert b.recover() == [] and b.get(row.id).status == "failed"
     assert b.get(row.id).created_at.tzinfo is not None  # UTC offsets on SQLite too
+
+
+def test_migration_keeps_old_duplicates_under_a_new_name(tmp_path):
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import text
+
+    from service.db import MIGRATIONS
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0002")
+        for i in range(2):  # what the old race could leave behind
+            conn.execute(text("INSERT INTO datasets VALUES (:i, 'same', 'benchmark', NULL, 1, 1, '[]', '{}', "
+                              ":s, 'x', :c)"), {"i": f"ds_{i}", "s": "f" * 64, "c": f"2026-01-0{i + 1} 00:00:00"})
+        conn.execute(text("INSERT INTO domain_packs VALUES ('mine', 'name: mine', '2026-01-01 00:00:00')"))
+    migrate(engine)
+    with engine.connect() as conn:
+        names = dict(conn.execute(text("SELECT id, name FROM datasets")).fetchall())
+        versions = conn.execute(text("SELECT name, version FROM domain_pack_versions")).fetchall()
+    engine.dispose()
+    assert names["ds_0"] == "same" and names["ds_1"] == "same (duplicate ds_1)"
+    assert versions == [("mine", 1)]

@@ -18,7 +18,7 @@ from service.app import create_app
 from service.db import make_engine, migrate, session_factory
 from service.monitors.store import MonitorStore, now
 from service.settings import Settings
-from tests.service.monitor_support import synthetic_frame, upload_benchmark, wait_for
+from tests.service.monitor_support import Receiver, synthetic_frame, upload_benchmark, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,11 +28,12 @@ def _settings(tmp_path, **extra):
                     **extra)
 
 
-def _monitor(client, tmp_path, interval=1.0):
+def _monitor(client, tmp_path, interval=1.0, webhook=None):
     (tmp_path / "drop").mkdir(exist_ok=True)
-    bench = upload_benchmark(client, synthetic_frame(400, 0))
+    bench = upload_benchmark(client, synthetic_frame(800, 0))
     body = {"name": "m", "benchmark": bench, "source": {"type": "directory", "path": str(tmp_path / "drop")},
-            "schedule": {"interval_seconds": interval}, "options": {"discovery": False}}
+            "schedule": {"interval_seconds": interval}, "options": {"discovery": False},
+            "alerts": {"webhook": webhook}}
     response = client.post("/v1/monitors", json=body)
     assert response.status_code == 201, response.text
     return response.json()["id"]
@@ -44,26 +45,31 @@ def _scheduled(client, monitor):
 
 def test_schedule_survives_restart(tmp_path):
     settings = _settings(tmp_path)
-    with TestClient(create_app(settings)) as first:
-        monitor = _monitor(first, tmp_path)
-        assert first.get(f"/v1/monitors/{monitor}").json()["next_run_time"] is not None
-        wait_for(lambda: _scheduled(first, monitor), timeout=30)
-    engine = create_engine(settings.resolved_database_url)
-    with engine.connect() as conn:
-        jobs = conn.execute(text("SELECT id FROM apscheduler_jobs")).scalars().all()
-    engine.dispose()
-    assert jobs == [monitor]  # the schedule is in the database, not in the stopped process
-    time.sleep(2.5)  # firings missed while down are coalesced into one run (not replayed one by one)
-    with TestClient(create_app(settings)) as second:
-        before = {r["id"] for r in _scheduled(second, monitor)}
-        restarted_at = time.time()
-        wait_for(lambda: {r["id"] for r in _scheduled(second, monitor)} - before, timeout=30)
-        assert time.time() - restarted_at < 30
-        runs = _scheduled(second, monitor)
-        assert all(r["status"] in ("queued", "running", "no_new_data") for r in runs)
+    with Receiver() as hook:
+        with TestClient(create_app(settings)) as first:
+            monitor = _monitor(first, tmp_path, webhook=hook.url)
+            assert first.get(f"/v1/monitors/{monitor}").json()["next_run_time"] is not None
+            wait_for(lambda: _scheduled(first, monitor), timeout=30)
+        engine = create_engine(settings.resolved_database_url)
+        with engine.connect() as conn:
+            jobs = conn.execute(text("SELECT id FROM apscheduler_jobs")).scalars().all()
+        engine.dispose()
+        assert jobs == [monitor]  # the schedule is in the database, not in the stopped process
+        time.sleep(2.5)  # firings missed while down are coalesced into one run (not replayed one by one)
+        with TestClient(create_app(settings)) as second:
+            second.app.state.monitors.webhook_backoff_s = 0.01
+            before = {r["id"] for r in _scheduled(second, monitor)}
+            # SYNTHETIC: x1 moved by 1 sd, picked up by the schedule of the restarted service
+            synthetic_frame(300, 9, shift=1.0).to_csv(tmp_path / "drop" / "shifted.csv", index=False)
+            alerted = wait_for(lambda: [r for r in _scheduled(second, monitor)
+                                        if r["id"] not in before and r["alerts"]], timeout=60)
+            assert alerted[0]["status"] == "succeeded" and alerted[0]["n_rows"] == 300
+            wait_for(lambda: hook.bodies, timeout=10)
+        assert len(hook.bodies) == 1 and hook.bodies[0]["run"]["id"] == alerted[0]["id"]
     with TestClient(create_app(_settings(tmp_path, scheduler=False))) as replica:  # API-only replica
         assert replica.app.state.monitors.scheduler is None
         assert replica.get(f"/v1/monitors/{monitor}").json()["next_run_time"] is not None
+        assert len(replica.get("/v1/alerts?state=open").json()["items"]) == 1
 
 
 def test_compare_and_set_steps(tmp_path):

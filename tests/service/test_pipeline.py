@@ -80,7 +80,7 @@ def test_unlabelled_production_gets_label_free_estimates():
     assert result["production"]["labelled"] is False
     methods = result["label"]["estimated_performance"]["methods"]
     assert {"prior_reweighted", "confidence_based"} <= set(methods)
-    assert "observed_performance" not in result["label"]
+    assert result["label"]["observed_performance"] is None  # nothing observed without production labels
     assert all(s["gap_dataset"] == "benchmark" for s in result["slices"])
     assert result["limitations"] and result["next_round"]["rows"]
 

@@ -1,10 +1,11 @@
-"""Accept the detectors' own ``to_dict()`` shapes next to the flat SPEC §9 shapes.
+"""The AuditResult's one shape (SPEC §9): detector records flattened where the contract is flat.
 
-The audit pipeline may pass detector results through unchanged (``ContextShiftResult``,
-``ClassifierTestResult``, ``EmbeddingShiftResult``, ``LabelQualityResult``, ``SliceResult``...).
-:func:`normalise_audit` maps those few nested shapes onto the flat shapes documented in
-``reports/SCHEMA.md``, so that the rest of ``reports/`` reads one shape. It is idempotent and
-copies only what it changes (the input is never mutated).
+Detector results nest their tests (``ClassifierTestResult.test``, ``SliceShare.test``,
+``LabelQualityResult.agreement``...). The pipeline flattens those few shapes once, here, before the
+typed :class:`reports.result.AuditResult` is built, so that ``reports`` reads exactly one shape:
+slice-share tests join ``semantic.contexts`` (kind ``slice_share``), the multivariate test and the
+embedding test are flat test records, label quality is ``{krippendorff_alpha, alpha_ci,
+annotators: [{id, share, ...}], ...}``. It copies only what it changes.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from reports.formatting import as_list, ci_pair, get, num
 
-__all__ = ["normalise_audit", "flat_test"]
+__all__ = ["flatten_audit", "flat_test"]
 
 
 def flat_test(value: Any) -> dict:
@@ -113,7 +114,7 @@ def _covariate(covariate: Any) -> Any:
     return out
 
 
-def normalise_audit(audit: Mapping) -> dict:
+def flatten_audit(audit: Mapping) -> dict:
     """The audit with nested detector shapes flattened (see module docstring)."""
     if not isinstance(audit, Mapping):
         raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")

@@ -1,0 +1,129 @@
+"""Within-context change after reweighting to the production mix (issue 9 items 6-8). SYNTHETIC data."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from detectors.concept import group_performance_change
+from detectors.within_context import (context_strata_cells, make_strata, rank_context_columns,
+                                      within_context_change)
+
+RATES = {"a": 0.95, "b": 0.70}
+
+
+def categorical(rng, n, share_b, drop_b=0.0):
+    """Context 'a' or 'b'; accuracy depends on it; ``drop_b`` lowers accuracy within 'b'."""
+    ctx = np.where(rng.random(n) < share_b, "b", "a")
+    acc = np.where(ctx == "b", RATES["b"] - drop_b, RATES["a"])
+    y = rng.integers(0, 2, n)
+    correct = rng.random(n) < acc
+    return pd.DataFrame({"site": ctx}), y, np.where(correct, y, 1 - y)
+
+
+def run_categorical(seed, share_p, drop_b, n=3000):
+    rng = np.random.default_rng(seed)
+    fb, yb, pb = categorical(rng, n, 0.2)
+    fp, yp, pp = categorical(rng, n, share_p, drop_b)
+    cells = context_strata_cells(fb, fp, ["site"])
+    strata = make_strata(*cells)
+    _, test = within_context_change(yb, pb, yp, pp, strata, metric="accuracy")
+    raw = group_performance_change(yb == pb, yp == pp, name="overall").test
+    return test, raw
+
+
+def test_mix_only_is_not_a_within_context_change():
+    within = raw = 0
+    for seed in range(20):
+        test, raw_test = run_categorical(seed, share_p=0.6, drop_b=0.0)
+        within += test.drifted
+        raw += raw_test.drifted
+    assert raw >= 18  # the raw change is real (the harder context is now common)
+    assert within <= 2
+
+
+def test_drop_within_a_context_whose_share_moved_is_found():
+    """Item 7: dropping the mix-shifted rows never tested this drop; reweighting does."""
+    found = 0
+    for seed in range(12):
+        test, _ = run_categorical(100 + seed, share_p=0.6, drop_b=0.15)
+        found += test.drifted and test.effect_size < 0
+        assert test.details["expected"] > test.details["observed"]
+    assert found >= 11
+
+
+def test_false_alarm_rate_under_no_change_is_at_most_alpha():
+    rng = np.random.default_rng(7)
+    alarms, runs = 0, 300
+    for _ in range(runs):
+        n = 100
+        cb, cp = rng.integers(0, 3, n), rng.integers(0, 3, n)
+        rate = np.array([0.9, 0.75, 0.6])
+        yb, yp = rng.integers(0, 2, n), rng.integers(0, 2, n)
+        pb = np.where(rng.random(n) < rate[cb], yb, 1 - yb)
+        pp = np.where(rng.random(n) < rate[cp], yp, 1 - yp)
+        _, test = within_context_change(yb, pb, yp, pp, make_strata(cb, cp), metric="accuracy",
+                                        effect_floor=0.0)
+        alarms += test.p_value < 0.05
+    # enough runs to tell 0.05 from 0.10 (2 alpha)
+    assert alarms / runs <= 0.05 + 2.33 * np.sqrt(0.05 * 0.95 / runs)
+
+
+def continuous(rng, n, mean):
+    z = rng.normal(mean, 1, n)
+    acc = 0.95 - 0.25 / (1 + np.exp(-3 * z))  # accuracy falls smoothly with the context
+    y = rng.integers(0, 2, n)
+    return pd.DataFrame({"age": z}), y, np.where(rng.random(n) < acc, y, 1 - y)
+
+
+def test_continuous_context_mix_is_not_a_within_context_change():
+    """Item 6: 4 quantile bins left part of a continuous context's mix effect inside each bin."""
+    fired = {4: 0, 10: 0}
+    for seed in range(24):
+        rng = np.random.default_rng(300 + seed)
+        fb, yb, pb = continuous(rng, 4000, 0.0)
+        fp, yp, pp = continuous(rng, 4000, 1.0)
+        for bins in fired:
+            strata = make_strata(*context_strata_cells(fb, fp, ["age"], n_bins=bins))
+            _, test = within_context_change(yb, pb, yp, pp, strata, metric="accuracy", effect_floor=0.0)
+            fired[bins] += test.p_value < 0.05
+    assert fired[10] <= 4
+    assert fired[10] <= fired[4]
+
+
+def test_covariate_shift_through_confidence_bins_is_not_a_change():
+    """Item 8 at slice level: P(y | x) fixed, x moves towards the boundary."""
+    fired = 0
+    for seed in range(10):
+        rng = np.random.default_rng(500 + seed)
+        out = []
+        for shift in (0.0, 1.0):
+            x = rng.normal(shift, 1, 3000) * np.where(shift, 0.4, 1.0)
+            p = 1 / (1 + np.exp(-3 * x))
+            y = (rng.random(3000) < p).astype(int)
+            out.append((y, (p >= 0.5).astype(int), np.maximum(p, 1 - p)))
+        (yb, pb, cb), (yp, pp, cp) = out
+        strata = make_strata(confidence_benchmark=cb, confidence_production=cp, n_confidence_bins=10)
+        _, test = within_context_change(yb, pb, yp, pp, strata, metric="accuracy")
+        fired += test.drifted
+    assert fired <= 1
+
+
+def test_insufficient_rows_and_metrics_and_ranking():
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 20)
+    strata = make_strata(n_benchmark=20, n_production=20)
+    change, test = within_context_change(y, y, y, y, strata)
+    assert change is None and test.status == "insufficient_data" and not test.drifted
+    fb, yb, pb = categorical(rng, 2000, 0.2)
+    fp, yp, pp = categorical(rng, 2000, 0.6)
+    strata = make_strata(*context_strata_cells(fb, fp, ["site"]))
+    for metric in ("sensitivity", "balanced_accuracy", "macro_f1", "error_rate"):
+        change, test = within_context_change(yb, pb, yp, pp, strata, metric=metric, positive=1)
+        assert test.status == "ok" and np.isfinite(test.p_value)
+    assert test.details["metric_tested"] == "error_rate"
+    frame_b = pd.DataFrame({"site": fb["site"], "noise": rng.normal(size=2000)})
+    frame_p = pd.DataFrame({"site": fp["site"], "noise": rng.normal(size=2000)})
+    assert rank_context_columns(frame_b, frame_p, ["noise", "site"], limit=1) == ["site"]
+    with pytest.raises(Exception):
+        within_context_change(yb, pb, yp, pp, strata, metric="sensitivity")
