@@ -103,7 +103,7 @@ def run(runs: int, sizes=SIZES, kinds=("noise", "affine", "knockout")) -> dict:
                 pt = pt_all[rng.choice(len(pt_all), n, replace=False)]
                 table[n]["product"].append(product(ps, pt, classes))
                 table[n]["paper_method"].append(bbsds_paper(ps, pt))
-    null_runs = max(40, 10 * runs)
+    null_runs = max(100, 80 * runs)  # enough to tell alpha from 2 alpha at runs = 5
     p_null = model.predict_proba(xt.reshape(len(xt), -1))
     for n in sizes:
         for _ in range(null_runs):

@@ -245,7 +245,7 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
                       f"→ {fmt_share(num(prod_shares.get(top)) or 0.0)}")
     evidence["severity_basis"] = f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"
     title = f"the mix of {name} has changed"
-    return make_limitation("context_mix_shift", str(t.get("name")), title, statement + ".",
+    return make_limitation("context_mix_shift", str(t.get("name")), title, statement + "." + _assumed(ctx, effect),
                            effect * ctx.priors.shift_gap, evidence, subject=f"column {t.get('name')}")
 
 
@@ -269,6 +269,12 @@ def _multivariate_sentence(mv: Mapping) -> str:
         return (f" A classifier separates production from benchmark rows with AUC "
                 f"{fmt_metric(mv.get('statistic'), auc_ci)} ({note}).")
     return f" The multivariate {shorten(method, 30)} test also detects a shift ({note})."
+
+
+def _assumed(ctx: RankingContext, effect: float) -> str:
+    """The sentence that says a severity rests on an assumed, not a measured, loss."""
+    return (f" Nothing here measures the model's loss: the severity assumes {fmt_num(ctx.priors.shift_gap)} of "
+            f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)}).")
 
 
 def _output_tests(audit: Mapping) -> list:
@@ -317,6 +323,7 @@ def _covariate(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     statement += f" Rows compared: {fmt_n(ctx.n_benchmark)} benchmark, {fmt_n(ctx.n_production)} production."
     effects = [num(t.get("effect_size")) for t in drifted + outputs] or [num(mv.get("effect_size")) or 0.5]
     effect = min(max((e for e in effects if e is not None), default=0.0), 1.0)
+    statement += _assumed(ctx, effect)
     evidence = {
         "n_drifted": len(drifted), "n_features": n_features,
         "features": [{k: t.get(k) for k in ("name", "kind", "method", "effect_name", "effect_size", "p_value_adjusted")}
