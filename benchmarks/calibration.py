@@ -4,8 +4,10 @@
   pairs, from n = 100 to n = 1 M rows per side: the three domain generators with
   ``shift="none"`` (features, contexts, labels, predictions, embeddings), every detector and
   the audit-wide correction. Target: <= alpha + Monte-Carlo tolerance.
-* Power: a 0.3 sd mean shift in one of 20 features at n = 1,000 per side, through the full
-  audit (generic pack). Target: detected in >= 90 % of runs.
+* Power by n: a 0.3 sd mean shift in one of 20 features at n = 100 ... 3,000 per side, through
+  the full audit (generic pack). Target: detected in >= 90 % of runs at n = 1,000.
+* Power by n of the within-context test (issue 9): accuracy 10 points lower inside a context
+  whose share also moved (20 % -> 60 %), through the full audit; reported as concept shift?
 
     python benchmarks/calibration.py [--quick]
 """
@@ -68,22 +70,39 @@ def false_alarms(reps: dict[int, int]) -> None:
               f"{upper_bound(alarms, count):.3f}); sections: {kinds or '-'}; {time.perf_counter() - started:.0f} s")
 
 
-def power(count: int) -> None:
+def power(count: int, sizes=(100, 300, 1_000, 3_000)) -> None:
     rng = np.random.default_rng(7)
-    hits = 0
-    for r in range(count):
-        bench = pd.DataFrame(rng.normal(size=(1000, 20)), columns=[f"f{i}" for i in range(20)])
-        prod = pd.DataFrame(rng.normal(size=(1000, 20)), columns=bench.columns)
-        prod["f3"] += 0.3  # SYNTHETIC shift
-        hits += bool(audit(bench, prod, "generic", r)["verdict"]["shift_detected"])
-    print(f"power, 0.3 sd shift in 1 of 20 features, n = 1,000: {hits}/{count} = {hits / count:.3f} (target >= 0.90)")
+    print("power by n, 0.3 sd shift in 1 of 20 features (target >= 0.90 at n = 1,000)")
+    for n in sizes:
+        hits = 0
+        for r in range(count):
+            bench = pd.DataFrame(rng.normal(size=(n, 20)), columns=[f"f{i}" for i in range(20)])
+            prod = pd.DataFrame(rng.normal(size=(n, 20)), columns=bench.columns)
+            prod["f3"] += 0.3  # SYNTHETIC shift
+            hits += bool(audit(bench, prod, "generic", r)["verdict"]["shift_detected"])
+        print(f"  n = {n:>6,}: {hits}/{count} = {hits / count:.3f}")
+
+
+def within_context_power(count: int, sizes=(1_000, 3_000, 10_000)) -> None:
+    """The issue-9 scenario "mix plus within-context drop" (tests/service/test_kinds.py), by n."""
+    from tests.service.test_kinds import audit as kinds_audit, reported_kinds, world
+
+    print("power by n, within-context drop in a context whose share moved -> concept_shift reported")
+    for n in sizes:
+        hits = 0
+        for r in range(count):
+            rng = np.random.default_rng(5000 + r)
+            result = kinds_audit(world(rng, n), world(rng, n, share_b=0.6, flip_b=0.45), r)
+            hits += "concept_shift" in reported_kinds(result)
+        print(f"  n = {n:>6,}: {hits}/{count} = {hits / count:.3f}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, no n = 1 M")
     args = parser.parse_args()
-    power(50 if args.quick else 200)
+    power(20 if args.quick else 100)
+    within_context_power(10 if args.quick else 40)
     false_alarms(QUICK if args.quick else FULL)
     return 0
 

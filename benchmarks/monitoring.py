@@ -17,7 +17,6 @@ a binary classifier's rows with two numeric features and one categorical, labels
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import tempfile

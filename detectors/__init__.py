@@ -115,3 +115,38 @@ __all__ += [
     "DiscoveredSlice",
     "Condition",
 ]
+# --- soundness of conclusions (issue 9) ---
+from detectors.assumptions import UnexplainedFeature, label_shift_unexplained
+from detectors.concept import PerformanceDeparture, performance_departures
+from detectors.context import exceedance_pvalue
+from detectors.decision import SingleTestMixin, TestedResult, decide
+from detectors.label_shift import PRIOR_RATIO_FLOOR, prior_shift_effect
+from detectors.pruning import prune_discoveries
+from detectors.univariate import balanced_cramers_v, ks_tied_test
+from detectors.within_context import (Strata, WithinContextChange, context_strata_cells, make_strata,
+                                      covered_rows, rank_context_columns, stratified_expected,
+                                      within_context_change)
+
+__all__ += [
+    "decide",
+    "TestedResult",
+    "SingleTestMixin",
+    "balanced_cramers_v",
+    "ks_tied_test",
+    "exceedance_pvalue",
+    "prior_shift_effect",
+    "PRIOR_RATIO_FLOOR",
+    "label_shift_unexplained",
+    "UnexplainedFeature",
+    "performance_departures",
+    "PerformanceDeparture",
+    "within_context_change",
+    "WithinContextChange",
+    "make_strata",
+    "Strata",
+    "context_strata_cells",
+    "rank_context_columns",
+    "stratified_expected",
+    "covered_rows",
+    "prune_discoveries",
+]

@@ -39,9 +39,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest
+from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction
 from detectors.context import literal_text
-from detectors.correction import CORRECTIONS, readjust
+from detectors.correction import readjust
 
 __all__ = ["context_cells", "CellAttribution", "PerformanceAttribution", "attribute_performance",
            "ConditionalShiftDetector", "ConditionalShiftResult", "CONDITIONAL_EFFECT_FLOORS"]
@@ -297,8 +297,10 @@ class ConditionalShiftDetector:
     def test(self, benchmark: pd.DataFrame, production: pd.DataFrame, benchmark_cells, production_cells
              ) -> ConditionalShiftResult:
         """Test every column of ``benchmark``/``production`` (shapes (n_b, k), (n_p, k)) given the cells."""
-        if self.correction not in CORRECTIONS or int(self.n_permutations) < 1:
-            raise DetectorInputError("invalid correction or n_permutations.")
+        check_alpha(self.alpha)
+        check_correction(self.correction)
+        if int(self.n_permutations) < 1:
+            raise DetectorInputError(f"n_permutations must be at least 1, got {self.n_permutations!r}.")
         cb, cp = np.asarray(benchmark_cells, dtype=np.int64), np.asarray(production_cells, dtype=np.int64)
         if cb.shape != (len(benchmark),) or cp.shape != (len(production),):
             raise DetectorInputError("cells must have one entry per row of each frame.")

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted
 from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes
 from detectors.correction import readjust
 from detectors.decision import check_tests, decide
@@ -281,20 +281,34 @@ class ConceptShiftDetector:
         self.min_samples = min_samples
         self.confidence = confidence
 
+    def _check_params(self) -> None:
+        check_alpha(self.alpha)
+        check_correction(self.correction)
+        for name in ("effect_floor", "label_effect_floor"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 <= value <= 1):
+                raise DetectorInputError(f"{name} must be a number in [0, 1], got {value!r}.")
+        if not (isinstance(self.min_samples, (int, np.integer)) and self.min_samples >= 1):
+            raise DetectorInputError(f"min_samples must be a positive integer, got {self.min_samples!r}.")
+        if not 0 < self.confidence < 1:
+            raise DetectorInputError(f"confidence must be in (0, 1), got {self.confidence!r}.")
+
     def fit(self, y_true, y_pred) -> "ConceptShiftDetector":
         """Remember the labelled benchmark: ``y_true``, ``y_pred`` of shape (n,)."""
+        self._check_params()
         self.y_true_, self.y_pred_ = _pair(y_true, y_pred, "benchmark")
         self.classes_ = sorted_classes(self.y_true_)
         if len(self.classes_) < 2:
             raise DetectorInputError("Benchmark labels hold a single class; need at least two.")
         return self
 
-    def test(self, y_true, y_pred, *, expected=None) -> ConceptShiftResult:
+    def test(self, y_true, y_pred, *, expected=None, expected_rows=None) -> ConceptShiftResult:
         """Compare labelled production rows ``y_true``, ``y_pred`` (shape (m,)) with the benchmark.
 
-        ``expected``: a label-free :class:`~detectors.PerformanceEstimate` of these production
-        rows that is valid under covariate shift; when given, concept shift is decided by the
-        observed metrics departing from it (module docstring).
+        ``expected``: a :class:`~detectors.PerformanceEstimate` of these production rows that
+        holds under the non-concept shifts (covariate, label, context mix); when given, concept
+        shift is decided by the observed metrics departing from it (module docstring).
+        ``expected_rows``: boolean mask (m,) of the rows the estimate speaks for (default all).
         """
         check_fitted(self, "y_true_")
         y_cur, p_cur = _pair(y_true, y_pred, "production")
@@ -311,8 +325,12 @@ class ConceptShiftDetector:
         prior_ref = np.bincount(encode(self.y_true_, self.classes_, "y_true"), minlength=k) / len(self.y_true_)
         prior_cur = np.bincount(encode(y_cur, self.classes_, "y_true"), minlength=k) / len(y_cur)
         cls = self.classes_.tolist()
-        departures = () if expected is None else performance_departures(
-            expected, y_cur, p_cur, alpha=self.alpha, effect_floor=self.effect_floor, confidence=self.confidence)
+        rows = np.ones(len(y_cur), bool) if expected_rows is None else _bool(expected_rows, "expected_rows")
+        if len(rows) != len(y_cur):
+            raise DetectorInputError("expected_rows must have one entry per production row.")
+        departures = () if expected is None or not rows.any() else performance_departures(
+            expected, y_cur[rows], p_cur[rows], alpha=self.alpha, effect_floor=self.effect_floor,
+            confidence=self.confidence)
         if departures:
             fixed = readjust([d.test for d in departures], alpha=self.alpha, method=self.correction)
             departures = tuple(dataclasses.replace(d, test=t) for d, t in zip(departures, fixed))

@@ -25,8 +25,9 @@ and false-positive rate (negatives). Metrics that are not per-row means (balance
 macro-F1, AUC) are tested through balanced accuracy, the mean per-class recall, whose
 strata carry weight ``1 / K`` per class; ``details["metric_tested"]`` says so.
 
-Continuous contexts are binned finely (``n_bins`` benchmark quantiles, default 10) so that a
-context's mix change inside a coarse bin is not mistaken for a within-context change.
+Continuous contexts are binned finely, at quantiles of the pooled values (15 bins), so that a
+context's mix change inside a coarse bin is not mistaken for a within-context change; rows
+beyond the benchmark's range are left out (untested contexts, reported elsewhere).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from detectors.base import DetectorInputError, Result, ShiftTest
 from detectors.decision import decide
 
 __all__ = ["Strata", "make_strata", "within_context_change", "WithinContextChange", "TESTED_METRIC",
-           "context_strata_cells", "rank_context_columns"]
+           "context_strata_cells", "rank_context_columns", "stratified_expected", "covered_rows"]
 
 LOWER_IS_BETTER = ("error_rate", "fpr")
 _ROW_METRICS = ("accuracy", "error_rate", "sensitivity", "specificity", "fpr")
@@ -211,12 +212,35 @@ def within_context_change(y_true_b, y_pred_b, y_true_p, y_pred_p, strata: Strata
     return change, test
 
 
-def context_strata_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns, *, n_bins: int = 10):
-    """Context cells for the within-context test: finer bins of continuous contexts (default 10)."""
-    from detectors.attribution import context_cells
+def context_strata_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns, *, n_bins: int = 15):
+    """Context cells for the within-context test, shapes (n_b,), (n_p,).
 
-    cells_b, cells_p, _ = context_cells(benchmark, production, list(columns), n_bins=n_bins)
-    return cells_b, cells_p
+    Categorical columns: one cell per value. Continuous columns (more than 12 values): ``n_bins``
+    bins at quantiles of the *pooled* values, so the bins are narrow where either dataset is
+    dense - a context's mix moving inside a coarse benchmark bin would otherwise look like a
+    change within context. Production rows beyond the benchmark's range get cells of their own,
+    which the benchmark lacks (left out as uncovered: they are untested contexts).
+    """
+    n_b = len(benchmark)
+    combined = np.zeros(n_b + len(production), np.int64)
+    for c in columns:
+        both = pd.concat([benchmark[c], production[c]], ignore_index=True)
+        numeric = (pd.api.types.is_numeric_dtype(both) and not pd.api.types.is_bool_dtype(both)
+                   and benchmark[c].nunique() > 12)
+        if numeric:
+            x = both.to_numpy(float)
+            edges = np.unique(np.nanquantile(x, np.linspace(0, 1, n_bins + 1)[1:-1]))
+            codes = np.where(np.isnan(x), len(edges) + 1, np.searchsorted(edges, np.nan_to_num(x), side="right"))
+            xb = x[:n_b]
+            lo, hi = np.nanmin(xb), np.nanmax(xb)
+            with np.errstate(invalid="ignore"):
+                codes = np.where(x < lo, len(edges) + 2, np.where(x > hi, len(edges) + 3, codes))
+        else:
+            codes = pd.factorize(both.astype(object).where(both.notna(), "<missing>"))[0]
+        codes = np.asarray(codes, np.int64)
+        combined = combined * (int(codes.max()) + 1) + codes
+    ids = np.unique(combined, return_inverse=True)[1].ravel()
+    return ids[:n_b], ids[n_b:]
 
 
 def rank_context_columns(benchmark: pd.DataFrame, production: pd.DataFrame, columns, *, limit: int = 2) -> list:
@@ -245,3 +269,51 @@ def rank_context_columns(benchmark: pd.DataFrame, production: pd.DataFrame, colu
                                                   vp.reindex(labels, fill_value=0).to_numpy(float)]))
         scores.append((score, c))
     return [c for _, c in sorted(scores, key=lambda t: -t[0])[:limit]]
+
+
+def stratified_expected(y_true_b, y_pred_b, y_true_p, strata: Strata, *, confidence: float = 0.95,
+                        min_stratum: int = 5):
+    """Expected production accuracy from the benchmark under the production mix of ``strata``.
+
+    The benchmark accuracy of each stratum (context cell x confidence bin), weighted by the
+    production rows in it: a moved context mix and covariate shift as the model sees it (its
+    confidence) are accounted for; what remains when the observed accuracy departs from this is
+    a change of the model's behaviour within context - concept shift. Per-class recall is not
+    estimated this way: under covariate shift within a class recall legitimately moves. The
+    interval covers the accuracy these production rows achieve (benchmark rate uncertainty plus
+    the binomial spread of the production rows). Strata with fewer than ``min_stratum``
+    benchmark rows are left out.
+
+    Returns a :class:`detectors.performance.PerformanceEstimate` (method ``"stratified_reweighted"``)
+    for :func:`detectors.performance.compare_performance`.
+    """
+    from detectors.metric_ci import MetricEstimate
+    from detectors.performance import PerformanceEstimate
+
+    yb, pb, yp = (np.asarray(a).astype(str) for a in (y_true_b, y_pred_b, y_true_p))
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    n_strata = int(max(strata.benchmark.max(initial=0), strata.production.max(initial=0))) + 1
+    nb = np.bincount(strata.benchmark, minlength=n_strata).astype(float)
+    kb = np.bincount(strata.benchmark, weights=(yb == pb), minlength=n_strata)
+    npr = np.bincount(strata.production, minlength=n_strata).astype(float)
+    ok = (nb >= min_stratum) & (npr > 0)
+    metrics = []
+    if ok.any():
+        v = npr[ok] / npr[ok].sum()
+        rate, smooth = kb[ok] / nb[ok], (kb[ok] + 0.5) / (nb[ok] + 1)
+        value = float((v * rate).sum())
+        half = float(z * np.sqrt((v ** 2 * smooth * (1 - smooth) * (1 / nb[ok] + 1 / npr[ok])).sum()))
+        metrics.append(MetricEstimate("accuracy", value, max(0.0, value - half), min(1.0, value + half),
+                                      int(npr[ok].sum()), "stratified"))
+    return PerformanceEstimate("stratified_reweighted", tuple(metrics), int(len(yb)), int(npr[ok].sum()),
+                               float(confidence))
+
+
+def covered_rows(y_true_b, strata: Strata, *, min_stratum: int = 5) -> np.ndarray:
+    """Production rows in strata with at least ``min_stratum`` benchmark rows (shape (n_p,)).
+
+    :func:`stratified_expected` speaks for these rows only; compare observed values on them.
+    """
+    n_strata = int(max(strata.benchmark.max(initial=0), strata.production.max(initial=0))) + 1
+    nb = np.bincount(strata.benchmark, minlength=n_strata)
+    return nb[strata.production] >= min_stratum

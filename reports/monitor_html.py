@@ -83,7 +83,8 @@ def _standing(tested: list[Any]) -> list[dict[str, Any]]:
     return [lim for lim in (tested[-1].summary or {}).get("limitations", []) if lim.get("standing")]
 
 
-def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget: dict[str, Any]) -> str:
+def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget: dict[str, Any],
+                        deliveries: list[Any] = ()) -> str:
     """The trend page of ``monitor`` over ``runs`` (oldest first) with its alert history."""
     tested = [r for r in runs if r.status == "succeeded" and r.summary]
     rows = [{"n": i + 1, "id": r.id, "status": r.status, "started": _when(r.started_at or r.created_at),
@@ -100,4 +101,7 @@ def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget
         monitor={"id": monitor.id, "name": monitor.name, "benchmark": monitor.benchmark_id, "domain": monitor.domain,
                  "source": monitor.source.get("type"), "schedule": monitor.schedule},
         runs=rows, n_runs=len(runs), alerts=history, budget=budget, charts=_charts(tested),
-        standing=_standing(tested), generated=_when(datetime.now(timezone.utc)))
+        standing=_standing(tested), generated=_when(datetime.now(timezone.utc)),
+        deliveries=[{"run_id": d.run_id, "event": d.event, "attempt": d.attempt, "ok": d.ok,
+                     "status": d.status_code, "error": d.error or "", "at": _when(d.at)}
+                    for d in list(deliveries)[-ALERT_CAP:]])

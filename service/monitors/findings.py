@@ -58,7 +58,8 @@ def trend_summary(result: dict[str, Any]) -> dict[str, Any]:
     """The numbers the trend page plots for one run (small: stored with the run)."""
     overall = result.get("overall") or {}
     cov = result.get("covariate") or {}
-    multi = ((cov.get("multivariate") or {}).get("test") or {})
+    multi = cov.get("multivariate") or {}
+    multi = multi.get("test") or multi  # older results nest the classifier test one level down
     drifted = [f for f in cov.get("features") or [] if f.get("drifted")]
     top = max(cov.get("features") or [], key=lambda f: f.get("effect_size") or 0, default=None)
     estimate = None
@@ -77,7 +78,7 @@ def trend_summary(result: dict[str, Any]) -> dict[str, Any]:
         "estimated": estimate,
         "n_drifted_features": len(drifted), "n_features": len(cov.get("features") or []),
         "top_feature": None if top is None else {"name": top.get("name"), "effect_size": top.get("effect_size")},
-        "classifier_auc": multi.get("statistic"),
+        "classifier_auc": multi.get("auc", multi.get("statistic")),
         "worst_slices": [{"name": s.get("name"), "gap": s.get("gap"), "production_value": s.get("production_value")}
                          for s in slices],
         "limitations": [{"key": finding_key(lim), "kind": lim.get("kind"), "severity": lim.get("severity"),

@@ -24,11 +24,6 @@ def now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; everything here is UTC.
-    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
-
-
 class MonitorStore:
     def __init__(self, sessions: sessionmaker[Session]) -> None:
         self.sessions = sessions

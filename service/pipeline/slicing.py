@@ -75,7 +75,7 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
     evaluation = evaluator.evaluate(slices, outcome_b, outcome_p, definitions=definitions, sources=sources) \
         if slices else None
     if prod.y_true is not None:
-        strata = _strata(ctx, bench, prod)
+        strata = strata_for(ctx, bench, prod)
         names = list(mix[2]) if mix is not None else []
         overall = _within_context_change(ctx, evaluator, overall, everything, strata, bench, prod, names)
         if evaluation is not None:
@@ -100,7 +100,7 @@ def _no_change_test_for_discoveries(evaluation, sources):
     return evaluation.with_tests(tests)
 
 
-def _strata(ctx: StageContext, bench: Outputs, prod: Outputs):
+def strata_for(ctx: StageContext, bench: Outputs, prod: Outputs):
     """Strata for the within-context tests: the most moved context columns x confidence bins."""
     from detectors.within_context import context_strata_cells, make_strata, rank_context_columns
 

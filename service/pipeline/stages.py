@@ -145,15 +145,29 @@ def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
             positive=positive, random_state=ctx.seed).fit(bench.y_true, bench.proba, classes=ctx.classes).estimate(
             prod.proba, prod.y_pred)))
     out["estimates"] = [e for e in estimates if e is not None]
-    # concept shift = observed performance departing from the estimate valid under covariate shift
-    expected = next((e for e in out["estimates"] if e.method.startswith("confidence")), None)
-    if prod.y_true is not None:
-        out["concept"] = ctx.guard("concept shift", None, lambda: ConceptShiftDetector(
-            alpha=ctx.alpha, correction=ctx.correction).fit(bench.y_true, bench.y_pred).test(
-            prod.y_true, prod.y_pred, expected=expected))
     if out.get("prior") is not None:
         out["prior"] = _check_bbse(ctx, out["prior"], bench, prod)
+    if prod.y_true is not None:
+        expected, rows = _expected_performance(ctx, bench, prod)
+        out["concept"] = ctx.guard("concept shift", None, lambda: ConceptShiftDetector(
+            alpha=ctx.alpha, correction=ctx.correction).fit(bench.y_true, bench.y_pred).test(
+            prod.y_true, prod.y_pred, expected=expected, expected_rows=rows))
     return out
+
+
+def _expected_performance(ctx: StageContext, bench: Outputs, prod: Outputs):
+    """What production performance would be without concept shift: the benchmark reweighted to the
+    production mix of contexts, model confidence (covariate shift as the model sees it) and
+    classes (label shift) - :func:`detectors.within_context.stratified_expected`. A label-free
+    estimate alone is not enough: confidence-based estimates assume P(y | x) fixed, which label
+    shift and a moved mix of contexts the model does not see both break."""
+    from service.pipeline.slicing import strata_for
+
+    from detectors.within_context import covered_rows, stratified_expected
+
+    strata = strata_for(ctx, bench, prod)  # rows in contexts the benchmark lacks are untested, not compared
+    return (stratified_expected(bench.y_true, bench.y_pred, prod.y_true, strata, confidence=0.95),
+            covered_rows(bench.y_true, strata))
 
 
 def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):

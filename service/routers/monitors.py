@@ -68,4 +68,4 @@ def monitor_report(monitor_id: str, monitors: MonitorsDep) -> HTMLResponse:
     row = monitors.store.get(monitor_id)
     runs = list(reversed(monitors.store.runs(monitor_id, limit=500)))
     return HTMLResponse(render_monitor_html(row, runs, monitors.store.alerts(monitor_id=monitor_id),
-                                            monitors.budget(row)))
+                                            monitors.budget(row), monitors.store.deliveries(monitor_id)))

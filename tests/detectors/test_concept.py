@@ -170,3 +170,15 @@ def test_concept_shift_departs_from_the_label_free_estimate():
         acc = next(d for d in new.departures if d.comparison.name == "accuracy")
         assert acc.test.drifted and acc.comparison.difference < -0.05 and not acc.comparison.consistent
         assert new.with_tests(new.tests) == new
+
+
+def test_parameters_are_validated_with_their_names():
+    import pytest
+
+    from detectors import DetectorInputError
+
+    y = np.array([0, 1] * 50)
+    for kwargs, name in (({"alpha": 2}, "alpha"), ({"correction": "nope"}, "correction"),
+                         ({"effect_floor": -1}, "effect_floor"), ({"min_samples": 0}, "min_samples")):
+        with pytest.raises(DetectorInputError, match=name):
+            ConceptShiftDetector(**kwargs).fit(y, y)

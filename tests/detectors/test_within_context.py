@@ -77,18 +77,22 @@ def continuous(rng, n, mean):
 
 
 def test_continuous_context_mix_is_not_a_within_context_change():
-    """Item 6: 4 quantile bins left part of a continuous context's mix effect inside each bin."""
-    fired = {4: 0, 10: 0}
+    """Item 6: a continuous context's mix change is not a change within context."""
+    from detectors.attribution import context_cells
+
+    fired = {"old_4_bins": 0, "pooled_15": 0}
     for seed in range(24):
         rng = np.random.default_rng(300 + seed)
         fb, yb, pb = continuous(rng, 4000, 0.0)
         fp, yp, pp = continuous(rng, 4000, 1.0)
-        for bins in fired:
-            strata = make_strata(*context_strata_cells(fb, fp, ["age"], n_bins=bins))
-            _, test = within_context_change(yb, pb, yp, pp, strata, metric="accuracy", effect_floor=0.0)
-            fired[bins] += test.p_value < 0.05
-    assert fired[10] <= 4
-    assert fired[10] <= fired[4]
+        cells = {"old_4_bins": context_cells(fb, fp, ["age"], n_bins=4)[:2],
+                 "pooled_15": context_strata_cells(fb, fp, ["age"])}
+        for name, (cb, cp) in cells.items():
+            _, test = within_context_change(yb, pb, yp, pp, make_strata(cb, cp), metric="accuracy", effect_floor=0.0)
+            fired[name] += test.p_value < 0.05
+    # at the detector level the bins matter little here (3-4 of 24 for 4 to 40 bins); the audit-level
+    # scenario in tests/service/test_kinds.py (continuous_mix_strong) is where 4 bins went wrong
+    assert fired["pooled_15"] <= 5, fired
 
 
 def test_covariate_shift_through_confidence_bins_is_not_a_change():
@@ -127,3 +131,21 @@ def test_insufficient_rows_and_metrics_and_ranking():
     assert rank_context_columns(frame_b, frame_p, ["noise", "site"], limit=1) == ["site"]
     with pytest.raises(Exception):
         within_context_change(yb, pb, yp, pp, strata, metric="sensitivity")
+
+
+def test_stratified_expected_accuracy_covers_observed_without_concept_shift():
+    """The expectation concept shift is measured against (issue 9 item 8): mix moved, nothing else."""
+    from detectors.performance import compare_performance
+    from detectors.metric_ci import observed_performance
+    from detectors.within_context import stratified_expected
+
+    inside = 0
+    for seed in range(20):
+        rng = np.random.default_rng(600 + seed)
+        fb, yb, pb = categorical(rng, 3000, 0.2)
+        fp, yp, pp = categorical(rng, 3000, 0.6)
+        strata = make_strata(*context_strata_cells(fb, fp, ["site"]))
+        expected = stratified_expected(yb, pb, yp, strata)
+        row = compare_performance(expected, observed_performance(yp, pp, metrics=["accuracy"])).get("accuracy")
+        inside += row.consistent
+    assert inside >= 17  # nominal 0.95

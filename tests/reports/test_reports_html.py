@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from domains import PLANTED
 from reports import plan_next_round, rank_limitations, render_html
 
 ONE_MB = 1_000_000
@@ -82,7 +83,10 @@ def test_report_parses_and_is_self_contained(audit):
     assert not parsed.errors and not parsed.stack
     assert html.lstrip().lower().startswith("<!doctype html>")
     assert_self_contained(html)
-    assert parsed.tags.count("svg") == 3  # drift, priors, slices
+    histograms = [f for f in audit["covariate"]["features"]
+                  if f["drifted"] is True and f["name"] in audit["covariate"]["distributions"]]
+    assert histograms  # the fixture stores the aggregates of its drifted feature
+    assert parsed.tags.count("svg") == 3 + len(histograms)  # drift, priors, slices, one histogram per drifted feature
 
 
 def test_sections_come_in_the_specified_order(audit):
@@ -93,12 +97,21 @@ def test_sections_come_in_the_specified_order(audit):
 
 
 def test_first_screen_answers_can_i_trust_the_model(audit):
-    html = _render(audit)
-    head = html[: html.index('id="covariate"')]
-    assert "High severity" in head and "Do not rely on the benchmark score" in head
-    assert "0.61 [0.52, 0.70]" in head and "n=212" in head  # the top limitation, with its CI and n
-    text = " ".join(_parse(html).text)
-    assert "Fitzpatrick V–VI" in text and 'imaging_modality == "smartphone"' in text
+    from reports import verdict
+
+    limitations = rank_limitations(audit)
+    html = render_html(audit, limitations, plan_next_round(audit, limitations, budget=200, min_slice_size=30))
+    head = _text(html[: html.index('id="covariate"')])
+    v = verdict(audit, limitations)
+    lead = v["summary"].split(":")[0]  # the verdict's lead; the top limitation follows in full
+    assert f"{v['severity'].capitalize()} severity" in head and lead in head
+    assert lead.startswith("Do not rely on the benchmark score")  # high: the label noise planted in the fixture
+    assert limitations[0].statement in head  # the top limitation, stated in full
+    planted = PLANTED["medical"]
+    weak = next(s for s in audit["slices"] if s["name"] == planted.weak_slice)
+    lo, hi = weak["benchmark_ci"]  # the planted weak slice, with its CI and n
+    assert f"{weak['benchmark_value']:.2f} [{lo:.2f}, {hi:.2f}]" in head and f"(n={weak['metric_n_benchmark']})" in head
+    assert weak["title"] in head and f'{planted.untested_column} == "{planted.untested_value}"' in head
 
 
 def test_every_limitation_statement_is_in_the_report(audit):
@@ -188,6 +201,9 @@ def test_top_limitation_is_stated_once_right_after_the_verdict(audit):
 
 
 def test_title_uses_the_pack_title_and_file_names_not_the_local_id(audit):
+    given = re.search(r"<title>(.*?)</title>", render_html(audit, [])).group(1)
+    assert given.startswith(audit["title"])  # the pipeline's own title comes first
+    del audit["title"], audit["domain_title"]  # without them: the pack's title and the file names
     audit.update(id="local", domain="medical")
     audit["benchmark"]["name"], audit["production"]["name"] = "bench_2024.csv", "prod_2025.parquet"
     html = render_html(audit, rank_limitations(audit))
@@ -230,11 +246,13 @@ def test_severity_priors_described_are_the_ones_recorded(audit):
 
 def test_observed_class_shares_sit_beside_the_estimates(audit):
     assert "Production (observed)" not in render_html(audit, [])
+    estimate = audit["label"]["production_prior_estimate"]["malignant"]
     audit["label"]["observed_prior"] = {"benign": 0.741, "malignant": 0.259}
     html = render_html(audit, [])
     assert "Production (observed)" in html
     row = re.search(r"<td class=\"name\">malignant</td>(.*?)</tr>", html).group(1)
-    assert "27 % [23 %, 31 %]" in row and "26 %" in row
+    pct = [f"{100 * estimate[k]:.0f} %" for k in ("estimate", "ci_low", "ci_high")]
+    assert f"{pct[0]} [{pct[1]}, {pct[2]}]" in row and "26 %" in row
 
 
 def _with_distributions(audit, n_drifted=None):

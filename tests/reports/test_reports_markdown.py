@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from reports import rank_limitations, render_markdown
+from domains import PLANTED
+from reports import rank_limitations, render_markdown, verdict
 from reports.markdown import md_escape
 
 
@@ -13,11 +14,14 @@ def test_section_has_heading_verdict_and_every_limitation(audit):
     limitations = rank_limitations(audit)
     text = render_markdown(audit, limitations)
     assert text.startswith("## Model limitations\n")
-    assert "**Verdict: high severity.**" in text
+    assert f"**Verdict: {verdict(audit, limitations)['severity']} severity.**" in text
     for lim in limitations:
         assert f"{lim.rank}. **{lim.severity.capitalize()}" in text
         assert md_escape(lim.statement) in text
-    assert "0.61 [0.52, 0.70] (n=212)" in text and "Benjamini–Hochberg" in text
+    weak = next(s for s in audit["slices"] if s["name"] == PLANTED["medical"].weak_slice)
+    lo, hi = weak["benchmark_ci"]
+    assert f"{weak['benchmark_value']:.2f} [{lo:.2f}, {hi:.2f}] (n={weak['metric_n_benchmark']})" in text
+    assert audit["parameters"]["correction"] == "bh" and "Benjamini–Hochberg" in text
 
 
 def test_numbered_items_follow_rank_order(audit):

@@ -9,9 +9,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from domains import PLANTED
 from reports import NextRoundPlan, plan_next_round, rank_limitations, to_csv, to_json, to_jsonl
+from tests.reports.conftest import load_example
 
-UNTESTED = ['imaging_modality == "smartphone"', 'body_site == "genital"']
+MIN_SIZE = 30
+WEAK = PLANTED["medical"].weak_slice  # the planted weak expert slice of the fixture
+
+
+def _untested(audit):
+    """The fixture's untested contexts, largest production share first, with the labels each needs."""
+    ordered = sorted(audit["semantic"]["untested_contexts"], key=lambda u: -u["production_share"])
+    return [u["name"] for u in ordered], {u["name"]: MIN_SIZE - u["n_benchmark"] for u in ordered}
+
+
+UNTESTED, NEED = _untested(load_example())
 
 
 def _plan(audit, budget, **kwargs):
@@ -39,32 +51,46 @@ def test_budget_split_sums_to_budget(audit, budget):
 
 
 def test_untested_contexts_first_up_to_min_size_by_production_share(audit):
-    assert [a.slice for a in _plan(audit, 10).allocations[:2]] == UNTESTED
-    small = _counts(_plan(audit, 20))
-    assert small[UNTESTED[0]] == 20 and sum(small.values()) == 20
-    exact = _counts(_plan(audit, 56))  # 30 for smartphone (0 rows) + 26 for genital (4 rows)
-    assert exact[UNTESTED[0]] == 30 and exact[UNTESTED[1]] == 26 and sum(exact.values()) == 56
-    larger = _counts(_plan(audit, 500))
-    assert larger[UNTESTED[0]] == 30 and larger[UNTESTED[1]] == 26
+    assert len(UNTESTED) >= 2 and UNTESTED[0] == f'{PLANTED["medical"].untested_column} == "site_e"'
+    plan = _plan(audit, 10)
+    assert [a.slice for a in plan.allocations[:len(UNTESTED)]] == UNTESTED
+    assert {a.kind for a in plan.allocations[:len(UNTESTED)]} == {"untested_context"}
+    small = _counts(_plan(audit, NEED[UNTESTED[0]] - 10))  # less than the first one needs: all of it there
+    assert small[UNTESTED[0]] == NEED[UNTESTED[0]] - 10 and sum(small.values()) == NEED[UNTESTED[0]] - 10
+    budget = sum(NEED.values())  # exactly what they need to reach min_slice_size benchmark rows: nothing else
+    exact = _counts(_plan(audit, budget))
+    assert {name: exact[name] for name in UNTESTED} == NEED and sum(exact.values()) == budget
+    larger = _counts(_plan(audit, 500))  # each still gets its need; as a slice it may get more in the split
+    assert all(larger[name] >= NEED[name] for name in UNTESTED)
 
 
 def test_rest_follows_prevalence_times_gap_and_ci_width(audit):
-    plan = _plan(audit, 1000)
+    budget = 400
+    plan = _plan(audit, budget)
+    # every target is a slice here (the untested contexts are measured as slices too), so after the
+    # untested contexts' needs the rest is split over all of them by weight; no capacity binds at this budget
+    assert all(a.n_to_label < a.n_production for a in plan.allocations)
+    quota = budget - sum(NEED.values())
+    total = sum(a.weight for a in plan.allocations)
+    for a in plan.allocations:  # largest remainder: every count is within one label of its exact quota
+        split = a.n_to_label - NEED.get(a.slice, 0)
+        assert abs(split - quota * a.weight / total) < 1, a
     slices = [a for a in plan.allocations if a.kind == "slice"]
-    quota = 1000 - 56
-    total = sum(a.weight for a in slices)
-    for a in slices:  # largest remainder: every count is within one label of its exact quota
-        assert abs(a.n_to_label - quota * a.weight / total) < 1
     by_weight = sorted(slices, key=lambda a: a.weight)
     assert [a.n_to_label for a in by_weight] == sorted(a.n_to_label for a in by_weight)
-    assert max(slices, key=lambda a: a.n_to_label).slice == "Fitzpatrick V–VI"
+    assert max(slices, key=lambda a: a.n_to_label).slice == WEAK
+    for a in slices:  # weight = production share × (max(gap, 0) + CI width / 2)
+        assert a.weight == pytest.approx(a.production_share * (max(a.gap or 0, 0) + a.ci_width / 2), abs=1e-6)
 
 
 def test_capacity_limits_are_respected_and_excess_is_resplit(audit):
     plan = _plan(audit, 3001)
     for a in plan.allocations:
         assert a.n_production is None or a.n_to_label <= a.n_production
-    assert _counts(plan)["Scalp, age ≥ 60"] == 100  # its production rows
+    full = [a for a in plan.allocations if a.n_to_label == a.n_production]
+    assert _counts(plan)[WEAK] == next(s["n_production"] for s in audit["slices"] if s["name"] == WEAK)  # all its rows
+    assert len(full) < len(plan.allocations) and plan.n_allocated == 3001  # the excess went to the others
+    assert sum(a.n_production for a in plan.allocations) > 3001
 
 
 def test_unplaceable_budget_is_reported(audit):
@@ -110,13 +136,13 @@ def test_candidates_rows_fill_budget_once_each_and_belong_to_their_slice(audit):
 def test_rows_within_a_slice_alternate_over_predictions_most_uncertain_first(audit):
     candidates = _candidates(_plan(audit, 300))
     plan = _plan(audit, 300, candidates=candidates)
-    rows = [r for r in plan.rows if r.slice == "Fitzpatrick V–VI"]
+    rows = [r for r in plan.rows if r.slice == WEAK]
     groups = [r.group for r in rows]
     assert set(groups[:2]) == {"benign", "malignant"}
     for g in ("benign", "malignant"):
         u = [r.uncertainty for r in rows if r.group == g]
         assert u == sorted(u, reverse=True)
-    pool = candidates[candidates["Fitzpatrick V–VI"]]
+    pool = candidates[candidates[WEAK]]
     top_two_per_class = pool.sort_values("uncertainty", ascending=False).groupby("prediction").head(2)
     assert set(top_two_per_class["id"]) <= {r.id for r in rows} | set(
         r.id for r in plan.rows if r.slice in UNTESTED)

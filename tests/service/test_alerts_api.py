@@ -43,6 +43,8 @@ def test_webhook_retries_then_resolution_message(setup):
         assert [b["event"] for b in hook.bodies] == ["opened", "resolved"]
         assert hook.bodies[1]["alerts"][0]["id"] == shifted["alerts"][0]
         assert "resolved" in hook.bodies[1]["text"]
+    page = client.get(f"/v1/monitors/{monitor}/report").text
+    assert page.count("delivered (200)") == 2 and page.count("failed (503)") == 2
     alert = client.get("/v1/alerts?state=resolved").json()["items"]
     assert [a["id"] for a in alert] == shifted["alerts"] and alert[0]["resolved_at"] is not None
     assert client.get("/v1/alerts?state=open").json()["items"] == []

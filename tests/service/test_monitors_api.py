@@ -2,8 +2,6 @@
 (webhook on 127.0.0.1, exactly one alert), the trend page. All data SYNTHETIC."""
 from __future__ import annotations
 
-import os
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -95,6 +93,9 @@ def test_no_shift_then_shift_gives_exactly_one_alert(client, roots):
         assert all(r["n_rows"] == 300 for r in statuses[:4])
         alphas = [r["alpha"] for r in statuses[:4]]
         assert alphas == sorted(alphas, reverse=True)  # the budget is spent, run by run
+        summary = client.app.state.monitors.store.get_run(statuses[2]["id"]).summary  # what the trend page plots
+        assert summary["classifier_auc"] > 0.5 and summary["top_feature"]["name"] == "x1"
+        assert summary["observed"]["value"] is not None and summary["estimated"]["ci"][0] is not None
         audit = client.get(f"/v1/audits/{statuses[2]['audit_id']}").json()
         assert audit["status"] == "succeeded" and audit["verdict"]["shift_detected"]
         alerts = client.get("/v1/alerts?state=open").json()["items"]
