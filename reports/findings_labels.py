@@ -202,7 +202,7 @@ def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
     lo, hi = ci_pair(lq.get("alpha_ci"))
     if alpha is not None and (hi if hi is not None else alpha) < KRIPPENDORFF_TENTATIVE:
         statement = (f"Annotators agree poorly on the benchmark labels: Krippendorff's α is {fmt_metric(alpha, (lo, hi))} "
-                     f"({fmt_n(lq.get('n_items'))} items, {fmt_num(lq.get('n_annotators'), 0)} annotators), below "
+                     f"({fmt_n(lq.get('n_items_agreement') or lq.get('n_items'))} items, {fmt_num(lq.get('n_annotators'), 0)} annotators), below "
                      f"{KRIPPENDORFF_TENTATIVE}, the lowest value usually accepted even for tentative conclusions.")
         found.append(make_limitation("label_quality", None, f"annotators agree poorly (α {fmt_num(alpha)})", statement,
                                      (1 - alpha) * ctx.priors.shift_gap,

@@ -123,6 +123,20 @@ class DatasetStore:
             if used:
                 raise Conflict(f"Dataset {dataset_id!r} is used by audit {used!r}; delete the audit first.",
                                details={"dataset": dataset_id, "audit": used})
+            from service.rounds.models import BenchmarkRoundRow  # rounds keep their datasets (FK RESTRICT)
+
+            round_of = s.scalars(select(BenchmarkRoundRow).where(BenchmarkRoundRow.dataset_id == dataset_id)).first()
+            if round_of is not None:
+                raise Conflict(f"Dataset {dataset_id!r} is round {round_of.number} of benchmark "
+                               f"{round_of.series!r}; a registered round cannot be deleted.",
+                               details={"dataset": dataset_id, "benchmark": round_of.series,
+                                        "round": round_of.number})
+            from service.monitors.models import MonitorRow
+
+            monitor = s.scalars(select(MonitorRow.id).where(MonitorRow.benchmark_id == dataset_id)).first()
+            if monitor is not None:
+                raise Conflict(f"Dataset {dataset_id!r} is the benchmark of monitor {monitor!r}; delete the monitor "
+                               "first.", details={"dataset": dataset_id, "monitor": monitor})
             path = self.data_dir / row.path
             s.delete(row)
         path.unlink(missing_ok=True)

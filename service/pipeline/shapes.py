@@ -80,7 +80,8 @@ def _label_quality(lq: Any) -> Any:
     if agreement:
         out["krippendorff_alpha"] = agreement.get("alpha")
         out["alpha_ci"] = [agreement.get("ci_low"), agreement.get("ci_high")]
-        out["n_items"] = agreement.get("n_items", lq.get("n_items"))
+        out["n_items"] = lq.get("n_items", agreement.get("n_items"))
+        out["n_items_agreement"] = agreement.get("n_items")  # items with two or more labels
         out["n_annotators"] = agreement.get("n_annotators")
     out["annotator_cap"] = lq.get("annotator_cap", lq.get("cap"))
     merged: dict[str, dict] = {}

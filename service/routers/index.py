@@ -19,7 +19,8 @@ padding:.4rem .6rem;text-align:left}}th{{background:#f5f7fa}}.high{{color:#b4231
 <h1>contextshift</h1><p>Context-shift audits of production ML models. API docs: <a href="/docs">/docs</a>.</p>
 <h2>Audits</h2><table><tr><th>audit</th><th>status</th><th>domain</th><th>verdict</th><th>report</th></tr>
 {audits}</table><h2>Benchmark series</h2><table><tr><th>series</th><th>domain</th><th>rounds</th>
-<th>report</th></tr>{benchmarks}</table><h2>Datasets</h2><table><tr><th>id</th><th>name</th><th>role</th><th>rows</th>
+<th>report</th></tr>{benchmarks}</table><h2>Monitors</h2><table><tr><th>monitor</th><th>name</th>
+<th>domain</th><th>trends</th></tr>{monitors}</table><h2>Datasets</h2><table><tr><th>id</th><th>name</th><th>role</th><th>rows</th>
 <th>columns</th><th>created</th></tr>{datasets}</table></body></html>"""
 
 
@@ -31,7 +32,17 @@ def index(runtime: RuntimeDep) -> HTMLResponse:
         f"<tr><td><code>{escape(d.id)}</code></td><td>{escape(d.name)}</td><td>{escape(d.role)}</td>"
         f"<td>{d.n_rows:,}</td><td>{d.n_columns}</td><td>{d.created_at:%Y-%m-%d %H:%M}</td></tr>"
         for d in runtime.datasets.list(limit=200)) or "<tr><td colspan=6>No datasets yet.</td></tr>"
-    return HTMLResponse(PAGE.format(audits=audits, datasets=datasets, benchmarks=_benchmark_rows(runtime)))
+    return HTMLResponse(PAGE.format(audits=audits, datasets=datasets, benchmarks=_benchmark_rows(runtime),
+                                    monitors=_monitor_rows(runtime)))
+
+
+def _monitor_rows(runtime) -> str:
+    from service.monitors.store import MonitorStore
+
+    return "".join(
+        f"<tr><td><code>{escape(m.id)}</code></td><td>{escape(m.name)}</td><td>{escape(m.domain)}</td>"
+        f'<td><a href="/v1/monitors/{quote(m.id, safe="")}/report">trends</a></td></tr>'
+        for m in MonitorStore(runtime.sessions).list()) or "<tr><td colspan=4>No monitors yet: POST /v1/monitors.</td></tr>"
 
 
 def _benchmark_rows(runtime) -> str:

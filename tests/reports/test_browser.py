@@ -54,7 +54,9 @@ def test_report_loads_offline_without_errors(browser, audit, tmp_path):
     try:
         assert [c for c in console if c[0] in ("error", "pageerror", "warning")] == []
         assert requests == [path.as_uri()] and failures == []
-        assert page.locator("svg").count() == 3
+        histograms = [f for f in audit["covariate"]["features"]
+                      if f["drifted"] is True and f["name"] in audit["covariate"]["distributions"]]
+        assert page.locator("svg").count() == 3 + len(histograms)  # drift, priors, slices + drifted histograms
         verdict = page.locator("#verdict")
         assert verdict.is_visible() and "Do not rely" in verdict.inner_text()
         box = page.locator("#top-limitation .st").bounding_box()

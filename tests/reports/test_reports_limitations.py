@@ -272,7 +272,7 @@ def test_label_quality_findings(audit):
                                             "label_quality:near_chance_annotators"}
     text = " ".join(lim.statement for lim in quality)
     lo, hi = lq["alpha_ci"]
-    assert f"{lq['krippendorff_alpha']:.2f} [{lo:.2f}, {hi:.2f}]" in text and f"n={lq['n_items']:,}" in text
+    assert f"{lq['krippendorff_alpha']:.2f} [{lo:.2f}, {hi:.2f}]" in text and f"n={lq['agreement']['n_items']:,}" in text  # the items behind α
     assert f"Annotator {heavy['id']} gave {_pct(heavy['share'])}" in text and f"Annotators {spam['id']} (" in text
     # the flat fields are read: change them and the statements follow; a second near-chance annotator is named
     lq.update(krippendorff_alpha=0.41, alpha_ci=[0.35, 0.47])

@@ -181,3 +181,9 @@ def test_routes_never_answer_5xx(client):
                 assert set(res.json()["error"]) == {"code", "message", "details"}
 
     check()
+
+
+def test_a_round_dataset_cannot_be_deleted(journey):
+    res = journey["client"].delete(f"/v1/datasets/{journey['ids']['round2']}")
+    assert res.status_code == 409, res.text
+    assert res.json()["error"]["details"]["benchmark"] == "derm"
