@@ -137,7 +137,10 @@ def test_two_processes_never_execute_the_same_run(tmp_path):
     assert all(c["won"] + c["lost"] > 0 for c in claims), claims  # both processes fired the schedule
     assert sum(c["lost"] for c in claims) > 0, claims  # slots were contested ...
     assert sum(c["won"] for c in claims) == len([r for r in runs if r.trigger == "schedule"])  # ... one run each
-    assert {r.status for r in runs} <= {"succeeded", "no_new_data", "queued"}, [(r.status, r.error) for r in runs]
+    # a run still going when a process is told to stop is failed as "interrupted" (documented); any other
+    # failure is a bug
+    finished = [r for r in runs if not (r.status == "failed" and (r.error or {}).get("code") == "interrupted")]
+    assert {r.status for r in finished} <= {"succeeded", "no_new_data", "queued"}, [(r.status, r.error) for r in runs]
     assert sum(r.n_rows or 0 for r in runs) == 300  # every row audited once, none twice
     assert sorted(Path(p).name for p, _ in store.taken_files(monitor)) == ["a0.csv", "a1.csv", "b.csv"]
     assert all(r.executed_by for r in runs if r.status != "queued")
