@@ -82,8 +82,8 @@ __all__ += [
     "LabelQualityResult",
 ]
 # --- context (issue 5) ---
-from detectors.attribution import (CellAttribution, ConditionalShiftDetector, ConditionalShiftResult,
-                                   PerformanceAttribution, attribute_performance, context_cells)
+from detectors.attribution import CellAttribution, PerformanceAttribution, attribute_performance, context_cells
+from detectors.conditional import ConditionalShiftDetector, ConditionalShiftResult
 from detectors.context import ContextShiftDetector, ContextShiftResult, SliceShare, UntestedContext
 from detectors.discovery import Condition, DiscoveredSlice, DiscoveryResult, discover_weak_slices
 from detectors.embedding import (ContextDescription, EmbeddingShiftDetector, EmbeddingShiftResult, NovelRegion,
@@ -149,4 +149,23 @@ __all__ += [
     "stratified_expected",
     "covered_rows",
     "prune_discoveries",
+]
+# --- mergeable summaries for data beyond memory (issue 13) ---
+from detectors.outcome_summaries import ConfusionSummary, PredictionSummary
+from detectors.sketch_tests import (bootstrap_metric_interval, sketch_gap_statistics, sketch_ks_test,
+                                    summary_covariate, summary_label_shift, summary_slice_metric)
+from detectors.summaries import CategorySummary, DatasetSummary, NumericSummary
+
+__all__ += [
+    "NumericSummary",
+    "CategorySummary",
+    "ConfusionSummary",
+    "PredictionSummary",
+    "DatasetSummary",
+    "sketch_gap_statistics",
+    "sketch_ks_test",
+    "summary_covariate",
+    "summary_slice_metric",
+    "bootstrap_metric_interval",
+    "summary_label_shift",
 ]

@@ -1,4 +1,5 @@
-"""What the context mix explains: performance attribution and context-conditional shift.
+"""What the context mix explains: performance attribution (here) and context-conditional shift
+(:mod:`detectors.conditional`, re-exported here).
 
 Both work on **context cells**: a partition of the rows by one or more context columns
 (:func:`context_cells`; numeric columns binned at benchmark quantiles).
@@ -20,16 +21,9 @@ that ``E - B`` is centred on 0 when nothing changed. Keep cells coarse: every co
 of the chosen columns is a cell. CIs are percentile bootstraps of both datasets, drawn as multinomial
 counts over (cell x outcome), so their cost does not grow with the number of rows.
 
-**Context-conditional shift** (:class:`ConditionalShiftDetector`): does a feature's (or
-the model output's) distribution still differ after reweighting the benchmark to the
-production context mix? Each benchmark row in cell ``c`` gets the importance weight
-``n_p(c) / n_b(c)``. The statistic is the KS distance (numeric) or total variation distance
-(categorical) between production and the reweighted benchmark; its p-value comes from a
-permutation test that shuffles the dataset labels **within cells**, which keeps every cell's
-counts (so the weights) fixed and is exact under "same distribution within every context
-cell": ``p = (1 + #{T_b >= T}) / (1 + B)``. Production rows in cells the benchmark lacks are
-left out (reported as ``uncovered_share``). ``details`` also give the unweighted statistic,
-so what the mix explains is visible.
+**Context-conditional shift** (:class:`ConditionalShiftDetector`, in :mod:`detectors.conditional`):
+does a feature's distribution still differ after reweighting the benchmark to the production
+context mix? A permutation test within cells.
 """
 from __future__ import annotations
 
@@ -39,15 +33,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction
+from detectors.base import DetectorInputError, Result, renamed_parameters
+from detectors.conditional import (CONDITIONAL_EFFECT_FLOORS, ConditionalShiftDetector,  # noqa: F401 (re-export)
+                                   ConditionalShiftResult)
 from detectors.context import literal_text
-from detectors.correction import readjust
 
 __all__ = ["context_cells", "CellAttribution", "PerformanceAttribution", "attribute_performance",
            "ConditionalShiftDetector", "ConditionalShiftResult", "CONDITIONAL_EFFECT_FLOORS"]
-
-CONDITIONAL_EFFECT_FLOORS = {"weighted_ks": 0.1, "weighted_tvd": 0.1}
-
 
 # ------------------------------------------------------------------ cells
 
@@ -158,9 +150,10 @@ def _decompose(nb, kb, npr, kp, covered, prior: float):
     return bench, expected, observed, mb
 
 
+@renamed_parameters(n_boot="n_bootstrap")
 def attribute_performance(benchmark_cells, benchmark_values, production_cells, production_values=None, *,
                           labels: Sequence[str] | None = None, metric: str = "accuracy", min_cell_size: int = 30,
-                          n_boot: int = 1000, confidence: float = 0.95, random_state: int | None = 0
+                          n_bootstrap: int = 1000, confidence: float = 0.95, random_state: int | None = 0
                           ) -> PerformanceAttribution:
     """Split the production performance change into a context-mix and a within-context effect.
 
@@ -183,7 +176,7 @@ def attribute_performance(benchmark_cells, benchmark_values, production_cells, p
     npr, kp = _cell_stats(cp, vp, n_cells)
     covered = nb >= min_cell_size
     bench, expected, observed, mb = _decompose(nb, kb, npr, kp, covered, float(min_cell_size))
-    reps = _bootstrap(nb, kb, npr, kp, vp is not None, n_boot, np.random.default_rng(random_state))
+    reps = _bootstrap(nb, kb, npr, kp, vp is not None, n_bootstrap, np.random.default_rng(random_state))
     b_rep, e_rep, o_rep, _ = _decompose(*reps, covered, float(min_cell_size))
     ci = _percentile(confidence)
     labelled = vp is not None
@@ -207,18 +200,18 @@ def attribute_performance(benchmark_cells, benchmark_values, production_cells, p
         confidence=float(confidence))
 
 
-def _bootstrap(nb, kb, npr, kp, labelled: bool, n_boot: int, rng):
+def _bootstrap(nb, kb, npr, kp, labelled: bool, n_bootstrap: int, rng):
     """Multinomial resampling of (cell x outcome) counts; values in (0, 1) are split by their mean."""
     def draw(n, k):
         probs = np.concatenate([k, n - k]) / n.sum()
-        counts = rng.multinomial(int(n.sum()), np.clip(probs, 0, None) / probs.sum(), size=n_boot).astype(float)
+        counts = rng.multinomial(int(n.sum()), np.clip(probs, 0, None) / probs.sum(), size=n_bootstrap).astype(float)
         half = len(n)
         return counts[:, :half] + counts[:, half:], counts[:, :half]
     nb_r, kb_r = draw(nb, kb)
     if labelled:
         np_r, kp_r = draw(npr, kp)
     else:
-        np_r = rng.multinomial(int(npr.sum()), npr / npr.sum(), size=n_boot).astype(float)
+        np_r = rng.multinomial(int(npr.sum()), npr / npr.sum(), size=n_bootstrap).astype(float)
         kp_r = np.zeros_like(np_r)
     return nb_r, kb_r, np_r, kp_r
 
@@ -233,152 +226,3 @@ def _percentile(confidence: float):
         lo, hi = np.quantile(values, [a, 1 - a])
         return (float(lo), float(hi))
     return ci
-
-
-
-# ------------------------------------------------------------------ context-conditional shift
-
-@dataclass(frozen=True)
-class ConditionalShiftResult(Result):
-    """Shift that remains after reweighting the benchmark to the production context mix."""
-
-    is_shift: bool
-    tests: tuple  # ShiftTest per column, kind="context_conditional"
-    uncovered_share: float  # production rows in cells without benchmark rows (left out)
-    n_cells: int
-    alpha: float
-    correction: str
-
-    def with_tests(self, tests) -> "ConditionalShiftResult":
-        """A copy holding re-corrected ``tests`` (order of :attr:`tests`), ``is_shift`` re-derived."""
-        from dataclasses import replace
-
-        from detectors.decision import check_tests
-
-        tests = check_tests(self, tests)
-        return replace(self, tests=tests, is_shift=any(t.drifted for t in tests))
-
-
-class ConditionalShiftDetector:
-    """Permutation tests of "same distribution within every context cell".
-
-    Parameters
-    ----------
-    alpha, correction : decision level and multiple-testing correction across columns
-    n_permutations : int, default 500
-    max_rows : int, default 10_000
-        Rows per dataset used (a seeded random subsample above it).
-    min_samples : int, default 30
-        Fewest covered rows per dataset to test.
-    effect_floors : dict, optional, overrides of :data:`CONDITIONAL_EFFECT_FLOORS`
-    random_state : int, default 0
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> cb, cp = rng.integers(0, 2, 1500), (rng.random(1500) < 0.8).astype(int)  # mix shifts
-    >>> xb, xp = rng.normal(cb, 1), rng.normal(cp, 1)  # x depends on the cell only
-    >>> res = ConditionalShiftDetector().test(pd.DataFrame({"x": xb}), pd.DataFrame({"x": xp}), cb, cp)
-    >>> res.is_shift, res.tests[0].details["unweighted_statistic"] > 0.1
-    (False, True)
-    """
-
-    def __init__(self, *, alpha=0.05, correction="bh", n_permutations=500, max_rows=10_000, min_samples=30,
-                 effect_floors=None, discrete_max_unique=12, random_state=0):
-        self.alpha = alpha
-        self.correction = correction
-        self.n_permutations = n_permutations
-        self.max_rows = max_rows
-        self.min_samples = min_samples
-        self.effect_floors = effect_floors
-        self.discrete_max_unique = discrete_max_unique
-        self.random_state = random_state
-
-    def test(self, benchmark: pd.DataFrame, production: pd.DataFrame, benchmark_cells, production_cells
-             ) -> ConditionalShiftResult:
-        """Test every column of ``benchmark``/``production`` (shapes (n_b, k), (n_p, k)) given the cells."""
-        check_alpha(self.alpha)
-        check_correction(self.correction)
-        if int(self.n_permutations) < 1:
-            raise DetectorInputError(f"n_permutations must be at least 1, got {self.n_permutations!r}.")
-        cb, cp = np.asarray(benchmark_cells, dtype=np.int64), np.asarray(production_cells, dtype=np.int64)
-        if cb.shape != (len(benchmark),) or cp.shape != (len(production),):
-            raise DetectorInputError("cells must have one entry per row of each frame.")
-        rng = np.random.default_rng(self.random_state)
-        ib, ip = self._subsample(len(cb), rng), self._subsample(len(cp), rng)
-        cb, cp = cb[ib], cp[ip]
-        covered_p = np.isin(cp, cb)
-        uncovered = float(1 - covered_p.mean())
-        ip, cp = ip[covered_p], cp[covered_p]
-        cells = np.concatenate([cb, cp])
-        is_prod = np.concatenate([np.zeros(len(cb), bool), np.ones(len(cp), bool)])
-        n_cells = int(cells.max()) + 1 if len(cells) else 1
-        n_b_cell = np.bincount(cb, minlength=n_cells).astype(float)
-        n_p_cell = np.bincount(cp, minlength=n_cells).astype(float)
-        # contribution of a row to "production ECDF - reweighted benchmark ECDF"; sums to 0 per cell
-        with np.errstate(invalid="ignore", divide="ignore"):
-            bench_weight = np.where(n_b_cell > 0, n_p_cell / np.where(n_b_cell > 0, n_b_cell, 1), 0.0)
-        n_p = max(len(cp), 1)
-        contrib_prod, contrib_bench = 1.0 / n_p, -bench_weight[cells] / n_p
-        # the same relabellings serve every column (n_permutations x rows booleans)
-        perms = list(_within_cell_permutations(cells, is_prod, int(self.n_permutations), rng))
-        tests = []
-        for name in benchmark.columns:
-            values = pd.concat([benchmark[name].iloc[ib], production[name].iloc[ip]], ignore_index=True)
-            tests.append(self._one(name, values, is_prod, perms, contrib_prod, contrib_bench, len(cb), len(cp)))
-        tests = readjust(tests, alpha=self.alpha, method=self.correction)
-        return ConditionalShiftResult(any(t.drifted for t in tests), tuple(tests), uncovered, int((n_p_cell > 0).sum()),
-                                      float(self.alpha), self.correction)
-
-    def _subsample(self, n: int, rng) -> np.ndarray:
-        return np.sort(rng.choice(n, int(self.max_rows), replace=False)) if n > self.max_rows else np.arange(n)
-
-    def _one(self, name, values: pd.Series, is_prod, perms, c_prod, c_bench, n_b, n_p) -> ShiftTest:
-        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) \
-            and values.nunique(dropna=True) > self.discrete_max_unique
-        effect = "weighted_ks" if numeric else "weighted_tvd"
-        floor = float({**CONDITIONAL_EFFECT_FLOORS, **(self.effect_floors or {})}[effect])
-        keep = values.notna().to_numpy()
-        if min((keep & ~is_prod).sum(), (keep & is_prod).sum()) < self.min_samples:
-            nan = float("nan")
-            return ShiftTest(name, "permutation", nan, nan, nan, nan, effect, floor, n_b, n_p, False,
-                             kind="context_conditional", status="insufficient_data")
-        stat_fn = _ks_statistics if numeric else _tvd_statistics
-        contrib = lambda labels: np.where(labels, c_prod, c_bench)[..., keep]  # noqa: E731
-        observed = float(stat_fn(values[keep], contrib(is_prod)[None, :])[0])
-        unweighted = float(stat_fn(values[keep], np.where(is_prod, 1 / is_prod.sum(), -1 / (~is_prod).sum())[None, keep])[0])
-        null = np.concatenate([stat_fn(values[keep], contrib(chunk)) for chunk in perms])
-        p = float((1 + (null >= observed - 1e-12).sum()) / (1 + null.size))
-        details = {"unweighted_statistic": unweighted, "n_permutations": int(null.size),
-                   "explained_by_mix": float(1 - observed / unweighted) if unweighted > 0 else 0.0}
-        return ShiftTest(name, "permutation_within_cells", observed, p, p, observed, effect, floor, n_b, n_p, False,
-                         kind="context_conditional", details=details)
-
-
-def _within_cell_permutations(cells: np.ndarray, is_prod: np.ndarray, n_perm: int, rng, chunk: int = 100):
-    """Yield boolean label matrices (chunk, m): dataset labels shuffled within each cell."""
-    by_cell = np.argsort(cells, kind="stable")
-    labels_by_cell = is_prod[by_cell]
-    for start in range(0, n_perm, chunk):
-        b = min(chunk, n_perm - start)
-        keys = cells[None, :] + rng.random((b, cells.size))  # random order inside each cell block
-        order = np.argsort(keys, axis=1)
-        out = np.empty((b, cells.size), dtype=bool)
-        np.put_along_axis(out, order, np.broadcast_to(labels_by_cell, (b, cells.size)), axis=1)
-        yield out
-
-
-def _ks_statistics(values: pd.Series, contrib: np.ndarray) -> np.ndarray:
-    """max_x |sum of contributions of rows with value <= x|, per row of ``contrib``."""
-    v = values.to_numpy(float)
-    order = np.argsort(v, kind="stable")
-    sorted_v = v[order]
-    ends = np.append(sorted_v[1:] != sorted_v[:-1], True)  # ECDFs only at the end of tie groups
-    return np.abs(np.cumsum(contrib[:, order], axis=1)[:, ends]).max(axis=1)
-
-
-def _tvd_statistics(values: pd.Series, contrib: np.ndarray) -> np.ndarray:
-    codes = pd.factorize(values.astype(object))[0]
-    onehot = np.zeros((codes.size, codes.max() + 1))
-    onehot[np.arange(codes.size), codes] = 1
-    return 0.5 * np.abs(contrib @ onehot).sum(axis=1)

@@ -1,8 +1,24 @@
-"""Shared plumbing for every detector: errors, fitted-state checks, result serialisation."""
+"""Shared plumbing for every detector: errors, fitted-state checks, parameter checks, immutable
+results and their serialisation.
+
+Conventions every public detector and estimator follows (checked by
+``tests/detectors/test_api_contract.py``):
+
+* parameters are keyword-only, stored as given by ``__init__`` and validated in ``fit`` (and
+  again in ``test``) with the ``check_*`` functions below, whose messages name the parameter,
+  its value and what is allowed (:class:`DetectorInputError`, a ``ValueError``);
+* the same names everywhere: ``alpha``, ``correction``, ``random_state``, ``n_bootstrap``;
+* results derive from :class:`Result` and are immutable all the way down: their nested
+  containers are frozen on construction (:func:`freeze`).
+"""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import numbers
+import warnings
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 from dataclasses import dataclass, field
@@ -15,6 +31,16 @@ __all__ = [
     "check_fitted",
     "check_alpha",
     "check_correction",
+    "check_int",
+    "check_number",
+    "check_fraction",
+    "check_in",
+    "check_bool",
+    "check_random_state",
+    "check_effect_floors",
+    "renamed_parameters",
+    "FrozenDict",
+    "freeze",
     "Result",
     "ShiftTest",
     "to_jsonable",
@@ -38,16 +64,141 @@ def check_fitted(estimator: Any, attribute: str) -> None:
 
 def check_alpha(alpha: Any) -> None:
     """Raise :class:`DetectorInputError` unless ``0 < alpha < 1``."""
-    if not 0 < alpha < 1:
-        raise DetectorInputError(f"alpha must be in (0, 1), got {alpha!r}.")
+    check_fraction("alpha", alpha)
 
 
 def check_correction(correction: Any) -> None:
     """Raise :class:`DetectorInputError` unless ``correction`` names a known correction."""
     from detectors.correction import CORRECTIONS
 
-    if correction not in CORRECTIONS:
-        raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}, got {correction!r}.")
+    check_in("correction", correction, sorted(CORRECTIONS))
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_int(name: str, value: Any, *, minimum: int = 1) -> None:
+    """Raise :class:`DetectorInputError` unless ``value`` is an integer ``>= minimum``."""
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and value >= minimum):
+        raise DetectorInputError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+
+
+def check_number(name: str, value: Any, *, minimum: float | None = None, maximum: float | None = None,
+                 open_low: bool = False, open_high: bool = False) -> None:
+    """Raise :class:`DetectorInputError` unless ``value`` is a finite real number within the bounds."""
+    ok = _is_real(value) and math.isfinite(value)
+    if ok and minimum is not None:
+        ok = value > minimum if open_low else value >= minimum
+    if ok and maximum is not None:
+        ok = value < maximum if open_high else value <= maximum
+    if not ok:
+        where = ""
+        if (minimum, maximum) != (None, None):
+            low = "(-inf" if minimum is None else f"{'(' if open_low else '['}{minimum:g}"
+            high = "inf)" if maximum is None else f"{maximum:g}{')' if open_high else ']'}"
+            where = f" in {low}, {high}"
+        raise DetectorInputError(f"{name} must be a finite number{where}, got {value!r}.")
+
+
+def check_fraction(name: str, value: Any, *, closed: bool = False) -> None:
+    """Raise :class:`DetectorInputError` unless ``0 < value < 1`` (``closed``: ``0 <= value <= 1``)."""
+    check_number(name, value, minimum=0, maximum=1, open_low=not closed, open_high=not closed)
+
+
+def check_in(name: str, value: Any, allowed) -> None:
+    """Raise :class:`DetectorInputError` unless ``value`` is one of ``allowed``."""
+    allowed = list(allowed)
+    try:  # True == 1, but True is not an allowed 1
+        ok = any(isinstance(value, bool) == isinstance(a, bool) and bool(value == a) for a in allowed)
+    except (TypeError, ValueError):  # e.g. an array compared elementwise
+        ok = False
+    if not ok:
+        raise DetectorInputError(f"{name} must be one of {allowed}, got {value!r}.")
+
+
+def check_bool(name: str, value: Any) -> None:
+    """Raise :class:`DetectorInputError` unless ``value`` is ``True`` or ``False``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise DetectorInputError(f"{name} must be True or False, got {value!r}.")
+
+
+def check_random_state(random_state: Any) -> None:
+    """Raise :class:`DetectorInputError` unless ``random_state`` is a seed: an integer ``>= 0``."""
+    check_int("random_state", random_state, minimum=0)
+
+
+def check_effect_floors(name: str, value: Any, known) -> None:
+    """Raise :class:`DetectorInputError` unless ``value`` is None or a mapping of known effect
+    names to finite non-negative floors."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise DetectorInputError(f"{name} must be None or a mapping effect name -> floor, got {value!r}.")
+    unknown = sorted(set(value) - set(known), key=str)
+    if unknown:
+        raise DetectorInputError(f"{name} has unknown effect names {unknown}; known: {sorted(known)}.")
+    for key, floor in value.items():
+        check_number(f"{name}[{key!r}]", floor, minimum=0)
+
+
+def renamed_parameters(**renames: str):
+    """Decorator: accept the old keyword ``old=new`` names of a function's parameters, with a
+    :class:`DeprecationWarning` (e.g. ``n_boot`` -> ``n_bootstrap``, ``seed`` -> ``random_state``)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            for old, new in renames.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {old!r} and its new name {new!r}.")
+                    warnings.warn(f"{fn.__name__}({old}=...) is deprecated; use {new}=...", DeprecationWarning,
+                                  stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+        return inner
+    return wrap
+
+
+class FrozenDict(dict):
+    """A read-only ``dict``: results hold these instead of dicts.
+
+    Still a ``dict`` for ``json``, pydantic, ``dict(d)``, ``{**d}`` and pickling; every method
+    that would change it raises ``TypeError``. Build a new mapping to change a value
+    (``{**test.details, "reason": ...}``).
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError(f"{type(self).__name__} is read-only; build a new mapping instead.")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+    def __reduce__(self):
+        return type(self), (dict(self),)
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+
+def freeze(value: Any) -> Any:
+    """``value`` with its containers made immutable, recursively: mappings become
+    :class:`FrozenDict`, lists and tuples tuples, sets frozensets, numpy arrays read-only
+    copies. Results (already frozen) and scalars are returned as they are."""
+    if isinstance(value, FrozenDict) or isinstance(value, Result):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict((k, freeze(v)) for k, v in value.items())
+    if type(value) in (list, tuple):
+        items = tuple(freeze(v) for v in value)
+        return value if type(value) is tuple and all(a is b for a, b in zip(items, value)) else items
+    if isinstance(value, (set, frozenset)):
+        return frozenset(freeze(v) for v in value)
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.copy()
+        value.flags.writeable = False
+    return value
 
 
 def to_jsonable(value: Any) -> Any:
@@ -59,9 +210,9 @@ def to_jsonable(value: Any) -> Any:
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Enum):
         return value.value
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
         return [to_jsonable(v) for v in value.tolist()]
@@ -76,7 +227,19 @@ def to_jsonable(value: Any) -> Any:
 
 
 class Result:
-    """Mixin for frozen result dataclasses: ``to_dict()`` gives the JSON of SPEC §9."""
+    """Base of frozen result dataclasses: ``to_dict()`` gives the JSON of SPEC §9.
+
+    Immutable all the way down: on construction (and so after ``dataclasses.replace``) every
+    field is passed through :func:`freeze`, so a result holds tuples, :class:`FrozenDict`
+    mappings and read-only arrays, never a list, dict or writeable array.
+    """
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            frozen = freeze(value)
+            if frozen is not value:
+                object.__setattr__(self, f.name, frozen)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction,
+                            check_effect_floors, check_fitted, check_int, check_random_state)
 from detectors.covariate import CovariateShiftDetector
 from detectors.decision import check_tests
 
@@ -166,6 +167,18 @@ class OutputShiftDetector:
         self.classes = classes
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        check_alpha(self.alpha)
+        check_correction(self.correction)
+        check_effect_floors("effect_floors", self.effect_floors, OUTPUT_EFFECT_FLOORS)
+        check_int("min_samples", self.min_samples, minimum=1)
+        classes = self.classes
+        if classes is not None and (isinstance(classes, (str, bytes)) or not hasattr(classes, "__len__")
+                                    or len(classes) < 2 or len(set(map(str, classes))) != len(classes)):
+            raise DetectorInputError(f"classes must be None or a sequence of at least two distinct class names, "
+                                     f"got {classes!r}.")
+        check_random_state(self.random_state)
+
     def _inner(self) -> CovariateShiftDetector:
         return CovariateShiftDetector(alpha=self.alpha, correction=self.correction,
                                       effect_floors={**OUTPUT_EFFECT_FLOORS, **(self.effect_floors or {})},
@@ -180,6 +193,7 @@ class OutputShiftDetector:
         ----------
         outputs : array of shape (n,) or (n, k), or DataFrame (see module docstring)
         """
+        self._check_params()
         frame = outputs_frame(outputs, classes=self.classes, role="reference")
         self.detector_ = self._inner().fit(frame)
         self.output_columns_ = tuple(frame.columns)
@@ -188,6 +202,7 @@ class OutputShiftDetector:
     def test(self, outputs) -> OutputShiftResult:
         """Test production outputs (same form as at ``fit``) against the benchmark ones."""
         check_fitted(self, "detector_")
+        self._check_params()
         frame = outputs_frame(outputs, classes=self.classes, role="current")
         result = self.detector_.test(frame)
         tests = tuple(dataclasses.replace(t, kind="output") for t in result.features)

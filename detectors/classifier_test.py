@@ -31,7 +31,8 @@ import pandas as pd
 from scipy import stats
 
 from detectors.decision import SingleTestMixin
-from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_fitted
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_fitted, check_in, check_int,
+                            check_number, check_random_state)
 from detectors.column_types import TabularEncoder, check_frame, check_same_columns, infer_column_types
 from detectors.intervals import z_value
 
@@ -124,11 +125,14 @@ class ClassifierTwoSampleDetector:
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        if self.classifier not in CLASSIFIERS:
-            raise DetectorInputError(f"classifier must be one of {CLASSIFIERS}, got {self.classifier!r}.")
-        if int(self.n_folds) < 2:
-            raise DetectorInputError("n_folds must be at least 2.")
+        check_in("classifier", self.classifier, CLASSIFIERS)
+        check_int("n_folds", self.n_folds, minimum=2)
+        check_int("max_samples", self.max_samples, minimum=1)
         check_alpha(self.alpha)
+        check_number("effect_floor", self.effect_floor, minimum=0, maximum=0.5)
+        check_int("min_samples", self.min_samples, minimum=1)
+        check_int("max_categories", self.max_categories, minimum=1)
+        check_random_state(self.random_state)
 
     def fit(self, reference: pd.DataFrame) -> "ClassifierTwoSampleDetector":
         """Keep a (subsampled) reference and learn its encoding.
@@ -139,7 +143,8 @@ class ClassifierTwoSampleDetector:
         """
         self._check_params()
         reference, self.reference_, self.encoder_ = encoded_reference(
-            reference, max_samples=self.max_samples, max_categories=self.max_categories, seed=self.random_state)
+            reference, max_samples=self.max_samples, max_categories=self.max_categories,
+            random_state=self.random_state)
         self.feature_names_in_ = tuple(reference.columns)
         return self
 
@@ -210,11 +215,11 @@ def _reject_all_missing(reference: pd.DataFrame) -> None:
         raise DetectorInputError(f"Reference columns {empty} are entirely missing; drop them or provide values.")
 
 
-def encoded_reference(reference: pd.DataFrame, *, max_samples: int, max_categories: int, seed: int):
+def encoded_reference(reference: pd.DataFrame, *, max_samples: int, max_categories: int, random_state: int):
     """Validate ``reference``; return it, a seeded subsample of at most ``max_samples`` rows and
     an encoder fitted on that subsample (shared by the classifier and MMD tests)."""
     reference = check_frame(reference, role="reference")
-    sample = subsample(reference, int(max_samples), np.random.default_rng(seed))
+    sample = subsample(reference, int(max_samples), np.random.default_rng(random_state))
     return reference, sample, TabularEncoder(max_categories=max_categories).fit(sample, learn_types(reference))
 
 

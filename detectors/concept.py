@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
+                            check_fraction, check_int, check_number, check_random_state)
 from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes
 from detectors.correction import readjust
 from detectors.decision import check_tests, decide
@@ -257,6 +258,8 @@ class ConceptShiftDetector:
     min_samples : int
         Minimum rows of a class on each side for its recall to be tested.
     confidence : float
+    random_state : int, default 0
+        Unused (closed-form tests); kept for the common detector signature.
 
     Examples
     --------
@@ -273,25 +276,23 @@ class ConceptShiftDetector:
     """
 
     def __init__(self, *, alpha=0.05, effect_floor=0.05, label_effect_floor=0.05, correction="bh",
-                 min_samples=30, confidence=0.95):
+                 min_samples=30, confidence=0.95, random_state=0):
         self.alpha = alpha
         self.effect_floor = effect_floor
         self.label_effect_floor = label_effect_floor
         self.correction = correction
         self.min_samples = min_samples
         self.confidence = confidence
+        self.random_state = random_state
 
     def _check_params(self) -> None:
         check_alpha(self.alpha)
         check_correction(self.correction)
-        for name in ("effect_floor", "label_effect_floor"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 <= value <= 1):
-                raise DetectorInputError(f"{name} must be a number in [0, 1], got {value!r}.")
-        if not (isinstance(self.min_samples, (int, np.integer)) and self.min_samples >= 1):
-            raise DetectorInputError(f"min_samples must be a positive integer, got {self.min_samples!r}.")
-        if not 0 < self.confidence < 1:
-            raise DetectorInputError(f"confidence must be in (0, 1), got {self.confidence!r}.")
+        check_number("effect_floor", self.effect_floor, minimum=0, maximum=1)
+        check_number("label_effect_floor", self.label_effect_floor, minimum=0, maximum=1)
+        check_int("min_samples", self.min_samples, minimum=1)
+        check_fraction("confidence", self.confidence)
+        check_random_state(self.random_state)
 
     def fit(self, y_true, y_pred) -> "ConceptShiftDetector":
         """Remember the labelled benchmark: ``y_true``, ``y_pred`` of shape (n,)."""
@@ -311,6 +312,7 @@ class ConceptShiftDetector:
         ``expected_rows``: boolean mask (m,) of the rows the estimate speaks for (default all).
         """
         check_fitted(self, "y_true_")
+        self._check_params()
         y_cur, p_cur = _pair(y_true, y_pred, "production")
         label_test = observed_label_shift(self.y_true_, y_cur, self.classes_, alpha=self.alpha,
                                           effect_floor=self.label_effect_floor, min_samples=self.min_samples)
@@ -320,7 +322,7 @@ class ConceptShiftDetector:
                                             group_ref=self.y_true_ == c, group_cur=y_cur == c,
                                             name=f"recall[{c}]", metric="recall", group=c, **kw)
                    for c in self.classes_.tolist()]
-        changes = _correct(changes, alpha=self.alpha, method=self.correction)
+        changes = _correct(changes, alpha=self.alpha, correction=self.correction)
         k = len(self.classes_)
         prior_ref = np.bincount(encode(self.y_true_, self.classes_, "y_true"), minlength=k) / len(self.y_true_)
         prior_cur = np.bincount(encode(y_cur, self.classes_, "y_true"), minlength=k) / len(y_cur)
@@ -332,7 +334,7 @@ class ConceptShiftDetector:
             expected, y_cur[rows], p_cur[rows], alpha=self.alpha, effect_floor=self.effect_floor,
             confidence=self.confidence)
         if departures:
-            fixed = readjust([d.test for d in departures], alpha=self.alpha, method=self.correction)
+            fixed = readjust([d.test for d in departures], alpha=self.alpha, correction=self.correction)
             departures = tuple(dataclasses.replace(d, test=t) for d, t in zip(departures, fixed))
         basis = "label_free_estimate" if departures else "recall_change"
         return ConceptShiftResult(
@@ -341,9 +343,9 @@ class ConceptShiftDetector:
             label_test=label_test, per_class=tuple(changes), departures=departures, basis=basis)
 
 
-def _correct(changes: list[GroupChange], *, alpha: float, method: str) -> list[GroupChange]:
+def _correct(changes: list[GroupChange], *, alpha: float, correction: str) -> list[GroupChange]:
     tested = [i for i, c in enumerate(changes) if c.test.status == "ok"]
-    fixed = readjust([changes[i].test for i in tested], alpha=alpha, method=method)
+    fixed = readjust([changes[i].test for i in tested], alpha=alpha, correction=correction)
     out = list(changes)
     for i, t in zip(tested, fixed):
         out[i] = dataclasses.replace(changes[i], test=t)

@@ -204,17 +204,17 @@ def chi2_two_sample(counts_a, counts_b) -> tuple[float, float, int]:
     return float(outcome.statistic), float(outcome.p_value), int(outcome.dof)
 
 
-def bootstrap_row_means(rows: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_boot`` bootstrap replicates of the column means of ``rows`` (shape ``(n_boot, d)``).
+def bootstrap_row_means(rows: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_bootstrap`` bootstrap replicates of the column means of ``rows`` (shape ``(n_bootstrap, d)``).
 
     Exact multinomial resampling (chunked matrix products) up to 20,000 rows; beyond that the
-    CLT draw ``N(mean, cov / n)`` is indistinguishable and needs no ``n_boot x n`` matrix.
+    CLT draw ``N(mean, cov / n)`` is indistinguishable and needs no ``n_bootstrap x n`` matrix.
     """
     n = len(rows)
     if n > EXACT_BOOTSTRAP_ROWS:
         cov = np.atleast_2d(np.cov(rows, rowvar=False, bias=True)) / n
-        return rng.multivariate_normal(rows.mean(0), cov, size=n_boot, method="eigh")
+        return rng.multivariate_normal(rows.mean(0), cov, size=n_bootstrap, method="eigh")
     chunk = max(1, 2_000_000 // n)
-    parts = [rng.multinomial(n, np.full(n, 1.0 / n), size=min(chunk, n_boot - s)) @ rows / n
-             for s in range(0, n_boot, chunk)]
+    parts = [rng.multinomial(n, np.full(n, 1.0 / n), size=min(chunk, n_bootstrap - s)) @ rows / n
+             for s in range(0, n_bootstrap, chunk)]
     return np.vstack(parts)

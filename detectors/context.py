@@ -45,14 +45,15 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction,
+                            check_effect_floors, check_fitted, check_int, check_random_state)
 from detectors.correction import readjust
 from detectors.decision import check_tests
 from detectors.covariate import categorical_shift_test
 from detectors.intervals import newcombe_interval, wilson_interval
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
 
-__all__ = ["ContextShiftDetector", "ContextShiftResult", "SliceShare", "UntestedContext",
+__all__ = ["ContextShiftDetector", "ContextShiftResult", "ContextCounts", "SliceShare", "UntestedContext",
            "CONTEXT_EFFECT_FLOORS", "literal_text", "exceedance_pvalue"]
 
 CONTEXT_EFFECT_FLOORS = {"cramers_v": 0.1, "wasserstein_normed": 0.1, "share_difference": 0.02,
@@ -195,7 +196,7 @@ class ContextShiftDetector:
     effect_floors : dict, optional
         Overrides of :data:`CONTEXT_EFFECT_FLOORS`.
     random_state : int, default 0
-        Unused by these closed-form tests; kept so every detector takes a seed.
+        Seed of the permutation p-value for tied numeric context columns.
 
     Examples
     --------
@@ -221,11 +222,12 @@ class ContextShiftDetector:
     def _check_params(self) -> None:
         check_alpha(self.alpha)
         check_correction(self.correction)
-        unknown = set(self.effect_floors or {}) - set(CONTEXT_EFFECT_FLOORS)
-        if unknown:
-            raise DetectorInputError(f"Unknown effect floors {sorted(unknown)}; known: {sorted(CONTEXT_EFFECT_FLOORS)}.")
-        if int(self.min_slice_size) < 1 or int(self.min_samples) < 1:
-            raise DetectorInputError("min_slice_size and min_samples must be at least 1.")
+        check_int("min_slice_size", self.min_slice_size, minimum=1)
+        check_int("min_production_count", self.min_production_count, minimum=1)
+        check_int("min_samples", self.min_samples, minimum=1)
+        check_int("discrete_max_unique", self.discrete_max_unique, minimum=0)
+        check_effect_floors("effect_floors", self.effect_floors, CONTEXT_EFFECT_FLOORS)
+        check_random_state(self.random_state)
 
     def _floor(self, name: str) -> float:
         return float({**CONTEXT_EFFECT_FLOORS, **(self.effect_floors or {})}[name])
@@ -270,7 +272,8 @@ class ContextShiftDetector:
             counts = counts.groupby(level=0, sort=False).sum()
         return counts
 
-    def test(self, production: pd.DataFrame, *, slices: Mapping[str, tuple] | None = None) -> ContextShiftResult:
+    def test(self, production: pd.DataFrame, *, slices: Mapping[str, tuple] | None = None,
+             counts: "ContextCounts | None" = None) -> ContextShiftResult:
         """Compare the production context mix with the benchmark.
 
         Parameters
@@ -279,6 +282,10 @@ class ContextShiftDetector:
             Must hold every column seen in :meth:`fit`.
         slices : mapping name -> (benchmark_mask, production_mask), optional
             Boolean masks of shapes ``(n_benchmark,)`` and ``(n_production,)``.
+        counts : ContextCounts, optional
+            Exact counts of every row when ``fit`` and ``production`` saw uniform samples of data
+            too large for memory: they replace the samples' in the categorical-column, unseen-value
+            and slice-share tests (numeric columns stay on the samples).
         """
         check_fitted(self, "column_types_")
         self._check_params()
@@ -294,17 +301,19 @@ class ContextShiftDetector:
                 columns.append(self._numeric_test(name, production[name]))
                 ranges += self._untested_range(name, production[name], n2)
             else:
-                counts = self._counts(production[name])
-                columns.append(self._categorical_test(name, counts))
-                untested += self._untested_values(name, counts, n2)
-        shares = self._slice_shares(slices or {}, n2)
+                found = self._counts(production[name]) if counts is None else counts.production[name]
+                reference = None if counts is None else counts.benchmark[name]
+                columns.append(self._categorical_test(name, found, reference))
+                untested += self._untested_values(name, found, int(found.sum()), reference)
+        shares = self._slice_shares(slices or {}, n2) if counts is None else self._shares_from_counts(
+            counts.slices, counts.n_benchmark, counts.n_production)
         untested += [u for u in (self._untested_slice(s) for s in shares) if u is not None]
         result = ContextShiftResult(
             is_shift=False, contexts=tuple(columns), slice_shares=tuple(shares),
             untested_contexts=tuple(untested) + tuple(u for u, _ in ranges), alpha=float(self.alpha),
-            correction=self.correction, n_benchmark=self.n_benchmark_, n_production=n2,
-            range_candidates=tuple(u for u, _ in ranges), range_tests=tuple(t for _, t in ranges))
-        return result.with_tests(readjust(list(result.tests), alpha=self.alpha, method=self.correction))
+            correction=self.correction, n_benchmark=self.n_benchmark_ if counts is None else counts.n_benchmark,
+            n_production=n2 if counts is None else counts.n_production, range_candidates=tuple(u for u, _ in ranges), range_tests=tuple(t for _, t in ranges))
+        return result.with_tests(readjust(list(result.tests), alpha=self.alpha, correction=self.correction))
 
     # ------------------------------------------------------------------ columns
     def _insufficient(self, name, method, effect, n1, n2, kind="context", details=None) -> ShiftTest:
@@ -312,8 +321,8 @@ class ContextShiftDetector:
         return ShiftTest(name, method, nan, nan, nan, nan, effect, self._floor(effect), int(n1), int(n2), False,
                          kind=kind, status="insufficient_data", details=details or {})
 
-    def _categorical_test(self, name: str, counts: pd.Series) -> ShiftTest:
-        reference = self.benchmark_counts_[name]
+    def _categorical_test(self, name: str, counts: pd.Series, reference: pd.Series | None = None) -> ShiftTest:
+        reference = self.benchmark_counts_[name] if reference is None else reference
         n1, n2 = int(reference.sum()), int(counts.sum())
         if min(n1, n2) < self.min_samples:
             return self._insufficient(name, "chi2", "cramers_v", n1, n2)
@@ -339,8 +348,9 @@ class ContextShiftDetector:
         return ShiftTest(name, "ks" if tied is None else ks_method, ks, p, p, effect, "wasserstein_normed", self._floor("wasserstein_normed"),
                          ref.size, cur.size, False, kind="context", details=details)
 
-    def _untested_values(self, name: str, counts: pd.Series, n2: int) -> list[UntestedContext]:
-        reference = self.benchmark_counts_[name]
+    def _untested_values(self, name: str, counts: pd.Series, n2: int,
+                         reference: pd.Series | None = None) -> list[UntestedContext]:
+        reference = self.benchmark_counts_[name] if reference is None else reference
         out = []
         for value, k2 in counts.items():
             k1 = int(reference.get(value, 0))
@@ -391,6 +401,11 @@ class ContextShiftDetector:
             b = _as_mask(bench_mask, n1, f"slice {name!r} benchmark mask")
             p = _as_mask(prod_mask, n2, f"slice {name!r} production mask")
             counts.append((int(b.sum()), int(p.sum())))
+        return self._shares_from_counts(dict(zip(slices, counts)), n1, n2)
+
+    def _shares_from_counts(self, slices: Mapping[str, tuple[int, int]], n1: int, n2: int) -> list[SliceShare]:
+        """Slice shares and their tests from (benchmark rows, production rows) per slice."""
+        counts = list(slices.values())
         if not counts:
             return []
         k1, k2 = (np.array(c, dtype=float) for c in zip(*counts))
@@ -414,3 +429,16 @@ class ContextShiftDetector:
         return UntestedContext(share.name, kind, None, None, share.n_benchmark, share.n_production,
                                share.production_share, share.production_share_ci, int(self.min_slice_size))
 
+
+
+@dataclass(frozen=True)
+class ContextCounts:
+    """Exact counts for :meth:`ContextShiftDetector.test` when the frames are samples: value counts
+    per categorical context column (index = value, missing as ``"<missing>"``), rows of each
+    dataset, and (benchmark rows, production rows) per slice."""
+
+    benchmark: Mapping[str, pd.Series]
+    production: Mapping[str, pd.Series]
+    n_benchmark: int
+    n_production: int
+    slices: Mapping[str, tuple]

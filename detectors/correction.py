@@ -16,6 +16,8 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
+from detectors.base import renamed_parameters
+
 __all__ = ["benjamini_hochberg", "holm", "bonferroni", "adjust_pvalues", "CORRECTIONS", "is_shift", "readjust"]
 
 
@@ -72,13 +74,14 @@ CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
-def adjust_pvalues(p_values, method: str = "bh") -> np.ndarray:
-    """Adjust ``p_values`` with the correction named ``method`` (``bh``, ``holm``, ``bonferroni``)."""
+@renamed_parameters(method="correction")
+def adjust_pvalues(p_values, correction: str = "bh") -> np.ndarray:
+    """Adjust ``p_values`` with the correction named ``correction`` (``bh``, ``holm``, ``bonferroni``)."""
     try:
-        correction = CORRECTIONS[method]
-    except KeyError:
-        raise ValueError(f"Unknown correction {method!r}; choose one of {sorted(CORRECTIONS)}.") from None
-    return correction(p_values)
+        adjust = CORRECTIONS[correction]
+    except (KeyError, TypeError):
+        raise ValueError(f"correction must be one of {sorted(CORRECTIONS)}, got {correction!r}.") from None
+    return adjust(p_values)
 
 
 def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor):
@@ -91,7 +94,8 @@ def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor):
 T = TypeVar("T")
 
 
-def readjust(tests: Sequence[T], *, alpha: float = 0.05, method: str = "bh") -> list[T]:
+@renamed_parameters(method="correction")
+def readjust(tests: Sequence[T], *, alpha: float = 0.05, correction: str = "bh") -> list[T]:
     """Correct a family of :class:`detectors.base.ShiftTest` records together.
 
     Returns new records with ``p_value_adjusted`` and ``drifted`` recomputed across the
@@ -99,7 +103,7 @@ def readjust(tests: Sequence[T], *, alpha: float = 0.05, method: str = "bh") -> 
     """
     if not tests:
         return []
-    adjusted = adjust_pvalues([t.p_value for t in tests], method)
+    adjusted = adjust_pvalues([t.p_value for t in tests], correction)
     decisions = is_shift(adjusted, [t.effect_size for t in tests], alpha=alpha,
                          effect_floor=np.array([t.effect_floor for t in tests]))
     return [dataclasses.replace(t, p_value_adjusted=float(a), drifted=bool(d))

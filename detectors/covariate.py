@@ -36,7 +36,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction,
+                            check_effect_floors, check_fitted, check_in, check_int, check_number,
+                            check_random_state)
 from detectors.column_types import (ExcludedColumn, category_counts, check_frame, check_same_columns,
                                     finite_matrix, infer_column_types)
 from detectors.correction import readjust
@@ -47,7 +49,8 @@ from detectors.univariate import (balanced_cramers_v, chi2_two_sample, cramers_v
                                   population_stability_index)
 
 __all__ = ["CovariateShiftDetector", "CovariateResult", "DEFAULT_EFFECT_FLOORS", "categorical_shift_test",
-           "category_counts"]
+           "category_counts", "categorical_feature_test", "covariate_result", "effect_floor", "insufficient_test",
+           "mean_difference", "missing_rate_tests", "missing_rates", "wasserstein_effect"]
 
 DEFAULT_EFFECT_FLOORS = {
     "wasserstein_normed": 0.1,
@@ -87,10 +90,38 @@ class CovariateResult(Result):
         return tuple(t.name for t in self.features if t.drifted)
 
 
-def _insufficient(name, method, effect_name, floor, n_ref, n_cur, kind, details) -> ShiftTest:
+# Small shared pieces: the detector below and the summary-based tests (detectors.sketch_tests) use them.
+def insufficient_test(name, method, effect_name, floor, n_ref, n_cur, kind, details) -> ShiftTest:
+    """An untested :class:`ShiftTest` (``status="insufficient_data"``, p-values and effect NaN)."""
     nan = float("nan")
     return ShiftTest(name, method, nan, nan, nan, nan, effect_name, floor, int(n_ref), int(n_cur),
                      False, kind=kind, status="insufficient_data", details=details)
+
+
+def effect_floor(effect_name: str, overrides=None) -> float:
+    """The practical floor of ``effect_name``: ``overrides`` over :data:`DEFAULT_EFFECT_FLOORS`."""
+    return float({**DEFAULT_EFFECT_FLOORS, **(overrides or {})}[effect_name])
+
+
+def missing_rates(missing_reference: int, n_reference: int, missing_current: int, n_current: int) -> dict:
+    """The two missing-value rates every feature test reports in its ``details``."""
+    return {"missing_rate_reference": missing_reference / n_reference,
+            "missing_rate_current": missing_current / n_current}
+
+
+def wasserstein_effect(wasserstein: float, n: int, m: int, std_ref: float, std_cur: float) -> float:
+    """Wasserstein-1 normed by the reference spread (population std); a constant reference falls
+    back to the pooled spread, two constant samples give 0."""
+    scale = std_ref if std_ref > 0 else math.sqrt((n * std_ref ** 2 + m * std_cur ** 2) / (n + m))
+    return wasserstein / scale if scale > 0 else 0.0
+
+
+def mean_difference(mean_ref: float, std_ref: float, n: int, mean_cur: float, std_cur: float,
+                    m: int) -> tuple[float, tuple[float, float]]:
+    """``mean_cur - mean_ref`` with its 95 % normal (Welch) interval."""
+    half = z_value(0.95) * math.sqrt(std_ref ** 2 / n + std_cur ** 2 / m)
+    diff = mean_cur - mean_ref
+    return diff, (diff - half, diff + half)
 
 
 class CovariateShiftDetector:
@@ -114,7 +145,7 @@ class CovariateShiftDetector:
     min_expected : float, default 5.0
         Categories with a smaller expected count are pooled before the chi-square test.
     random_state : int, default 0
-        Unused by these closed-form tests; kept so every detector takes a seed.
+        Seed of the permutation p-value for tied (integer) numeric columns.
 
     Examples
     --------
@@ -146,16 +177,16 @@ class CovariateShiftDetector:
     def _check_params(self) -> None:
         check_alpha(self.alpha)
         check_correction(self.correction)
-        if self.numeric_test not in ("ks", "cvm"):
-            raise DetectorInputError(f"numeric_test must be 'ks' or 'cvm', got {self.numeric_test!r}.")
-        unknown = set(self.effect_floors or {}) - set(DEFAULT_EFFECT_FLOORS)
-        if unknown:
-            raise DetectorInputError(f"Unknown effect floors {sorted(unknown)}; known: {sorted(DEFAULT_EFFECT_FLOORS)}.")
-        if int(self.min_samples) < 1:
-            raise DetectorInputError("min_samples must be at least 1.")
+        check_effect_floors("effect_floors", self.effect_floors, DEFAULT_EFFECT_FLOORS)
+        check_int("min_samples", self.min_samples, minimum=1)
+        check_int("categorical_max_unique", self.categorical_max_unique, minimum=1)
+        check_int("discrete_max_unique", self.discrete_max_unique, minimum=0)
+        check_in("numeric_test", self.numeric_test, ("ks", "cvm"))
+        check_number("min_expected", self.min_expected, minimum=0)
+        check_random_state(self.random_state)
 
     def _floor(self, effect_name: str) -> float:
-        return float({**DEFAULT_EFFECT_FLOORS, **(self.effect_floors or {})}[effect_name])
+        return effect_floor(effect_name, self.effect_floors)
 
     # ------------------------------------------------------------------ fit
     def fit(self, reference: pd.DataFrame) -> "CovariateShiftDetector":
@@ -212,15 +243,11 @@ class CovariateShiftDetector:
         position = {name: i for i, name in enumerate(self.feature_names_in_)}
         features.sort(key=lambda t: position[t.name])  # report in the frame's column order
         missing = self._missing_tests(current_missing, n_cur)
-        adjusted = readjust(features + missing, alpha=self.alpha, method=self.correction)
-        features, missing = adjusted[: len(features)], adjusted[len(features):]
-        return CovariateResult(is_shift=any(t.drifted for t in adjusted), features=tuple(features),
-                               missing=tuple(missing), excluded=types.excluded, alpha=float(self.alpha),
-                               correction=self.correction, n_reference=self.n_reference_, n_current=n_cur)
+        return covariate_result(features, missing, alpha=self.alpha, correction=self.correction,
+                                excluded=types.excluded, n_reference=self.n_reference_, n_current=n_cur)
 
     def _rates(self, name: str, missing_current: int, n_cur: int) -> dict:
-        return {"missing_rate_reference": self.reference_missing_[name] / self.n_reference_,
-                "missing_rate_current": missing_current / n_cur}
+        return missing_rates(self.reference_missing_[name], self.n_reference_, missing_current, n_cur)
 
     def _numeric_tests(self, current: pd.DataFrame) -> tuple[list[ShiftTest], dict]:
         names = self.column_types_.numeric
@@ -235,7 +262,7 @@ class CovariateShiftDetector:
             missing[name] = n_cur - m
             details = self._rates(name, n_cur - m, n_cur)
             if min(n_ref, m) < self.min_samples:
-                tests.append(_insufficient(name, self.numeric_test, "wasserstein_normed", floor, n_ref, m,
+                tests.append(insufficient_test(name, self.numeric_test, "wasserstein_normed", floor, n_ref, m,
                                            "feature", details))
                 continue
             tests.append(self._numeric_test(name, j, matrix[j, :m], details, floor))
@@ -254,49 +281,72 @@ class CovariateShiftDetector:
         p_cvm = cvm_pvalue(cvm, n, m)
         mean_cur, std_cur = float(cur.mean()), float(cur.std())
         mean_ref, std_ref = float(self.reference_mean_[j]), float(self.reference_std_[j])
-        # Normalise by the reference spread; a constant reference falls back to the pooled one.
-        scale = std_ref if std_ref > 0 else math.sqrt((n * std_ref ** 2 + m * std_cur ** 2) / (n + m))
-        effect = wasserstein / scale if scale > 0 else 0.0
-        half = z_value(0.95) * math.sqrt(std_ref ** 2 / n + std_cur ** 2 / m)
-        diff = mean_cur - mean_ref
+        effect = wasserstein_effect(wasserstein, n, m, std_ref, std_cur)
+        diff, diff_ci = mean_difference(mean_ref, std_ref, n, mean_cur, std_cur, m)
         details.update(ks_statistic=ks, ks_p_value=p_ks, ks_method=ks_method, cvm_statistic=cvm,
                        cvm_p_value=p_cvm, wasserstein=wasserstein, mean_reference=mean_ref,
                        mean_current=mean_cur, std_reference=std_ref, std_current=std_cur,
-                       mean_difference=diff, mean_difference_ci=(diff - half, diff + half))
+                       mean_difference=diff, mean_difference_ci=diff_ci)
         statistic, p_value = (ks, p_ks) if self.numeric_test == "ks" else (cvm, p_cvm)
         method = self.numeric_test if tied is None else ks_method
         return ShiftTest(name, method, statistic, p_value, p_value, effect, "wasserstein_normed",
                          floor, n, m, False, kind="feature", details=details)
 
     def _categorical_test(self, name, counts: pd.Series, missing_current: int, n_cur: int) -> ShiftTest:
-        reference = self.reference_counts_[name]
-        floor = self._floor("cramers_v")
-        details = self._rates(name, missing_current, n_cur)
-        n_ref, m = int(reference.sum()), int(counts.sum())
-        if min(n_ref, m) < self.min_samples:
-            return _insufficient(name, "chi2", "cramers_v", floor, n_ref, m, "feature", details)
-        return categorical_shift_test(name, reference, counts, floor=floor, min_expected=self.min_expected,
-                                      details=details)
+        return categorical_feature_test(name, self.reference_counts_[name], counts,
+                                        details=self._rates(name, missing_current, n_cur),
+                                        floor=self._floor("cramers_v"), min_samples=self.min_samples,
+                                        min_expected=self.min_expected)
 
     def _missing_tests(self, current_missing: dict, n_cur: int) -> list[ShiftTest]:
-        floor = self._floor("missing_rate_difference")
-        tests = []
-        for name in (c for c in self.feature_names_in_ if c in current_missing):
-            k1, k2 = self.reference_missing_[name], current_missing[name]
-            if k1 + k2 == 0:
-                continue  # nothing missing anywhere: no hypothesis to test
-            n1 = self.n_reference_
-            lo, hi = newcombe_interval(k1, n1, k2, n_cur)
-            details = {"missing_reference": k1, "missing_current": k2, "rate_difference": k2 / n_cur - k1 / n1,
-                       "rate_difference_ci": (lo, hi)}
-            if min(n1, n_cur) < self.min_samples:
-                tests.append(_insufficient(name, "z_two_proportions", "missing_rate_difference", floor, n1,
-                                           n_cur, "missing_rate", details))
-                continue
-            z, p, method = missing_rate_test(k1, n1, k2, n_cur)
-            tests.append(ShiftTest(name, method, z, p, p, abs(k2 / n_cur - k1 / n1), "missing_rate_difference",
-                                   floor, n1, n_cur, False, kind="missing_rate", details=details))
-        return tests
+        names = [c for c in self.feature_names_in_ if c in current_missing]
+        return missing_rate_tests(names, self.reference_missing_, current_missing, self.n_reference_, n_cur,
+                                  floor=self._floor("missing_rate_difference"), min_samples=self.min_samples)
+
+
+def categorical_feature_test(name: str, reference_counts: pd.Series, current_counts: pd.Series, *, floor: float,
+                             min_samples: int, min_expected: float, details: dict) -> ShiftTest:
+    """:func:`categorical_shift_test` of one column, or ``insufficient_data`` below ``min_samples``."""
+    n_ref, m = int(reference_counts.sum()), int(current_counts.sum())
+    if min(n_ref, m) < min_samples:
+        return insufficient_test(name, "chi2", "cramers_v", floor, n_ref, m, "feature", details)
+    return categorical_shift_test(name, reference_counts, current_counts, floor=floor, min_expected=min_expected,
+                                  details=details)
+
+
+def missing_rate_tests(names, reference_missing, current_missing, n_reference: int, n_current: int, *,
+                       floor: float, min_samples: int) -> list[ShiftTest]:
+    """One two-proportion test per column of ``names`` with a missing value in either sample.
+
+    ``reference_missing`` / ``current_missing`` map column -> missing count; rates are over all rows.
+    """
+    tests = []
+    n1 = n_reference
+    for name in names:
+        k1, k2 = reference_missing[name], current_missing[name]
+        if k1 + k2 == 0:
+            continue  # nothing missing anywhere: no hypothesis to test
+        lo, hi = newcombe_interval(k1, n1, k2, n_current)
+        details = {"missing_reference": k1, "missing_current": k2, "rate_difference": k2 / n_current - k1 / n1,
+                   "rate_difference_ci": (lo, hi)}
+        if min(n1, n_current) < min_samples:
+            tests.append(insufficient_test(name, "z_two_proportions", "missing_rate_difference", floor, n1,
+                                           n_current, "missing_rate", details))
+            continue
+        z, p, method = missing_rate_test(k1, n1, k2, n_current)
+        tests.append(ShiftTest(name, method, z, p, p, abs(k2 / n_current - k1 / n1), "missing_rate_difference",
+                               floor, n1, n_current, False, kind="missing_rate", details=details))
+    return tests
+
+
+def covariate_result(features: list, missing: list, *, alpha: float, correction: str, excluded,
+                     n_reference: int, n_current: int) -> CovariateResult:
+    """Correct ``features + missing`` together and build the :class:`CovariateResult`."""
+    adjusted = readjust(features + missing, alpha=alpha, correction=correction)
+    features, missing = adjusted[: len(features)], adjusted[len(features):]
+    return CovariateResult(is_shift=any(t.drifted for t in adjusted), features=tuple(features),
+                           missing=tuple(missing), excluded=tuple(excluded), alpha=float(alpha),
+                           correction=correction, n_reference=int(n_reference), n_current=int(n_current))
 
 
 def categorical_shift_test(name: str, reference_counts: pd.Series, current_counts: pd.Series, *,

@@ -26,9 +26,10 @@ from scipy import stats
 from sklearn.neighbors import NearestNeighbors
 from threadpoolctl import threadpool_limits
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
+                            check_fraction, check_int, check_number, check_random_state)
 from detectors.context import literal_text
-from detectors.correction import CORRECTIONS, readjust
+from detectors.correction import readjust
 from detectors.intervals import wilson_interval
 from detectors.mmd import MMDDetector
 
@@ -148,10 +149,22 @@ class EmbeddingShiftDetector:
         self.min_region_size = min_region_size
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        check_alpha(self.alpha)
+        check_correction(self.correction)
+        check_int("n_permutations", self.n_permutations, minimum=1)
+        check_int("max_samples", self.max_samples, minimum=1)
+        check_number("mmd_effect_floor", self.mmd_effect_floor, minimum=0)
+        check_int("n_clusters", self.n_clusters, minimum=1)
+        check_int("max_rows", self.max_rows, minimum=1)
+        check_fraction("novelty_quantile", self.novelty_quantile)
+        check_number("region_effect_floor", self.region_effect_floor, minimum=0, maximum=1)
+        check_int("min_region_size", self.min_region_size, minimum=1)
+        check_random_state(self.random_state)
+
     def fit(self, benchmark) -> "EmbeddingShiftDetector":
         """Learn the benchmark embeddings, shape (n_b, d) (array or frame with ``emb_*`` columns)."""
-        if self.correction not in CORRECTIONS or not 0 < self.alpha < 1 or int(self.n_clusters) < 1:
-            raise DetectorInputError("invalid alpha, correction or n_clusters.")
+        self._check_params()
         x = embedding_matrix(benchmark)
         rng = np.random.default_rng(self.random_state)
         self.benchmark_ = x
@@ -167,6 +180,7 @@ class EmbeddingShiftDetector:
     def test(self, production, *, context: pd.DataFrame | None = None) -> EmbeddingShiftResult:
         """Test production embeddings (n_p, d); ``context`` (n_p rows) describes the regions."""
         check_fitted(self, "mmd_")
+        self._check_params()
         x = embedding_matrix(production)
         if x.shape[1] != self.benchmark_.shape[1]:
             raise DetectorInputError(f"production embeddings have {x.shape[1]} dimensions, benchmark "
@@ -182,7 +196,7 @@ class EmbeddingShiftDetector:
         near, _ = self.nn_.kneighbors(x[probe], n_neighbors=1)
         far = (near[:, 0] > self.distance_threshold_, labels_p[probe])
         regions = [self._region(c, labels_b, labels_p, far) for c in range(int(self.n_clusters))]
-        tests = readjust([mmd] + [r.test for r in regions], alpha=self.alpha, method=self.correction)
+        tests = readjust([mmd] + [r.test for r in regions], alpha=self.alpha, correction=self.correction)
         profile = _ContextProfile(context) if context is not None else None
         regions = [replace(r, test=t, is_novel=bool(t.drifted),
                            contexts=profile.describe(labels_p == r.cluster) if profile and t.drifted else ())

@@ -11,6 +11,8 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
+from detectors.base import renamed_parameters
+
 __all__ = ["wilson_interval", "newcombe_interval", "bootstrap_interval", "z_value"]
 
 
@@ -61,13 +63,14 @@ def newcombe_interval(k1, n1, k2, n2, *, confidence: float = 0.95):
     return low, high
 
 
+@renamed_parameters(n_boot="n_bootstrap", seed="random_state")
 def bootstrap_interval(
     statistic: Callable[[np.ndarray], float],
     data: np.ndarray,
     *,
-    n_boot: int = 1000,
+    n_bootstrap: int = 1000,
     confidence: float = 0.95,
-    seed: int | None = 0,
+    random_state: int | None = 0,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic`` over rows of ``data``.
 
@@ -77,8 +80,8 @@ def bootstrap_interval(
     n = len(data)
     if n == 0:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    values = np.array([statistic(rng.integers(0, n, n)) for _ in range(n_boot)], dtype=float)
+    rng = np.random.default_rng(random_state)
+    values = np.array([statistic(rng.integers(0, n, n)) for _ in range(n_bootstrap)], dtype=float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return float("nan"), float("nan")

@@ -24,6 +24,10 @@ therefore reports the **unregularised** BBSE estimate with its (wider, covering)
 interval in ``priors``/``priors_ci`` and keeps the regularised point estimate in
 ``regularized_priors``, with ``interval_note`` saying why.
 
+Verbs. ``LabelShiftEstimator`` is ``fit(...)`` then ``estimate(...)``, not ``test``: its product is
+a quantity with a confidence interval (the production priors and weights); the "no shift"
+test it also reports is a by-product.
+
 Assumption. BBSE assumes ``P(x | y)`` fixed. :meth:`LabelShiftResult.with_assumption_check`
 marks the estimate unreliable (``reliable=False`` with a reason) when the audit found
 covariate shift that the estimated label shift does not explain; ``observed_prior`` holds the
@@ -37,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_fitted
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_fitted, check_fraction,
+                            check_int, check_number, check_random_state)
 from detectors.confusion import (EXACT_BOOTSTRAP_ROWS, as_label_array, bootstrap_row_means, chi2_two_sample,
                                  confusion_counts, encode, match_columns, parse_predictions, sorted_classes,
                                  total_variation)
@@ -181,6 +186,14 @@ def ridge_for_condition(A: np.ndarray, max_condition: float) -> tuple[float, flo
     return cond, float((s[0] ** 2 - t2 * s[-1] ** 2) / (t2 - 1))
 
 
+def check_regularization(value) -> None:
+    """Raise :class:`DetectorInputError` unless ``value`` is ``"auto"``, ``"none"`` or a number >= 0."""
+    if not (value in ("auto", "none") if isinstance(value, str) else
+            isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_))
+            and np.isfinite(value) and value >= 0):
+        raise DetectorInputError(f"regularization must be 'auto', 'none' or a number >= 0, got {value!r}.")
+
+
 class LabelShiftEstimator:
     """Estimate production class priors from benchmark labels and production predictions.
 
@@ -203,8 +216,8 @@ class LabelShiftEstimator:
     ratio_floor : float
         Practical floor on a single class's prior ratio, either way (default 1.25).
     max_condition : float
-        Condition-number threshold of the ``"auto"`` regularisation.
-    random_state : int or None
+        Condition-number threshold of the ``"auto"`` regularisation (> 1).
+    random_state : int
 
     Examples
     --------
@@ -236,6 +249,17 @@ class LabelShiftEstimator:
         self.max_condition = max_condition
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        check_alpha(self.alpha)
+        check_int("n_bootstrap", self.n_bootstrap, minimum=1)
+        check_regularization(self.regularization)
+        check_fraction("confidence", self.confidence)
+        check_int("min_samples", self.min_samples, minimum=1)
+        check_number("effect_floor", self.effect_floor, minimum=0, maximum=1)
+        check_number("ratio_floor", self.ratio_floor, minimum=1, open_low=True)
+        check_number("max_condition", self.max_condition, minimum=1, open_low=True)
+        check_random_state(self.random_state)
+
     # ------------------------------------------------------------------ fit
     def fit(self, y_true, y_pred, *, classes=None) -> "LabelShiftEstimator":
         """Learn ``P(y, yhat)`` on the benchmark.
@@ -248,8 +272,7 @@ class LabelShiftEstimator:
             Class of each probability column (default: DataFrame column names without the
             ``proba_`` prefix, else the sorted benchmark labels).
         """
-        if not float(self.ratio_floor) > 1:
-            raise DetectorInputError(f"ratio_floor must be greater than 1, got {self.ratio_floor!r}.")
+        self._check_params()
         y_true = as_label_array(y_true, "y_true")
         kind, pred, column_classes = parse_predictions(y_pred, classes, "y_pred")
         if len(pred) != len(y_true):
@@ -271,6 +294,36 @@ class LabelShiftEstimator:
         else:
             self._fit_proba(y_true, pred, column_classes)
         self.n_benchmark_ = len(y_true)
+        return self._fit_joint()
+
+    def fit_counts(self, joint_counts, *, classes, pred_classes) -> "LabelShiftEstimator":
+        """:meth:`fit` from benchmark counts of hard labels, e.g. summaries of data beyond memory.
+
+        Parameters
+        ----------
+        joint_counts : array of shape (k, k_pred)
+            Rows with true class ``classes[t]`` predicted ``pred_classes[p]``; every row non-empty.
+        classes : sequence of length k (sorted benchmark labels)
+        pred_classes : sequence of length k_pred (sorted labels and predictions)
+        """
+        self._check_params()
+        joint = np.asarray(joint_counts, dtype=np.int64)
+        self.classes_ = np.array(list(classes), dtype=object)
+        self.pred_classes_ = np.array(list(pred_classes), dtype=object)
+        if joint.shape != (len(self.classes_), len(self.pred_classes_)) or (joint.sum(1) == 0).any():
+            raise DetectorInputError(f"joint_counts must have shape ({len(self.classes_)}, {len(self.pred_classes_)}) "
+                                     f"with rows for every class, got shape {joint.shape}.")
+        if joint.sum() < self.min_samples:
+            raise DetectorInputError(f"Benchmark has {joint.sum()} rows; at least {self.min_samples} are needed.")
+        if len(self.classes_) < 2:
+            raise DetectorInputError(f"Benchmark labels hold a single class {self.classes_.tolist()}; "
+                                     "label shift needs at least two.")
+        self.kind_, self.joint_counts_, self._benchmark_rows = "labels", joint, None
+        self.benchmark_pred_counts_ = joint.sum(0)
+        self.n_benchmark_ = int(joint.sum())
+        return self._fit_joint()
+
+    def _fit_joint(self) -> "LabelShiftEstimator":
         self.joint_ = self.joint_counts_ / self.n_benchmark_
         self.benchmark_prior_ = self.joint_.sum(1)
         A = (self.joint_ / self.benchmark_prior_[:, None]).T
@@ -353,6 +406,38 @@ class LabelShiftEstimator:
         y_pred_production : array-like of shape (m,) or (m, k)
         """
         mu, prod_counts, rows = self.production_outputs(y_pred_production)
+        self._check_params()
+        rng = np.random.default_rng(self.random_state)
+        n_p = int(prod_counts.sum())
+        return self._estimate(mu, prod_counts, lambda lam: self.bootstrap_priors(mu, n_p, rows, rng, lam=lam)[2])
+
+    def estimate_counts(self, production_counts, *, joint_replicates=None,
+                        production_replicates=None) -> LabelShiftResult:
+        """:meth:`estimate` from production predicted-class counts (shape (k_pred,), ``pred_classes_``
+        order) after :meth:`fit_counts` or a hard-label :meth:`fit`.
+
+        With ``joint_replicates`` (B, k, k_pred) and ``production_replicates`` (B, k_pred), e.g.
+        Poisson-bootstrap counts paired by index, the intervals come from them; otherwise from
+        :meth:`bootstrap_priors`, as :meth:`estimate` does.
+        """
+        check_fitted(self, "joint_")
+        self._check_params()
+        counts = np.asarray(production_counts, dtype=np.int64)
+        if self.kind_ != "labels" or counts.shape != (len(self.pred_classes_),) or counts.sum() == 0:
+            raise DetectorInputError(f"production_counts must be non-empty hard-label counts of shape "
+                                     f"({len(self.pred_classes_)},), got {counts.shape} after a {self.kind_} fit.")
+        mu = counts / counts.sum()
+        if joint_replicates is None:
+            rng = np.random.default_rng(self.random_state)
+            return self._estimate(mu, counts, lambda lam: self.bootstrap_priors(mu, int(counts.sum()), None, rng,
+                                                                                lam=lam)[2])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            joint = np.asarray(joint_replicates, float) / np.sum(joint_replicates, axis=(-2, -1), keepdims=True)
+            mu_b = np.asarray(production_replicates, float) / np.sum(production_replicates, axis=-1, keepdims=True)
+        return self._estimate(mu, counts, lambda lam: solve_priors(joint, mu_b, lam))
+
+    def _estimate(self, mu: np.ndarray, prod_counts: np.ndarray, bootstrap) -> LabelShiftResult:
+        """Estimate, interval (``bootstrap(lam)`` -> (B, k) priors) and test from production ``mu``."""
         n_p = int(prod_counts.sum())
         if n_p < self.min_samples:
             return self._insufficient(n_p, mu)
@@ -360,7 +445,7 @@ class LabelShiftEstimator:
         # RLLS intervals under-cover (shrinkage bias): report the unregularised estimate and interval.
         lam = 0.0 if self.lambda_ > 0 else self.lambda_
         q = solve_priors(self.joint_, mu, lam) if self.lambda_ > 0 else q_reg
-        q_boot = self.bootstrap_priors(mu, n_p, rows, np.random.default_rng(self.random_state), lam=lam)[2]
+        q_boot = bootstrap(lam)
         stat, p_value, dof = chi2_two_sample(self.benchmark_pred_counts_, prod_counts)
         effect, effect_details = prior_shift_effect(self.benchmark_prior_, q, tv_floor=self.effect_floor,
                                                     ratio_floor=self.ratio_floor)

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result
+from detectors.base import DetectorInputError, Result, renamed_parameters
 from detectors.confusion import (accuracy_from_confusion, as_label_array, balanced_accuracy_from_confusion,
                                  confusion_counts, encode, f1_from_confusion, macro_f1_from_confusion,
                                  precision_from_confusion, recall_from_confusion, sorted_classes)
@@ -122,9 +122,9 @@ def _wilson_counts(name: str, cm: np.ndarray, pos: int | None, cls: int | None) 
     return (n_neg - fp, n_neg) if name == "specificity" else (fp, n_neg)
 
 
-def _bootstrap_confusion(name, cm, pos, n_boot, confidence, rng) -> tuple[float, float]:
+def _bootstrap_confusion(name, cm, pos, n_bootstrap, confidence, rng) -> tuple[float, float]:
     n = int(cm.sum())
-    reps = rng.multinomial(n, cm.ravel() / n, size=n_boot).reshape(n_boot, *cm.shape)
+    reps = rng.multinomial(n, cm.ravel() / n, size=n_bootstrap).reshape(n_bootstrap, *cm.shape)
     values = metric_from_confusion(name, reps, pos)
     values = values[np.isfinite(values)]
     if values.size == 0:
@@ -146,8 +146,9 @@ def delong_auc(positive_scores: np.ndarray, negative_scores: np.ndarray, *, conf
     return auc, max(0.0, auc - z * se), min(1.0, auc + z * se)
 
 
+@renamed_parameters(n_boot="n_bootstrap")
 def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None, cls=None,
-                   confidence: float = 0.95, n_boot: int = 500, random_state: int | None = 0,
+                   confidence: float = 0.95, n_bootstrap: int = 500, random_state: int | None = 0,
                    min_samples: int = 1) -> MetricEstimate:
     """One observed metric with its confidence interval.
 
@@ -192,6 +193,18 @@ def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None
         pos, idx = (len(classes) - 1 if pos == -1 else pos), (len(classes) - 1 if idx == -1 else idx)
     k = len(classes)
     cm = confusion_counts(encode(y_true, classes, "y_true"), encode(y_pred, classes, "y_pred"), k)
+    return metric_from_counts(name, cm, pos=pos, cls_index=idx, cls=cls, confidence=confidence, n_bootstrap=n_bootstrap,
+                              rng=np.random.default_rng(random_state), min_samples=min_samples)
+
+
+@renamed_parameters(n_boot="n_bootstrap")
+def metric_from_counts(name: str, cm: np.ndarray, *, pos: int | None = None, cls_index: int | None = None,
+                       cls: Any = None, confidence: float = 0.95, n_bootstrap: int = 500,
+                       rng: np.random.Generator | None = None, min_samples: int = 1) -> MetricEstimate:
+    """:func:`metric_with_ci` from a (k, k) confusion matrix (rows = truth) instead of labels:
+    ``pos`` / ``cls_index`` are class indices, ``cls`` the label reported with per-class metrics.
+    Summaries of data that never fits in memory use this."""
+    idx = cls_index
     if name in WILSON_METRICS:
         k_succ, n = _wilson_counts(name, cm, pos, idx)
         if n < max(min_samples, 1):
@@ -202,7 +215,7 @@ def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None
     value = float(metric_from_confusion(name, cm, pos)) if n else float("nan")
     if n < max(min_samples, 1) or not np.isfinite(value):
         return _insufficient(name, n, "bootstrap", cls)
-    lo, hi = _bootstrap_confusion(name, cm, pos, n_boot, confidence, np.random.default_rng(random_state))
+    lo, hi = _bootstrap_confusion(name, cm, pos, n_bootstrap, confidence, rng or np.random.default_rng(0))
     return MetricEstimate(name, value, lo, hi, n, "bootstrap", cls)
 
 
@@ -241,8 +254,9 @@ def _auc_with_ci(y_true, scores, positive, confidence, min_samples) -> MetricEst
     return MetricEstimate("auc", auc, lo, hi, len(s), "delong")
 
 
+@renamed_parameters(n_boot="n_bootstrap")
 def observed_performance(y_true, y_pred, scores=None, *, metrics: Sequence[str] | None = None, positive=None,
-                         confidence: float = 0.95, n_boot: int = 500, random_state: int | None = 0) -> ObservedPerformance:
+                         confidence: float = 0.95, n_bootstrap: int = 500, random_state: int | None = 0) -> ObservedPerformance:
     """Observed metrics plus per-class recall, each with a CI.
 
     Default metrics: accuracy, balanced_accuracy, macro_f1; with a known positive class also
@@ -257,7 +271,7 @@ def observed_performance(y_true, y_pred, scores=None, *, metrics: Sequence[str] 
         metrics = ["accuracy", "balanced_accuracy", "macro_f1"]
         if positive is not None and len(classes) <= 2:
             metrics += ["sensitivity", "specificity", "fpr", "f1"] + (["auc"] if scores is not None else [])
-    kw = dict(positive=positive, confidence=confidence, n_boot=n_boot, random_state=random_state)
+    kw = dict(positive=positive, confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state)
     out = [metric_with_ci(m, y_true, y_pred, scores, **kw) for m in metrics]
     out += [metric_with_ci("recall", y_true, y_pred, cls=c, **kw) for c in sorted_classes(y_true)]
     return ObservedPerformance(tuple(out), len(y_true), float(confidence))

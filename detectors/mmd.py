@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from detectors.decision import SingleTestMixin
-from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_fitted
+from detectors.base import (Result, ShiftTest, check_alpha, check_fitted, check_int, check_number, check_random_state,
+                            renamed_parameters)
 from detectors.classifier_test import encoded_reference, subsample
 from detectors.column_types import check_frame, check_same_columns
 
@@ -69,8 +70,9 @@ def _mmd2_for_labelings(kernel: np.ndarray, is_reference: np.ndarray, n: int, m:
     return ref_ref / (n * (n - 1)) + cur_cur / (m * (m - 1)) - 2 * ref_cur / (n * m)
 
 
+@renamed_parameters(seed="random_state")
 def mmd_permutation_test(reference: np.ndarray, current: np.ndarray, *, n_permutations: int = 200,
-                         bandwidth: float | None = None, seed: int = 0) -> tuple[float, float, float]:
+                         bandwidth: float | None = None, random_state: int = 0) -> tuple[float, float, float]:
     """Unbiased MMD² of two encoded samples and its permutation p-value.
 
     Parameters
@@ -85,7 +87,7 @@ def mmd_permutation_test(reference: np.ndarray, current: np.ndarray, *, n_permut
     n, m = len(reference), len(current)
     kernel, bandwidth = _gaussian_kernel(np.vstack([reference, current]), bandwidth)
     observed = np.r_[np.ones(n), np.zeros(m)]
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(random_state)
     permuted = rng.permuted(np.tile(observed, (n_permutations, 1)), axis=1)
     labelings = np.column_stack([observed, permuted.T])
     values = _mmd2_for_labelings(kernel, labelings, n, m)
@@ -134,11 +136,15 @@ class MMDDetector:
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        if int(self.n_permutations) < 1:
-            raise DetectorInputError("n_permutations must be at least 1.")
+        check_int("n_permutations", self.n_permutations, minimum=1)
+        check_int("max_samples", self.max_samples, minimum=1)
+        if self.bandwidth is not None:
+            check_number("bandwidth", self.bandwidth, minimum=0, open_low=True)
         check_alpha(self.alpha)
-        if self.bandwidth is not None and not self.bandwidth > 0:
-            raise DetectorInputError("bandwidth must be positive.")
+        check_number("effect_floor", self.effect_floor, minimum=0)
+        check_int("min_samples", self.min_samples, minimum=1)
+        check_int("max_categories", self.max_categories, minimum=1)
+        check_random_state(self.random_state)
 
     def fit(self, reference: pd.DataFrame) -> "MMDDetector":
         """Keep a (subsampled) reference and learn its encoding.
@@ -149,7 +155,8 @@ class MMDDetector:
         """
         self._check_params()
         reference, self.reference_, self.encoder_ = encoded_reference(
-            reference, max_samples=self.max_samples, max_categories=self.max_categories, seed=self.random_state)
+            reference, max_samples=self.max_samples, max_categories=self.max_categories,
+            random_state=self.random_state)
         self.feature_names_in_ = tuple(reference.columns)
         return self
 
@@ -169,7 +176,7 @@ class MMDDetector:
             return MMDResult(False, test, nan, nan, int(self.n_permutations), n, m)
         x_ref, x_cur = self.encoder_.transform_pair(self.reference_, current)
         mmd2, p_value, bandwidth = mmd_permutation_test(x_ref, x_cur, n_permutations=int(self.n_permutations),
-                                                        bandwidth=self.bandwidth, seed=self.random_state)
+                                                        bandwidth=self.bandwidth, random_state=self.random_state)
         drifted = bool(p_value < self.alpha and mmd2 >= floor)
         test = ShiftTest("mmd", "mmd_permutation", mmd2, p_value, p_value, mmd2, "mmd2", floor, n, m, drifted,
                          kind="multivariate", details={"bandwidth": bandwidth, "n_permutations": int(self.n_permutations)})

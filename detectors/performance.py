@@ -14,6 +14,9 @@ labelling all of them would show): each bootstrap replicate re-estimates the mod
 ``P(y | ...)`` on resampled data and then draws the unknown labels from it. So observed
 production metrics should fall inside at the nominal rate when the estimator's assumption
 holds, which is what :func:`compare_performance` checks.
+
+Verbs. The estimators are ``fit(...)`` then ``estimate(...)``, not ``test``: they estimate a
+quantity (production metrics) with a confidence interval and test no hypothesis.
 """
 from __future__ import annotations
 
@@ -22,16 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from detectors.base import DetectorInputError, Result, check_fitted
+from detectors.base import (DetectorInputError, Result, check_fitted, check_fraction, check_int, check_number,
+                            check_random_state)
 from detectors.confusion import as_label_array, encode, match_columns, parse_predictions, sorted_classes
 from detectors.intervals import z_value
-from detectors.label_shift import LabelShiftEstimator, solve_priors
+from detectors.label_shift import LabelShiftEstimator, check_regularization, solve_priors
 from detectors.metric_ci import (MetricEstimate, ObservedPerformance, infer_positive, metric_from_confusion,
                                  metric_with_ci, observed_performance)
 
 __all__ = ["PriorReweightedEstimator", "PerformanceEstimate",
            "PerformanceComparison", "MetricComparison", "compare_performance", "metric_with_ci",
-           "observed_performance"]
+           "observed_performance", "ESTIMATED_METRICS"]
+
+# metrics an expected confusion matrix gives (per-class recall is always added)
+ESTIMATED_METRICS = ("accuracy", "balanced_accuracy", "macro_f1", "sensitivity", "specificity", "fpr", "f1")
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,18 @@ def compare_performance(estimate: PerformanceEstimate, observed: ObservedPerform
 
 class _ConfusionEstimator:
     """Shared scoring: metrics from an expected confusion matrix and its replicates."""
+
+    def _check_common_params(self) -> None:
+        """``metrics``, ``n_bootstrap``, ``confidence``, ``min_samples``, ``random_state``."""
+        metrics = self.metrics
+        if metrics is not None and (isinstance(metrics, str) or not hasattr(metrics, "__len__")
+                                    or not all(isinstance(m, str) and m in ESTIMATED_METRICS for m in metrics)):
+            raise DetectorInputError(f"metrics must be None or a list of names from {list(ESTIMATED_METRICS)}, "
+                                     f"got {metrics!r}.")
+        check_int("n_bootstrap", self.n_bootstrap, minimum=1)
+        check_fraction("confidence", self.confidence)
+        check_int("min_samples", self.min_samples, minimum=1)
+        check_random_state(self.random_state)
 
     def _default_metrics(self) -> list[str]:
         if self.metrics is not None:
@@ -163,8 +182,14 @@ class PriorReweightedEstimator(_ConfusionEstimator):
         self.min_samples = min_samples
         self.random_state = random_state
 
+    def _check_params(self) -> None:
+        self._check_common_params()
+        check_regularization(self.regularization)
+        check_number("max_condition", self.max_condition, minimum=1, open_low=True)
+
     def fit(self, y_true, y_pred, *, classes=None) -> "PriorReweightedEstimator":
         """Learn ``P(yhat | y)``; ``y_pred`` hard labels, or probabilities (their argmax is used)."""
+        self._check_params()
         known = sorted_classes(as_label_array(y_true, "y_true"))
         y_pred, self.proba_classes_ = _hard_labels(y_pred, classes, "y_pred", known)
         self.label_shift_ = LabelShiftEstimator(
@@ -179,7 +204,9 @@ class PriorReweightedEstimator(_ConfusionEstimator):
         return self
 
     def estimate(self, y_pred_production) -> PerformanceEstimate:
+        """Estimate the metrics of production predictions (labels or probabilities, as in ``fit``)."""
         check_fitted(self, "label_shift_")
+        self._check_params()
         ls = self.label_shift_
         y_pred_production, _ = _hard_labels(y_pred_production, None, "y_pred_production", ls.pred_classes_,
                                             self.proba_classes_)

@@ -27,11 +27,13 @@ from typing import Any, Mapping
 import numpy as np
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result, ShiftTest
+from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
+                            check_fraction, check_in, check_int, check_number, check_random_state)
 from detectors.confusion import confusion_counts, encode, sorted_classes
-from detectors.correction import CORRECTIONS, readjust
+from detectors.correction import readjust
 from detectors.intervals import newcombe_interval, z_value
-from detectors.metric_ci import MetricEstimate, infer_positive, metric_from_confusion, metric_with_ci
+from detectors.metric_ci import (MetricEstimate, infer_positive, metric_from_confusion, metric_from_counts,
+                                 metric_with_ci)
 from detectors.univariate import missing_rate_test
 
 __all__ = ["Outcomes", "SliceResult", "SliceEvaluation", "SliceEvaluator", "SLICE_METRICS", "METRIC_ALIASES"]
@@ -156,7 +158,11 @@ class SliceEvaluator:
     min_slice_size : int, default 30
     min_denominator : int, default 10
         Fewest rows behind the metric (e.g. positives for sensitivity) in each group to test.
-    confidence, n_boot, random_state : CI level, bootstrap replicates, seed
+    confidence, n_bootstrap, random_state : CI level, bootstrap replicates, seed
+
+    ``fit(benchmark)`` remembers the labelled benchmark :class:`Outcomes`; ``test(production,
+    slices=...)`` evaluates and tests every slice (masks on both datasets, as
+    :meth:`detectors.ContextShiftDetector.test` takes them).
 
     Examples
     --------
@@ -164,14 +170,14 @@ class SliceEvaluator:
     >>> y = rng.integers(0, 2, 4000); in_slice = rng.random(4000) < 0.2
     >>> pred = np.where(rng.random(4000) < np.where(in_slice, 0.7, 0.9), y, 1 - y)
     >>> half = np.arange(4000) < 2000
-    >>> ev = SliceEvaluator(metric="accuracy").evaluate(
-    ...     {"s": (in_slice[half], in_slice[~half])}, Outcomes(pred[half], y[half]), Outcomes(pred[~half], y[~half]))
+    >>> ev = SliceEvaluator(metric="accuracy").fit(Outcomes(pred[half], y[half])).test(
+    ...     Outcomes(pred[~half], y[~half]), slices={"s": (in_slice[half], in_slice[~half])})
     >>> s = ev.get("s"); s.underperforming, s.changed, round(s.gap_vs_rest, 2)
     (True, False, -0.23)
     """
 
     def __init__(self, *, metric="accuracy", positive=None, alpha=0.05, correction="bh", effect_floor=0.05,
-                 min_slice_size=30, min_denominator=10, confidence=0.95, n_boot=500, random_state=0):
+                 min_slice_size=30, min_denominator=10, confidence=0.95, n_bootstrap=500, random_state=0):
         self.metric = metric
         self.positive = positive
         self.alpha = alpha
@@ -180,30 +186,67 @@ class SliceEvaluator:
         self.min_slice_size = min_slice_size
         self.min_denominator = min_denominator
         self.confidence = confidence
-        self.n_boot = n_boot
+        self.n_bootstrap = n_bootstrap
         self.random_state = random_state
 
-    def _check(self, benchmark: Outcomes, production: Outcomes) -> None:
-        if self.metric not in SLICE_METRICS:
-            raise DetectorInputError(f"Unknown slice metric {self.metric!r}; choose one of {list(SLICE_METRICS)}.")
-        if self.correction not in CORRECTIONS:
-            raise DetectorInputError(f"correction must be one of {sorted(CORRECTIONS)}.")
-        if int(self.min_slice_size) < 1 or int(self.min_denominator) < 2:
-            raise DetectorInputError("min_slice_size must be at least 1 and min_denominator at least 2.")
-        if not benchmark.labelled:
-            raise DetectorInputError("the benchmark needs labels (y_true) to evaluate slices.")
-        if self._name == "auc" and (benchmark.scores is None or (production.labelled and production.scores is None)):
-            raise DetectorInputError("metric 'auc' needs scores in every labelled dataset.")
+    @property
+    def n_boot(self):
+        """Deprecated name of :attr:`n_bootstrap`."""
+        return self.n_bootstrap
+
+    def _check_params(self) -> None:
+        check_in("metric", self.metric, SLICE_METRICS)
+        check_alpha(self.alpha)
+        check_correction(self.correction)
+        check_number("effect_floor", self.effect_floor, minimum=0)
+        check_int("min_slice_size", self.min_slice_size, minimum=1)
+        check_int("min_denominator", self.min_denominator, minimum=2)
+        check_fraction("confidence", self.confidence)
+        check_int("n_bootstrap", self.n_bootstrap, minimum=1)
+        check_random_state(self.random_state)
+
+    def _check_scores(self, data: Outcomes, role: str) -> None:
+        if self._name == "auc" and data.labelled and data.scores is None:
+            raise DetectorInputError(f"metric 'auc' needs scores in every labelled dataset; the {role} has none.")
 
     @property
     def _name(self) -> str:
         return METRIC_ALIASES.get(self.metric, self.metric)
 
+    def fit(self, benchmark: Outcomes) -> "SliceEvaluator":
+        """Remember the benchmark :class:`Outcomes`; they need labels (``y_true``)."""
+        self._check_params()
+        if not isinstance(benchmark, Outcomes):
+            raise DetectorInputError(f"benchmark must be an Outcomes(y_pred, y_true, scores), "
+                                     f"got {type(benchmark).__name__}.")
+        if not benchmark.labelled:
+            raise DetectorInputError("the benchmark needs labels (y_true) to evaluate slices.")
+        self._check_scores(benchmark, "benchmark")
+        self.benchmark_ = benchmark
+        return self
+
     def evaluate(self, slices: Mapping[str, tuple], benchmark: Outcomes, production: Outcomes, *,
                  definitions: Mapping[str, str] | None = None,
                  sources: Mapping[str, str] | None = None) -> SliceEvaluation:
-        """Evaluate every slice; ``slices`` maps name -> (benchmark_mask (n_b,), production_mask (n_p,))."""
-        self._check(benchmark, production)
+        """Deprecated: ``fit(benchmark).test(production, slices=slices, ...)``."""
+        import warnings
+
+        warnings.warn("SliceEvaluator.evaluate(slices, benchmark, production) is deprecated; use "
+                      "fit(benchmark).test(production, slices=slices)", DeprecationWarning, stacklevel=2)
+        return self.fit(benchmark).test(production, slices=slices, definitions=definitions, sources=sources)
+
+    def test(self, production: Outcomes, *, slices: Mapping[str, tuple],
+             definitions: Mapping[str, str] | None = None,
+             sources: Mapping[str, str] | None = None) -> SliceEvaluation:
+        """Evaluate every slice of ``production`` (:class:`Outcomes`, labelled or not) against the
+        benchmark; ``slices`` maps name -> (benchmark_mask (n_b,), production_mask (n_p,))."""
+        check_fitted(self, "benchmark_")
+        self._check_params()
+        if not isinstance(production, Outcomes):
+            raise DetectorInputError(f"production must be an Outcomes(y_pred, y_true, scores), "
+                                     f"got {type(production).__name__}.")
+        self._check_scores(production, "production")
+        benchmark = self.benchmark_
         ys = [benchmark.y_true, benchmark.y_pred, production.y_pred] + ([production.y_true] if production.labelled else [])
         self.classes_ = sorted_classes(*ys)
         positive = self.positive if self.positive is not None else infer_positive(self.classes_.tolist())
@@ -225,7 +268,7 @@ class SliceEvaluator:
                              source=(sources or {}).get(name, "expert"))
             results.append(result)
             tests += [perf, gap]
-        adjusted = readjust(tests, alpha=self.alpha, method=self.correction)
+        adjusted = readjust(tests, alpha=self.alpha, correction=self.correction)
         evaluation = SliceEvaluation(self.metric, overall_b, overall_p, tuple(results), tuple(adjusted), float(self.alpha))
         return evaluation.with_tests(adjusted)
 
@@ -276,7 +319,7 @@ class SliceEvaluator:
                                   min(1.0, auc["value"] + half), int(mask.sum()), "delong")
         cls = self._pos if base == "precision" else None
         est = metric_with_ci(base, data.y_true[mask], data.y_pred[mask], None, positive=self._pos, cls=cls,
-                             confidence=self.confidence, n_boot=self.n_boot, random_state=self.random_state)
+                             confidence=self.confidence, n_bootstrap=self.n_bootstrap, random_state=self.random_state)
         if name == "error_rate":
             est = replace(est, name="error_rate", value=1 - est.value, ci_low=1 - est.ci_high, ci_high=1 - est.ci_low)
         return replace(est, name=self.metric)
@@ -292,7 +335,32 @@ class SliceEvaluator:
         """Test ``metric(b) - metric(a)``: b is the production slice or the slice, a the benchmark slice or the rest."""
         if min(n_a, n_b) < self.min_slice_size:
             return self._untested(name, kind, n_a, n_b, f"fewer than {self.min_slice_size} rows")
-        a, b = self._summary(data_a, mask_a), self._summary(data_b, mask_b)
+        return self._compare(name, kind, self._summary(data_a, mask_a), self._summary(data_b, mask_b), n_a, n_b)
+
+    # ------------------------------------------------------------------ from counts
+    def estimate_counts(self, cm) -> MetricEstimate:
+        """The metric and its CI from a (k, k) confusion matrix in ``classes_`` order (after
+        :meth:`test`): exact summaries of data that never fits in memory use this."""
+        name = self._name
+        if name == "auc":
+            raise DetectorInputError("metric 'auc' needs scores; counts cannot give it.")
+        base = "accuracy" if name == "error_rate" else name
+        cls_index = self._pos if base == "precision" else None
+        est = metric_from_counts(base, np.asarray(cm), pos=self._pos, cls_index=cls_index, confidence=self.confidence,
+                                 n_bootstrap=self.n_bootstrap, rng=self._rng)
+        if name == "error_rate":
+            est = replace(est, name="error_rate", value=1 - est.value, ci_low=1 - est.ci_high, ci_high=1 - est.ci_low)
+        return replace(est, name=self.metric)
+
+    def test_counts(self, name: str, kind: str, cm_a, cm_b) -> ShiftTest:
+        """:meth:`_test` on two confusion matrices (a = benchmark slice or the rest, b = the other)."""
+        n_a, n_b = int(np.sum(cm_a)), int(np.sum(cm_b))
+        if min(n_a, n_b) < self.min_slice_size:
+            return self._untested(name, kind, n_a, n_b, f"fewer than {self.min_slice_size} rows")
+        a, b = self._summary_counts(np.asarray(cm_a)), self._summary_counts(np.asarray(cm_b))
+        return self._compare(name, kind, a, b, n_a, n_b)
+
+    def _compare(self, name, kind, a: dict, b: dict, n_a: int, n_b: int) -> ShiftTest:
         if min(a["n"], b["n"]) < self.min_denominator:
             return self._untested(name, kind, n_a, n_b, f"fewer than {self.min_denominator} rows behind the metric")
         if self._name in _PROPORTIONS:
@@ -318,13 +386,14 @@ class SliceEvaluator:
         y_true = data.y_true[mask]
         if name == "auc":
             return _auc_summary(y_true, data.scores[mask], self._pos)
-        k = len(self.classes_)
-        cm = confusion_counts(y_true, data.y_pred[mask], k)
-        pos = self._pos
+        return self._summary_counts(confusion_counts(y_true, data.y_pred[mask], len(self.classes_)))
+
+    def _summary_counts(self, cm: np.ndarray) -> dict:
+        name, pos, k = self._name, self._pos, len(self.classes_)
         if name in _PROPORTIONS:
             return _proportion_counts(name, cm, pos)
         n = int(cm.sum())
-        reps = self._rng.multinomial(n, cm.ravel() / n, size=self.n_boot).reshape(self.n_boot, k, k)
+        reps = self._rng.multinomial(n, cm.ravel() / n, size=self.n_bootstrap).reshape(self.n_bootstrap, k, k)
         values = metric_from_confusion(name, reps, pos)
         values = values[np.isfinite(values)]
         se = float(values.std(ddof=1)) if values.size > 1 else float("nan")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +38,13 @@ def _build_parser() -> argparse.ArgumentParser:
                             "low|medium|high = a limitation at least that severe (a saturated benchmark alone "
                             "never fails)")
     audit.add_argument("--fail-on-shift", action="store_true", help="the same as --fail-on shift")
+    audit.add_argument("--engine", choices=["pandas", "dask"], default=os.environ.get("CONTEXTSHIFT_ENGINE", "pandas"),
+                       help="pandas: in memory; dask: Parquet partitions summarised on a Dask cluster "
+                            "(default: CONTEXTSHIFT_ENGINE or pandas)")
+    audit.add_argument("--scheduler", metavar="ADDRESS", default=os.environ.get("CONTEXTSHIFT_DASK_SCHEDULER"),
+                       help="dask.distributed scheduler (default: CONTEXTSHIFT_DASK_SCHEDULER or a local cluster)")
+    audit.add_argument("--sample-rows", type=int, default=200_000, metavar="N",
+                       help="dask engine: rows per dataset sampled for the row-level tests (default 200000)")
 
     monitor = sub.add_parser("monitor", help="scheduled monitoring, for cron or any external scheduler")
     monitor_sub = monitor.add_subparsers(dest="monitor_command", metavar="ACTION", required=True)
@@ -90,22 +98,33 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from service.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
 
     progress = TerminalProgress()
+    options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed}
     try:
         pack = load_pack(args.domain)
         schema = read_schema(args.schema)
+        if args.engine == "dask":
+            from service.engine.dask_audit import audit_paths
+
+            outcome = audit_paths(args.benchmark, args.production, pack=pack, schema=schema, progress=progress,
+                                  options={**options, "engine": "dask", "sample_rows": args.sample_rows},
+                                  scheduler=args.scheduler, annotations=read_annotations(args.annotations))
+            return _finish_audit(args, outcome, progress)
         progress(0.0, "reading benchmark")
         bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack)
         progress(0.02, "reading production")
         prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack)
         annotations = read_annotations(args.annotations)
         outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=bench_roles, production_roles=prod_roles,
-                               annotations=annotations,
-                               options={"budget": args.budget, "alpha": args.alpha, "seed": args.seed},
-                               progress=progress, names=(Path(args.benchmark).name, Path(args.production).name))
+                               annotations=annotations, options=options, progress=progress,
+                               names=(Path(args.benchmark).name, Path(args.production).name))
     except ServiceError as exc:
         progress.done()
         print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    return _finish_audit(args, outcome, progress)
+
+
+def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress) -> int:
     progress.done()
     _write(args.html, outcome.html)
     _write(args.json, json.dumps(outcome.result, indent=2))

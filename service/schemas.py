@@ -29,6 +29,8 @@ class ColumnOut(BaseModel):
 class ValidationOut(BaseModel):
     success: bool
     results: list[dict[str, Any]]
+    rows_checked: int | None = Field(default=None, description="Rows the expectations ran on: every row of an "
+                                     "upload, the first row groups of a registered dataset.")
 
 
 class DatasetOut(BaseModel):
@@ -40,12 +42,37 @@ class DatasetOut(BaseModel):
     n_columns: int
     columns: list[ColumnOut]
     validation: ValidationOut
-    sha256: str
+    sha256: str = Field(description="Uploads: of the file's bytes. Registered: a fingerprint of the files' "
+                                    "relative paths, sizes and Parquet footers.")
     created_at: datetime
+    storage: Literal["copied", "registered"] = Field(
+        default="copied", description="copied: stored by the service as Parquet parts; registered: the user's "
+                                      "files, read in place and never deleted by the service.")
+    n_partitions: int = Field(default=1, description="Parquet files holding the rows.")
+    registered_path: str | None = Field(default=None, description="Registered datasets: the resolved directory "
+                                                                  "or glob of the files.")
 
     @classmethod
     def from_row(cls, row: Any) -> "DatasetOut":
-        return cls.model_validate(row, from_attributes=True)
+        out = cls.model_validate(row, from_attributes=True)
+        if out.storage == "registered":
+            out.registered_path = row.path
+        return out
+
+
+class DatasetRegister(BaseModel):
+    """Register Parquet files inside CONTEXTSHIFT_DATA_ROOTS as a dataset, without copying them."""
+
+    model_config = {"extra": "forbid", "populate_by_name": True}
+
+    name: str = Field(min_length=1, max_length=255)
+    role: Literal["benchmark", "production", "annotations"]
+    domain: str | None = Field(default=None, min_length=1, max_length=64)
+    columns_schema: dict[str, Any] | None = Field(default=None, alias="schema",
+                                                  description='{"columns": {"<column>": "<role>"}}')
+    path: str = Field(min_length=1, max_length=4096,
+                      description="A Parquet file, a directory of them (recursively; names starting with '.' or '_' "
+                                  "are skipped) or a glob such as /data/events/2024-*/*.parquet.")
 
 
 class DatasetList(BaseModel):
@@ -74,6 +101,10 @@ class AuditOptions(BaseModel):
     discovery: bool = Field(default=True, description="Search for weak slices beyond the expert ones.")
     evidently_companion: bool = Field(default=False, description="Also render Evidently's drift page.")
     saturation_threshold: float = Field(default=0.8, gt=0, le=1)
+    engine: Literal["pandas", "dask"] | None = Field(
+        default=None, description="Where the statistics are computed; default: CONTEXTSHIFT_ENGINE (pandas).")
+    sample_rows: int = Field(default=200_000, ge=1_000, le=50_000_000,
+                             description="Dask engine: rows per dataset kept (uniformly) for the row-level tests.")
 
 
 class AuditCreate(BaseModel):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from typing import Annotated
+from typing import Annotated, Literal
 
 
 class Settings(BaseSettings):
@@ -34,6 +34,19 @@ class Settings(BaseSettings):
     monitor_databases: dict[str, str] = Field(
         default_factory=dict, description='JSON {"name": "SQLAlchemy URL"} that SQL monitors may query.')
     monitor_min_interval_s: float = Field(default=60, gt=0, description="Shortest monitor interval accepted.")
+    reference_cache: bool = Field(default=True, description="Keep benchmark-side fitted state under "
+                                  "data_dir/cache/reference, so monitor runs and repeated audits skip the fit "
+                                  "(off: fit every time; results are the same).")
+    data_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list, description="Comma-separated folders whose Parquet files may be registered as "
+                                          "datasets without copying; none: registration refused.")
+    partition_rows: int = Field(default=1_000_000, ge=1, description="Most rows in one stored Parquet part.")
+    upload_chunk_cells: int = Field(default=1_000_000, ge=1, description="Rows x columns of an upload read, "
+                                    "validated and written at a time: what bounds an upload's memory.")
+    engine: Literal["pandas", "dask"] = Field(default="pandas", description="Where audits compute: in memory "
+                                              "(pandas) or from partition summaries on a Dask cluster.")
+    dask_scheduler: str | None = Field(default=None, description="dask.distributed scheduler address; default: "
+                                       "a local cluster sized to the machine.")
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -47,7 +60,7 @@ class Settings(BaseSettings):
             return keys
         return value
 
-    @field_validator("monitor_roots", mode="before")
+    @field_validator("monitor_roots", "data_roots", mode="before")
     @classmethod
     def _split_roots(cls, value):
         if isinstance(value, str):

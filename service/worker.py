@@ -65,6 +65,12 @@ class AuditWorker:
         bench_row, prod_row = datasets.get(row.benchmark_id), datasets.get(row.production_id)
         pack = runtime.packs.get(row.domain, version=row.domain_version)
         contexts = [c.name for c in pack.context]  # roles are resolved under the audit's pack, as the CLI does
+        options = {k: v for k, v in row.options.items() if k != "annotations"}
+        if (options.get("engine") or runtime.settings.engine) == "dask":
+            outcome = self._on_dask(audit_id, bench_row, prod_row, pack, options, contexts,
+                                    self._annotations(row.options.get("annotations")))
+            self._store(audit_id, outcome)
+            return
         audit_input = AuditInput(
             audit_id=audit_id,
             benchmark=datasets.load_frame(bench_row.id), production=datasets.load_frame(prod_row.id),
@@ -73,9 +79,29 @@ class AuditWorker:
             benchmark_ref={"id": bench_row.id, "name": bench_row.name},
             production_ref={"id": prod_row.id, "name": prod_row.name},
             pack=pack,
-            options={k: v for k, v in row.options.items() if k != "annotations"},
-            annotations=self._annotations(row.options.get("annotations")))
+            options=options, annotations=self._annotations(row.options.get("annotations")),
+            reference_cache=runtime.reference_cache(), benchmark_digest=bench_row.sha256)
         outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
+        self._store(audit_id, outcome)
+
+    def _on_dask(self, audit_id: str, bench_row, prod_row, pack, options: dict, contexts: list[str], annotations):
+        """The Dask engine reads the stored Parquet partitions where they are; nothing is loaded whole."""
+        from service.engine.dask_audit import audit_parquet
+        from service.engine.datasets import ParquetDataset
+        from service.roles import roles_for_audit
+
+        runtime, datasets = self.runtime, self.runtime.datasets
+        sources = [ParquetDataset.from_files(datasets.dataset_files(r.id), name=r.name) for r in (bench_row, prod_row)]
+        return audit_parquet(
+            sources[0], sources[1], pack=pack, options=options, audit_id=audit_id,
+            benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
+            production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
+            refs=({"id": bench_row.id, "name": bench_row.name}, {"id": prod_row.id, "name": prod_row.name}),
+            scheduler=runtime.settings.dask_scheduler, annotations=annotations,
+            progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
+
+    def _store(self, audit_id: str, outcome) -> None:
+        runtime = self.runtime
         reports_dir = runtime.audits.reports_dir
         html_path = reports_dir / f"{audit_id}.html"
         atomic_write_text(html_path, outcome.html)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from service.pipeline import assemble, slicing, stages
+from service.pipeline import assemble, reference, slicing, stages
 from service.pipeline.columns import AuditColumns, resolve_columns
 from service.pipeline.family import correct_together
 from service.pipeline.shapes import flatten_audit
@@ -36,6 +36,11 @@ class AuditInput:
     options: dict[str, Any]
     annotations: tuple[pd.DataFrame, dict[str, str]] | None = None  # (table, column roles)
     title: str | None = None  # shown in the report; default: "<pack title>: <benchmark> vs <production>"
+    summaries: Any = None  # service.engine.dask_audit.EngineSummaries when the Dask engine scanned the data
+    # benchmark-side fits kept across audits (service.pipeline.reference_cache.ReferenceCache); the
+    # result is the same with or without it, only faster when the benchmark was seen before
+    reference_cache: Any = None
+    benchmark_digest: str | None = None  # the stored benchmark's sha256; None: the cache hashes the frame
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,8 @@ def _discovery(s: AuditState, inp: AuditInput) -> None:
 
 def _context(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
-    s.context = slicing.merge_untested(ctx, ctx.guard("context shift", None, stages.context, ctx, s.slices), s.slices)
+    found = ctx.guard("context shift", None, stages.context, ctx, s.slices, s.definitions)
+    s.context = slicing.merge_untested(ctx, found, s.slices)
     _untested_as_slices(s)
 
 
@@ -220,8 +226,11 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     for column in columns.contexts_only_in_production:
         notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "
                       "benchmark, so none of its contexts can be evaluated: record it in the next round."})
-    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes)
+    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes,
+                              summaries=inp.summaries)
     ctx.classes = stages.resolve_classes(ctx)
+    ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,
+                                        inp.pack, ctx.options, ctx.min_slice_size, ctx.alpha)
     state = AuditState(ctx=ctx)
     clock = _Clock(progress, n_stages=len(STAGES) + 2)
     progress(0.01, STAGES[0][1])

@@ -146,7 +146,9 @@ def candidates_frame(production: pd.DataFrame, id_column: str | None, uncertaint
         frame["prediction"] = predictions
     for name, mask in masks.items():
         frame[name] = np.asarray(mask, dtype=bool)
-    return frame
+    # an id names one item to label: a repeated id (the same item twice, or partitions that number
+    # their rows independently) is offered once
+    return frame.drop_duplicates("id") if id_column and frame["id"].duplicated().any() else frame
 
 
 def untested_definition(u: Any, slice_definitions: dict[str, str]) -> str | None:
@@ -222,8 +224,8 @@ def audit_json(inp: Any, state: Any) -> dict[str, Any]:
         "id": inp.audit_id, "status": "succeeded", "created_at": datetime.now(timezone.utc).isoformat(),
         "title": audit_title(inp), "domain": pack.name, "domain_title": getattr(pack, "title", None) or pack.name,
         "synthetic": bool(inp.benchmark.attrs.get("synthetic") or inp.production.attrs.get("synthetic")),
-        "benchmark": {**inp.benchmark_ref, "n_rows": len(ctx.benchmark)},
-        "production": {**inp.production_ref, "n_rows": len(inp.production),
+        "benchmark": {**inp.benchmark_ref, "n_rows": _n_rows(ctx, "benchmark", len(ctx.benchmark))},
+        "production": {**inp.production_ref, "n_rows": _n_rows(ctx, "production", len(inp.production)),
                        "labelled": columns.production_label is not None},
         "overall": overall,
         "covariate": covariate,
@@ -237,6 +239,19 @@ def audit_json(inp: Any, state: Any) -> dict[str, Any]:
         "parameters": {**ctx.options, "domain_pack": pack.name, "domain_pack_version": getattr(pack, "version", None),
                        "primary_metric": pack.primary_metric, "min_slice_size": ctx.min_slice_size,
                        "n_tests_corrected": state.n_tests, "classes": ctx.classes,
-                       "severity_priors": asdict(SeverityPriors())},
+                       "severity_priors": asdict(SeverityPriors()), "engine": _engine(ctx)},
         "notes": ctx.notes,
     }
+
+
+def _n_rows(ctx: Any, side: str, in_memory: int) -> int:
+    """Rows of the whole dataset: the Dask engine audits a sample of them."""
+    return in_memory if ctx.summaries is None else int(getattr(ctx.summaries, side).n_rows)
+
+
+def _engine(ctx: Any) -> dict[str, Any]:
+    if ctx.summaries is None:
+        return {"name": "pandas"}
+    from service.engine.exact import describe
+
+    return describe(dict(ctx.summaries.description))

@@ -29,7 +29,7 @@ def correct_together(results: Mapping[str, Any], *, alpha: float, method: str) -
     present = {name: r for name, r in results.items() if r is not None}
     groups = {name: _tests(name, r) for name, r in present.items()}
     family = [t for tests in groups.values() for t in tests]
-    adjusted = list(readjust(family, alpha=alpha, method=method))
+    adjusted = list(readjust(family, alpha=alpha, correction=method))
     rebuilt: dict[str, Any] = dict(results)
     start = 0
     for name, tests in groups.items():

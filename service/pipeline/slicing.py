@@ -71,8 +71,9 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
     outcome_b = Outcomes(bench.y_pred, bench.y_true, bench.positive_scores)
     outcome_p = Outcomes(prod.y_pred, prod.y_true, prod.positive_scores if prod.y_true is not None else None)
     everything = {"overall": (np.ones(len(bench.y_pred), bool), np.ones(len(prod.y_pred), bool))}
-    overall = evaluator.evaluate(everything, outcome_b, outcome_p, definitions={"overall": "all rows"})
-    evaluation = evaluator.evaluate(slices, outcome_b, outcome_p, definitions=definitions, sources=sources) \
+    evaluator.fit(outcome_b)
+    overall = evaluator.test(outcome_p, slices=everything, definitions={"overall": "all rows"})
+    evaluation = evaluator.test(outcome_p, slices=slices, definitions=definitions, sources=sources) \
         if slices else None
     if prod.y_true is not None:
         strata = strata_for(ctx, bench, prod)
@@ -82,6 +83,10 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
             evaluation = _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, prod, names)
     if evaluation is not None and prod.y_true is not None:
         evaluation = _no_change_test_for_discoveries(evaluation, sources)
+    if ctx.summaries is not None and metric != "auc":  # Dask engine: metrics from every row's counts
+        from service.engine import exact
+
+        evaluation, overall = exact.slice_metrics(ctx, evaluator, evaluation, overall, dict(definitions))
     return evaluation, overall
 
 

@@ -40,6 +40,13 @@ class StageContext:
     classes: list[str] = field(default_factory=list)
     notes: list[dict[str, str]] = field(default_factory=list)  # parts that could not run, and why
     covariate_result: Any = None  # set by covariate(): the label stage checks BBSE's assumption with it
+    summaries: Any = None  # Dask engine: exact counts and sketches of every row (service.engine.exact)
+    reference: Any = None  # service.pipeline.reference.ReferenceFits: benchmark-side fits kept across audits
+
+    def fitted(self, part: str, fit, **depends) -> Any:
+        """``fit()`` on the benchmark, or the same fitted state from the reference cache (a
+        monitor fits its benchmark once); ``depends``: what else ``fit`` reads beyond the audit's key."""
+        return fit() if self.reference is None else self.reference.fitted(part, fit, **depends)
 
     def guard(self, part: str, default: Any, run, *args) -> Any:
         """Run one part of the audit; data it cannot test (a class the benchmark never saw, an
@@ -106,7 +113,14 @@ def covariate(ctx: StageContext):
     if not features:
         return None, None
     ref, cur = ctx.benchmark[features], ctx.production[features]
-    result = CovariateShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ref).test(cur)
+    if ctx.summaries is not None:
+        from service.engine import exact
+
+        result = exact.covariate(ctx, features)
+    else:
+        detector = ctx.fitted("covariate", lambda: CovariateShiftDetector(
+            alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ref), columns=features)
+        result = detector.test(cur)
     ctx.covariate_result = result
     tested = [c for c in features if c in {t.name for t in result.features}]
     multivariate = None
@@ -122,8 +136,10 @@ def model_outputs(ctx: StageContext):
     used = ([cols.prediction] if cols.prediction else []) + list(cols.scores)
     if not used:
         return None
-    return OutputShiftDetector(alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes,
-                               random_state=ctx.seed).fit(ctx.benchmark[used]).test(ctx.production[used])
+    detector = ctx.fitted("outputs", lambda: OutputShiftDetector(
+        alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes, random_state=ctx.seed).fit(
+        ctx.benchmark[used]), columns=used)
+    return detector.test(ctx.production[used])
 
 
 def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
@@ -136,14 +152,21 @@ def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
     if bench.y_true is None or bench.y_pred is None or prod.y_pred is None:
         return out
     positive = getattr(ctx.pack, "positive_class", None)
-    out["prior"] = ctx.guard("label shift (BBSE)", None, lambda: LabelShiftEstimator(
-        alpha=ctx.alpha, random_state=ctx.seed).fit(bench.y_true, bench.y_pred).estimate(prod.y_pred))
-    estimates = [ctx.guard("prior-reweighted performance estimate", None, lambda: PriorReweightedEstimator(
-        positive=positive, random_state=ctx.seed).fit(bench.y_true, bench.y_pred).estimate(prod.y_pred))]
+    if ctx.summaries is not None:  # Dask engine: BBSE on the confusion counts of every row
+        from service.engine import exact
+
+        out["prior"] = ctx.guard("label shift (BBSE)", None, exact.label_prior, ctx)
+    else:
+        out["prior"] = ctx.guard("label shift (BBSE)", None, lambda: ctx.fitted("bbse", lambda: LabelShiftEstimator(
+            alpha=ctx.alpha, random_state=ctx.seed).fit(bench.y_true, bench.y_pred)).estimate(prod.y_pred))
+    estimates = [ctx.guard("prior-reweighted performance estimate", None, lambda: ctx.fitted(
+        "prior_reweighted", lambda: PriorReweightedEstimator(positive=positive, random_state=ctx.seed).fit(
+            bench.y_true, bench.y_pred)).estimate(prod.y_pred))]
     if bench.proba is not None and prod.proba is not None:
-        estimates.insert(0, ctx.guard("confidence-based performance estimate", None, lambda: ConfidenceBasedEstimator(
-            positive=positive, random_state=ctx.seed).fit(bench.y_true, bench.proba, classes=ctx.classes).estimate(
-            prod.proba, prod.y_pred)))
+        # the costly one: its fit draws the benchmark half of the bootstrap (isotonic refits)
+        estimates.insert(0, ctx.guard("confidence-based performance estimate", None, lambda: ctx.fitted(
+            "confidence_based", lambda: ConfidenceBasedEstimator(positive=positive, random_state=ctx.seed).fit(
+                bench.y_true, bench.proba, classes=ctx.classes)).estimate(prod.proba, prod.y_pred)))
     out["estimates"] = [e for e in estimates if e is not None]
     if out.get("prior") is not None:
         out["prior"] = _check_bbse(ctx, out["prior"], bench, prod)
@@ -177,6 +200,8 @@ def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
 
     if prod.y_true is not None:
         values, counts = np.unique(prod.y_true, return_counts=True)
+        if ctx.summaries is not None:  # every row's labels, not the sample's
+            values, counts = ctx.summaries.label_counts()
         prior = prior.with_observed_prior({str(v): c / counts.sum() for v, c in zip(values, counts)})
     cov = ctx.covariate_result
     if cov is None or not cov.drifted or prior.status != "ok":
@@ -191,7 +216,7 @@ def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
     return prior.with_assumption_check(reliable=False, reason=reason)
 
 
-def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]]):
+def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]], definitions=None):
     from detectors.context import ContextShiftDetector
 
     contexts = list(ctx.columns.contexts)
@@ -200,9 +225,14 @@ def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]])
     types = {c.name: c.type for c in ctx.pack.context if c.name in contexts}
     bench = ctx.benchmark[contexts] if contexts else pd.DataFrame(index=ctx.benchmark.index)
     prod = ctx.production[contexts] if contexts else pd.DataFrame(index=ctx.production.index)
-    detector = ContextShiftDetector(alpha=ctx.alpha, correction=ctx.correction, min_slice_size=ctx.min_slice_size,
-                                    random_state=ctx.seed)
-    return detector.fit(bench, column_types=types).test(prod, slices=slices)
+    detector = ctx.fitted("context", lambda: ContextShiftDetector(
+        alpha=ctx.alpha, correction=ctx.correction, min_slice_size=ctx.min_slice_size, random_state=ctx.seed).fit(
+        bench, column_types=types), columns=contexts, types=types)
+    if ctx.summaries is not None:  # Dask engine: the categorical and slice-share tests on every row's counts
+        from service.engine import exact
+
+        return detector.test(prod, slices=slices, counts=exact.context_counts(ctx, detector, definitions or {}, slices))
+    return detector.test(prod, slices=slices)
 
 
 def attribution(ctx: StageContext, context_result, bench: Outputs, prod: Outputs):
@@ -216,15 +246,46 @@ def attribution(ctx: StageContext, context_result, bench: Outputs, prod: Outputs
     if not columns:
         return None, None
     cells_b, cells_p, labels = context_cells(ctx.benchmark, ctx.production, columns)
-    correct_p = None if prod.y_true is None else (prod.y_true == prod.y_pred).astype(float)
-    result = attribute_performance(cells_b, (bench.y_true == bench.y_pred).astype(float), cells_p, correct_p,
-                                   labels=labels, min_cell_size=ctx.min_slice_size, random_state=ctx.seed)
+    metric, rows_b, values_b = metric_rows(ctx.pack, bench)
+    _, rows_p, values_p = metric_rows(ctx.pack, prod)
+    result = attribute_performance(cells_b[rows_b], values_b, cells_p[rows_p], values_p, labels=labels, metric=metric,
+                                   min_cell_size=ctx.min_slice_size, random_state=ctx.seed)
     return result, (cells_b, cells_p)
+
+
+# the pack's metrics that are a mean over some rows: (rows it is measured on, value of a row)
+_ROW_METRICS = {
+    "accuracy": (lambda t, p, pos: None, lambda t, p, pos: t == p),
+    "error_rate": (lambda t, p, pos: None, lambda t, p, pos: t != p),
+    "sensitivity": (lambda t, p, pos: t == pos, lambda t, p, pos: p == pos),
+    "specificity": (lambda t, p, pos: t != pos, lambda t, p, pos: p != pos),
+    "fpr": (lambda t, p, pos: t != pos, lambda t, p, pos: p == pos),
+    "precision": (lambda t, p, pos: p == pos, lambda t, p, pos: t == pos),
+}
+
+
+def metric_rows(pack: Any, out: Outputs) -> tuple[str, np.ndarray, np.ndarray | None]:
+    """(metric, rows, per-row values) for a mix-versus-within attribution in the pack's primary
+    metric; metrics that are not a mean over rows (AUC, balanced accuracy, F1) fall back to
+    accuracy, under that name. Unlabelled rows: the rows are selected by the prediction where the
+    metric needs the truth (sensitivity, specificity), which assumes each context's class mix did
+    not change; the values are unknown (None)."""
+    metric = getattr(pack, "primary_metric", "accuracy")
+    pos = getattr(pack, "positive_class", None)
+    if metric not in _ROW_METRICS or (metric != "accuracy" and metric != "error_rate" and pos is None):
+        metric = "accuracy"
+    select, value = _ROW_METRICS[metric]
+    if out.y_true is None:
+        rows = select(out.y_pred, out.y_pred, str(pos))
+        return metric, (np.ones(len(out.y_pred), bool) if rows is None else np.asarray(rows, bool)), None
+    rows = select(out.y_true, out.y_pred, str(pos))
+    rows = np.ones(len(out.y_true), bool) if rows is None else np.asarray(rows, bool)
+    return metric, rows, np.asarray(value(out.y_true, out.y_pred, str(pos)), float)[rows]
 
 
 def conditional(ctx: StageContext, covariate_result, cells):
     """Does feature shift remain after reweighting the benchmark to the production context mix?"""
-    from detectors.attribution import ConditionalShiftDetector
+    from detectors.conditional import ConditionalShiftDetector
 
     if covariate_result is None or cells is None:
         return None
@@ -232,8 +293,9 @@ def conditional(ctx: StageContext, covariate_result, cells):
                if t.drifted][:CONDITIONAL_MAX_COLUMNS]
     if not drifted:
         return None
-    return ConditionalShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).test(
-        ctx.benchmark[drifted], ctx.production[drifted], *cells)
+    cells_b, cells_p = cells
+    return ConditionalShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(
+        ctx.benchmark[drifted], cells_b).test(ctx.production[drifted], cells_p)
 
 
 def embedding(ctx: StageContext):
@@ -243,8 +305,9 @@ def embedding(ctx: StageContext):
     if not emb:
         return None
     contexts = list(ctx.columns.contexts)
-    return EmbeddingShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(
-        ctx.benchmark[emb]).test(ctx.production[emb], context=ctx.production[contexts] if contexts else None)
+    detector = ctx.fitted("embedding", lambda: EmbeddingShiftDetector(
+        alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ctx.benchmark[emb]), columns=emb)
+    return detector.test(ctx.production[emb], context=ctx.production[contexts] if contexts else None)
 
 
 def label_quality(ctx: StageContext, annotations, slices):

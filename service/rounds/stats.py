@@ -103,7 +103,7 @@ def metric_estimate(metric: str, y: np.ndarray, y_pred: np.ndarray, scores: np.n
     if metric == "auc":
         est = metric_with_ci("auc", y, scores=scores, positive=positive, min_samples=2)
     else:
-        est = metric_with_ci(metric, y, y_pred, positive=positive, n_boot=N_BOOT, random_state=seed)
+        est = metric_with_ci(metric, y, y_pred, positive=positive, n_bootstrap=N_BOOT, random_state=seed)
     finite = est.status == "ok"
     return Estimate(est.value if finite else None, est.ci_low if finite else None, est.ci_high if finite else None,
                     int(est.n), None, est.method)

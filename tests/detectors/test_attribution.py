@@ -8,11 +8,14 @@ import pytest
 
 from detectors import ConditionalShiftDetector, DetectorInputError, attribute_performance, context_cells
 from detectors import attribution as attribution_module
+from detectors import conditional as conditional_module
 from domains import expressions
 
 
 def test_doctests():
     assert doctest.testmod(attribution_module).failed == 0
+    outcome = doctest.testmod(conditional_module)
+    assert outcome.attempted > 0 and outcome.failed == 0
 
 
 def _cells(rng, n, shares):
@@ -74,7 +77,7 @@ def test_expected_production_ci_coverage():
     for r in range(runs):
         cb, cp = _cells(rng, 1500, wb), _cells(rng, 1500, wp)
         vb = (rng.random(1500) < acc[cb]).astype(float)
-        att = attribute_performance(cb, vb, cp, n_boot=400, random_state=r)
+        att = attribute_performance(cb, vb, cp, n_bootstrap=400, random_state=r)
         covered += att.expected_ci[0] <= truth <= att.expected_ci[1]
     assert covered / runs >= 0.95 - 3 * np.sqrt(0.05 * 0.95 / runs)
 
@@ -104,13 +107,13 @@ def _mix_shift_data(rng, n, within_shift=0.0):
 def test_conditional_test_separates_mix_from_within_shift():
     rng = np.random.default_rng(4)
     bench, prod, cb, cp = _mix_shift_data(rng, 1500)
-    res = ConditionalShiftDetector(n_permutations=200).test(bench, prod, cb, cp)
+    res = ConditionalShiftDetector(n_permutations=200).fit(bench, cb).test(prod, cp)
     assert not res.is_shift
     for t in res.tests:
         assert t.kind == "context_conditional" and t.details["unweighted_statistic"] > 2 * t.statistic
         assert t.details["explained_by_mix"] > 0.5
     bench, prod, cb, cp = _mix_shift_data(rng, 1500, within_shift=0.5)
-    res = ConditionalShiftDetector(n_permutations=200).test(bench, prod, cb, cp)
+    res = ConditionalShiftDetector(n_permutations=200).fit(bench, cb).test(prod, cp)
     assert res.is_shift and all(t.drifted for t in res.tests)
     assert {t.effect_name for t in res.tests} == {"weighted_ks", "weighted_tvd"}
 
@@ -119,7 +122,7 @@ def test_conditional_test_leaves_out_uncovered_production_cells():
     rng = np.random.default_rng(5)
     bench, prod, cb, cp = _mix_shift_data(rng, 600)
     cp = np.where(rng.random(600) < 0.1, 7, cp)
-    res = ConditionalShiftDetector(n_permutations=50).test(bench, prod, cb, cp)
+    res = ConditionalShiftDetector(n_permutations=50).fit(bench, cb).test(prod, cp)
     assert res.uncovered_share == pytest.approx(0.1, abs=0.04)
 
 
@@ -129,7 +132,7 @@ def test_conditional_test_is_calibrated():
     runs, rejections = 150, 0
     for r in range(runs):
         bench, prod, cb, cp = _mix_shift_data(rng, int(rng.integers(100, 500)))
-        res = ConditionalShiftDetector(n_permutations=99, random_state=r).test(bench[["x"]], prod[["x"]], cb, cp)
+        res = ConditionalShiftDetector(n_permutations=99, random_state=r).fit(bench[["x"]], cb).test(prod[["x"]], cp)
         rejections += res.tests[0].p_value <= 0.05
     assert rejections / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
 
@@ -137,8 +140,8 @@ def test_conditional_test_is_calibrated():
 def test_conditional_subsampling_and_determinism():
     rng = np.random.default_rng(7)
     bench, prod, cb, cp = _mix_shift_data(rng, 3000)
-    a = ConditionalShiftDetector(n_permutations=50, max_rows=800, random_state=3).test(bench, prod, cb, cp)
-    b = ConditionalShiftDetector(n_permutations=50, max_rows=800, random_state=3).test(bench, prod, cb, cp)
+    a = ConditionalShiftDetector(n_permutations=50, max_rows=800, random_state=3).fit(bench, cb).test(prod, cp)
+    b = ConditionalShiftDetector(n_permutations=50, max_rows=800, random_state=3).fit(bench, cb).test(prod, cp)
     assert a.to_dict() == b.to_dict() and a.tests[0].n_reference == 800
     p = a.tests[0].p_value
     assert p >= 1 / 51 and (p * 51) == pytest.approx(round(p * 51))  # (1 + #) / (1 + B)
@@ -155,7 +158,7 @@ def test_mix_effect_is_unbiased_when_nothing_changed():
         rng = np.random.default_rng(900 + seed)
         cb, cp = rng.choice(5, 800, p=shares), rng.choice(5, 800, p=shares)
         vb, vp = rng.random(800) < rates[cb], rng.random(800) < rates[cp]
-        r = attribute_performance(cb, vb.astype(float), cp, vp.astype(float), min_cell_size=30, n_boot=300,
+        r = attribute_performance(cb, vb.astype(float), cp, vp.astype(float), min_cell_size=30, n_bootstrap=300,
                                   random_state=seed)
         effects.append(r.mix_effect)
         covered.append(r.mix_ci[0] <= 0 <= r.mix_ci[1])

@@ -28,11 +28,11 @@ def _run(cls, seed=0):
     if cls is ContextShiftDetector:
         return cls().fit(ctx_b).test(ctx_p, slices={"a": ((ctx_b.site == "a").to_numpy(), (ctx_p.site == "a").to_numpy())})
     if cls is SliceEvaluator:
-        return cls().evaluate({"a": ((ctx_b.site == "a").to_numpy(), (ctx_p.site == "a").to_numpy())},
-                              Outcomes(pb, yb), Outcomes(pp, yp))
+        return cls().fit(Outcomes(pb, yb)).test(
+            Outcomes(pp, yp), slices={"a": ((ctx_b.site == "a").to_numpy(), (ctx_p.site == "a").to_numpy())})
     if cls is ConditionalShiftDetector:
-        return cls(n_permutations=20).test(ctx_b[["age"]], ctx_p[["age"]], pd.factorize(ctx_b.site, sort=True)[0],
-                                           pd.factorize(ctx_p.site, sort=True)[0])
+        return cls(n_permutations=20).fit(ctx_b[["age"]], pd.factorize(ctx_b.site, sort=True)[0]).test(
+            ctx_p[["age"]], pd.factorize(ctx_p.site, sort=True)[0])
     return cls(n_permutations=20, max_samples=100, n_clusters=3).fit(eb).test(ep, context=ctx_p)
 
 

@@ -35,8 +35,8 @@ def planted(request):
 def test_planted_weak_slice_is_found(planted):
     domain, pack, bench, prod, _, slices = planted
     plant = PLANTED[domain]
-    ev = SliceEvaluator(metric=pack.primary_metric, positive=pack.positive_class).evaluate(
-        slices, _outcomes(bench, pack), _outcomes(prod, pack), definitions={s.name: s.expression for s in pack.slices})
+    ev = SliceEvaluator(metric=pack.primary_metric, positive=pack.positive_class).fit(_outcomes(bench, pack)).test(
+        _outcomes(prod, pack), slices=slices, definitions={s.name: s.expression for s in pack.slices})
     weak = ev.get(plant.weak_slice)
     assert weak.definition == plant.weak_expression
     assert weak.underperforming and weak.gap_p_value_adjusted < 0.05

@@ -63,7 +63,7 @@ def test_bh_any_rejection_rate_under_global_null_is_alpha():
 def test_invalid_inputs():
     with pytest.raises(ValueError):
         benjamini_hochberg([0.5, 1.5])
-    with pytest.raises(ValueError, match="Unknown correction"):
+    with pytest.raises(ValueError, match="correction must be one of"):
         adjust_pvalues([0.1], "sidak-ish")
 
 
@@ -79,7 +79,7 @@ def _record(name, p, effect, floor):
 
 def test_readjust_corrects_a_family_with_per_test_floors():
     tests = [_record("a", 0.001, 0.5, 0.1), _record("b", 0.02, 0.5, 0.1), _record("c", 0.001, 0.05, 0.1)]
-    out = readjust(tests, alpha=0.05, method="bonferroni")
+    out = readjust(tests, alpha=0.05, correction="bonferroni")
     assert [t.p_value_adjusted for t in out] == pytest.approx([0.003, 0.06, 0.003])
     assert [t.drifted for t in out] == [True, False, False]
     assert tests[0].drifted is False, "records are immutable: readjust returns new ones"

@@ -63,7 +63,7 @@ def test_unseen_categories_are_reported_and_flagged():
     ref = pd.DataFrame({"site": rng.choice(["a", "b", "c"], 3000)})
     cur = pd.DataFrame({"site": np.where(rng.random(3000) < 0.2, "new", rng.choice(["a", "b", "c"], 3000))})
     test = CovariateShiftDetector().fit(ref).test(cur).features[0]
-    assert test.details["unseen_categories"] == ["new"] and test.drifted
+    assert test.details["unseen_categories"] == ("new",) and test.drifted
     assert test.details["unseen_share"] == pytest.approx(0.2, abs=0.02)
     assert test.effect_name == "cramers_v" and test.details["psi"] > 0.1
 
@@ -115,7 +115,7 @@ def test_constant_columns_are_tested():
     same = CovariateShiftDetector().fit(ref).test(ref.copy())
     assert same.features[0].p_value == 1.0 and not same.is_shift
     moved = CovariateShiftDetector().fit(ref).test(ref.assign(k=2.0))
-    assert moved.features[0].drifted and moved.features[0].details["unseen_categories"] == ["2.0"]
+    assert moved.features[0].drifted and moved.features[0].details["unseen_categories"] == ("2.0",)
 
 
 def test_excluded_columns_are_reported():

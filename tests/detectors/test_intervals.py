@@ -55,6 +55,6 @@ def test_bootstrap_interval_coverage_of_a_mean():
     hits = 0
     for rep in range(120):
         data = rng.exponential(size=80)
-        low, high = bootstrap_interval(lambda idx: data[idx].mean(), data, n_boot=300, seed=rep)
+        low, high = bootstrap_interval(lambda idx: data[idx].mean(), data, n_bootstrap=300, random_state=rep)
         hits += low <= 1.0 <= high
     assert hits / 120 >= 0.85  # percentile bootstrap under-covers a little for skewed data at n = 80

@@ -85,7 +85,7 @@ def test_mmd_permutation_pvalue_is_valid():
     rng = np.random.default_rng(5)
     reps, alpha, permutations = 200, 0.05, 99
     p_values = np.array([mmd_permutation_test(rng.normal(size=(40, 5)), rng.normal(size=(40, 5)),
-                                              n_permutations=permutations, seed=r)[1] for r in range(reps)])
+                                              n_permutations=permutations, random_state=r)[1] for r in range(reps)])
     assert p_values.min() >= 1 / (permutations + 1)
     assert np.mean(p_values <= alpha) <= stats.binom.ppf(0.999, reps, alpha) / reps
 

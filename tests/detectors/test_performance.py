@@ -86,7 +86,7 @@ def test_intervals_cover_population_values():
         y, p = simulate(rng, [0.25] * 4, 300)
         m = metric_with_ci("accuracy", y, p)
         hits["accuracy"].append(m.ci_low <= truth_acc <= m.ci_high)
-        m = metric_with_ci("balanced_accuracy", y, p, n_boot=300, random_state=seed)
+        m = metric_with_ci("balanced_accuracy", y, p, n_bootstrap=300, random_state=seed)
         hits["balanced_accuracy"].append(m.ci_low <= truth_bacc <= m.ci_high)
         yb = rng.integers(0, 2, 300)
         m = metric_with_ci("auc", yb, None, rng.normal(d * yb, 1.0))
@@ -145,7 +145,7 @@ def test_prior_reweighted_interval_covers_observed_accuracy_under_prior_shift():
         y_b, p_b = simulate(rng, [0.25] * 4, 2000)
         y_p, p_p = simulate(rng, [0.55, 0.2, 0.15, 0.1], 2000)
         est = PriorReweightedEstimator(n_bootstrap=200, random_state=seed).fit(y_b, p_b).estimate(p_p)
-        obs = observed_performance(y_p, p_p, n_boot=50)
+        obs = observed_performance(y_p, p_p, n_bootstrap=50)
         for name in hits:
             e = est.get(name)
             hits[name].append(e.ci_low <= obs.get(name).value <= e.ci_high)

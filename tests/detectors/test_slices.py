@@ -28,9 +28,8 @@ def test_weak_slice_found_with_cis_in_both_datasets():
     in_b, in_p = rng.random(n) < 0.05, rng.random(n) < 0.2
     yb, pb, sb = _binary(rng, n, np.where(in_b, 0.7, 0.9))
     yp, pp, sp = _binary(rng, n, np.where(in_p, 0.7, 0.9))
-    ev = SliceEvaluator(metric="accuracy").evaluate({"weak": (in_b, in_p), "none": (~in_b, ~in_p)},
-                                                    Outcomes(pb, yb, sb), Outcomes(pp, yp, sp),
-                                                    definitions={"weak": "x == 1"})
+    ev = SliceEvaluator(metric="accuracy").fit(Outcomes(pb, yb, sb)).test(
+        Outcomes(pp, yp, sp), slices={"weak": (in_b, in_p), "none": (~in_b, ~in_p)}, definitions={"weak": "x == 1"})
     weak = ev.get("weak")
     assert weak.definition == "x == 1" and weak.source == "expert" and weak.status == "ok"
     assert weak.n_benchmark == in_b.sum() and weak.n_production == in_p.sum()
@@ -50,9 +49,9 @@ def test_changed_slice_and_unlabelled_production():
     s_b, s_p = rng.random(n) < 0.3, rng.random(n) < 0.3
     yb, pb, _ = _binary(rng, n, 0.9)
     yp, pp, _ = _binary(rng, n, np.where(s_p, 0.75, 0.9))
-    ev = SliceEvaluator(metric="accuracy").evaluate({"s": (s_b, s_p)}, Outcomes(pb, yb), Outcomes(pp, yp))
+    ev = SliceEvaluator(metric="accuracy").fit(Outcomes(pb, yb)).test(Outcomes(pp, yp), slices={"s": (s_b, s_p)})
     assert ev.get("s").changed and ev.get("s").p_value_adjusted < 0.05
-    ev = SliceEvaluator(metric="accuracy").evaluate({"s": (s_b, s_p)}, Outcomes(pb, yb), Outcomes(pp))
+    ev = SliceEvaluator(metric="accuracy").fit(Outcomes(pb, yb)).test(Outcomes(pp), slices={"s": (s_b, s_p)})
     s = ev.get("s")
     assert np.isnan(s.production_value) and np.isnan(s.p_value) and s.gap_dataset == "benchmark"
     assert ev.overall_production is None and not s.underperforming
@@ -66,8 +65,8 @@ def test_every_metric_runs_and_orients_the_gap(metric):
     s = rng.random(n) < 0.3
     y, pred, score = _binary(rng, n, np.where(s, 0.65, 0.92))
     score = np.where(s, rng.random(n), score)  # useless scores inside the slice
-    ev = SliceEvaluator(metric=metric, positive=1).evaluate({"s": (s, s)}, Outcomes(pred, y, score),
-                                                          Outcomes(pred, y, score))
+    ev = SliceEvaluator(metric=metric, positive=1).fit(Outcomes(pred, y, score)).test(Outcomes(pred, y, score),
+                                                                                     slices={"s": (s, s)})
     res = ev.get("s")
     assert res.metric == metric and np.isfinite(res.production_value)
     assert res.underperforming, (metric, res.gap_vs_rest, res.gap_p_value_adjusted)
@@ -79,8 +78,8 @@ def test_small_slices_are_not_tested():
     y, pred, _ = _binary(rng, 500, 0.9)
     tiny = np.zeros(500, bool)
     tiny[:10] = True
-    ev = SliceEvaluator(metric="accuracy", min_slice_size=30).evaluate({"tiny": (tiny, tiny)}, Outcomes(pred, y),
-                                                                       Outcomes(pred, y))
+    ev = SliceEvaluator(metric="accuracy", min_slice_size=30).fit(Outcomes(pred, y)).test(
+        Outcomes(pred, y), slices={"tiny": (tiny, tiny)})
     t = ev.get("tiny")
     assert t.status == "insufficient_data" and np.isnan(t.gap_p_value) and not t.underperforming
     assert np.isfinite(t.production_value) and t.n_production == 10
@@ -88,14 +87,14 @@ def test_small_slices_are_not_tested():
 
 def test_input_errors():
     y = np.array([0, 1] * 50)
-    with pytest.raises(DetectorInputError, match="Unknown slice metric"):
-        SliceEvaluator(metric="f7").evaluate({}, Outcomes(y, y), Outcomes(y, y))
+    with pytest.raises(DetectorInputError, match="metric must be one of"):
+        SliceEvaluator(metric="f7").fit(Outcomes(y, y))
     with pytest.raises(DetectorInputError, match="benchmark needs labels"):
-        SliceEvaluator().evaluate({}, Outcomes(y), Outcomes(y))
+        SliceEvaluator().fit(Outcomes(y))
     with pytest.raises(DetectorInputError, match="masks must have shapes"):
-        SliceEvaluator().evaluate({"s": (np.ones(3, bool), np.ones(100, bool))}, Outcomes(y, y), Outcomes(y, y))
+        SliceEvaluator().fit(Outcomes(y, y)).test(Outcomes(y, y), slices={"s": (np.ones(3, bool), np.ones(100, bool))})
     with pytest.raises(DetectorInputError, match="needs scores"):
-        SliceEvaluator(metric="auc").evaluate({}, Outcomes(y, y), Outcomes(y, y))
+        SliceEvaluator(metric="auc").fit(Outcomes(y, y))
     with pytest.raises(DetectorInputError, match="y_true must have shape"):
         Outcomes(y, y[:5])
 
@@ -105,7 +104,7 @@ def test_with_tests_applies_an_audit_wide_correction():
     n = 1500
     s = rng.random(n) < 0.2
     y, pred, _ = _binary(rng, n, np.where(s, 0.8, 0.9))
-    ev = SliceEvaluator(metric="accuracy").evaluate({"s": (s, s)}, Outcomes(pred, y), Outcomes(pred, y))
+    ev = SliceEvaluator(metric="accuracy").fit(Outcomes(pred, y)).test(Outcomes(pred, y), slices={"s": (s, s)})
     assert ev.get("s").underperforming
     flooded = readjust(list(ev.tests) + [ev.tests[1]] * 0, alpha=1e-12)
     again = ev.with_tests(flooded)
@@ -121,8 +120,8 @@ def test_gap_test_is_calibrated_when_the_slice_is_not_weak(metric):
         n = 600
         s = rng.random(n) < 0.25
         y, pred, score = _binary(rng, n, 0.85)
-        ev = SliceEvaluator(metric=metric, positive=1, n_boot=200, random_state=int(rng.integers(1e6))).evaluate(
-            {"s": (s, s)}, Outcomes(pred, y, score), Outcomes(pred, y, score))
+        ev = SliceEvaluator(metric=metric, positive=1, n_bootstrap=200, random_state=int(rng.integers(1e6))).fit(
+            Outcomes(pred, y, score)).test(Outcomes(pred, y, score), slices={"s": (s, s)})
         res = ev.get("s")
         rejections += res.gap_p_value < 0.05
         covered += res.gap_ci[0] <= 0 <= res.gap_ci[1]

@@ -1,0 +1,73 @@
+"""Parquet datasets as the Dask engine sees them: a list of files, read lazily."""
+from __future__ import annotations
+
+import glob
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class ParquetDataset:
+    """The files of one dataset with what their footers say (no row is read)."""
+
+    name: str
+    files: tuple[str, ...]
+    n_rows: int
+    columns: tuple[str, ...]
+    numeric: tuple[str, ...]  # numeric, non-boolean columns (sketched)
+    fingerprint: str  # sha256 of relative paths, sizes and footers: changes when any file changes
+
+    @classmethod
+    def open(cls, path: str | Path, *, name: str | None = None) -> "ParquetDataset":
+        files = parquet_files(path)
+        return cls.from_files(files, name=name or Path(str(path).rstrip("/*")).name)
+
+    @classmethod
+    def from_files(cls, files, *, name: str) -> "ParquetDataset":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        files = [str(f) for f in files]
+        if not files:
+            raise ValueError(f"dataset {name!r} has no Parquet files.")
+        digest, n_rows, schema = hashlib.sha256(), 0, None
+        for f in files:
+            meta = pq.read_metadata(f)
+            n_rows += meta.num_rows
+            file_schema = meta.schema.to_arrow_schema()
+            if schema is None:
+                schema = file_schema
+            elif file_schema.names != schema.names:
+                raise ValueError(f"dataset {name!r}: {Path(f).name} has columns {file_schema.names}, "
+                                 f"the first file {schema.names}.")
+            digest.update(f"{Path(f).name}:{Path(f).stat().st_size}:{meta.num_rows}:{meta.serialized_size}".encode())
+        numeric = tuple(fld.name for fld in schema if (pa.types.is_integer(fld.type) or pa.types.is_floating(fld.type)
+                                                       or pa.types.is_decimal(fld.type)))
+        columns = tuple(c for c in schema.names if not c.startswith("__index_level_"))
+        return cls(name, tuple(files), n_rows, columns, numeric, digest.hexdigest())
+
+    def head(self, n: int = 1000):
+        """The first ``n`` rows (for column roles and types)."""
+        import pyarrow.parquet as pq
+
+        batches = pq.ParquetFile(self.files[0]).iter_batches(batch_size=n)
+        frame = next(batches).to_pandas()
+        return frame[[c for c in frame.columns if c in self.columns]]
+
+
+def parquet_files(path: str | Path) -> list[str]:
+    """A Parquet file, every Parquet file under a directory, or a glob's matches; sorted."""
+    text = str(path)
+    if any(ch in text for ch in "*?["):
+        matches = sorted(glob.glob(text, recursive=True))
+    elif Path(text).is_dir():
+        matches = sorted(str(p) for p in Path(text).rglob("*") if p.suffix in PARQUET_SUFFIXES)
+    else:
+        matches = [text] if Path(text).exists() else []
+    files = [m for m in matches if Path(m).is_file() and Path(m).suffix in PARQUET_SUFFIXES]
+    if not files:
+        raise FileNotFoundError(f"no Parquet files at {text!r} (give a .parquet file, a directory or a glob).")
+    return files
