@@ -111,6 +111,22 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
     return [(key, shorten(fmt_value(value), 160))]
 
 
+def _engine_note(engine) -> str | None:
+    """One sentence on how a Dask-engine audit computed its numbers (the pandas engine needs none)."""
+    if not isinstance(engine, Mapping) or engine.get("name") != "dask":
+        return None
+    sample = engine.get("sample") or {}
+    sketch = engine.get("sketch") or {}
+    parts = engine.get("n_partitions") or {}
+    return (f"Computed on the Dask engine from {fmt_value(parts.get('benchmark'))} benchmark and "
+            f"{fmt_value(parts.get('production'))} production Parquet partitions. Exact, from counts of every row: "
+            f"{'; '.join(map(str, engine.get('exact') or []))}. From {sketch.get('type', 'quantile')} sketches "
+            f"(k = {fmt_value(sketch.get('k'))}, CDF error ≤ {fmt_value(sketch.get('rank_error'))} per sketch): "
+            f"{'; '.join(map(str, engine.get('sketched') or []))}. On a uniform sample of "
+            f"{fmt_value(sample.get('benchmark_rows'))} benchmark and {fmt_value(sample.get('production_rows'))} "
+            f"production rows: {'; '.join(map(str, engine.get('sampled') or []))}.")
+
+
 def _priors(params: Mapping) -> dict:
     """The gaps this audit assumed where none could be measured: as recorded, else the defaults."""
     recorded = get(params, "severity_priors")
@@ -184,7 +200,8 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
         "slices": sections.slices(audit, [str(lim.get("slice")) for lim in items
                                           if lim.get("kind") == "underperforming_slice" and lim.get("slice")]),
         "plan": sections.plan(as_dict(plan) if plan is not None else get(audit, "next_round")),
-        "parameters": _flatten(params)[:60], "timings": _timings(audit),
+        "parameters": _flatten({k: v for k, v in params.items() if k != "engine"})[:60], "timings": _timings(audit),
+        "engine": _engine_note(get(params, "engine")),
         "companion": get(params, "evidently_companion") is True,
         "notes": [{"part": shorten(n.get("part"), 80), "reason": shorten(n.get("reason"), 300)}
                   for n in as_list(get(audit, "notes"))][:TABLE_CAP],

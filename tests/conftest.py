@@ -77,3 +77,16 @@ def client(settings):
 
     with TestClient(create_app(settings)) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A Dask LocalCluster with one in-process worker (threads): starts in about a second, and its
+    scheduler address works for the CLI and the API's worker in this process."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
+                                       silence_logs=40)
+    dask = distributed.Client(cluster, set_as_default=False)
+    yield dask
+    dask.close()
+    cluster.close()

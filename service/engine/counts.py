@@ -9,11 +9,12 @@ therefore drawn once, from the merged counts (:meth:`OutcomeCounts.poisson_repli
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
+
+from detectors.base import FrozenDict
 
 MISSING = ""  # the label of an unlabelled row, or the prediction of a row without one
 
@@ -32,7 +33,7 @@ class OutcomeCounts:
     pairs: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "pairs", MappingProxyType(dict(self.pairs)))
+        object.__setattr__(self, "pairs", FrozenDict(dict(self.pairs)))
 
     @classmethod
     def from_columns(cls, y_true: pd.Series | None, y_pred: pd.Series | None, mask: np.ndarray | None = None,

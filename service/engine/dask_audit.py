@@ -45,6 +45,14 @@ def scan_plan(dataset: ParquetDataset, columns, pack, *, labelled: bool, sample_
                     sketch_k=SKETCH_K, extra=tuple(extra))
 
 
+def benchmark_key(dataset: ParquetDataset, plan: ScanPlan) -> str:
+    """What a benchmark's scan depends on: its files (fingerprint) and everything in the plan."""
+    from service.pipeline.reference_cache import cache_key
+
+    return cache_key("dask-scan", dataset.fingerprint, plan.columns, plan.numeric, plan.label, plan.prediction,
+                     dict(plan.slices), plan.sample_fraction, plan.random_state, plan.sketch_k, plan.extra)
+
+
 def _evaluable(expression: str, columns) -> bool:
     from domains import parse
     from domains.expressions import columns_used
@@ -64,9 +72,7 @@ def scan_pair(client, benchmark: ParquetDataset, production: ParquetDataset, col
         return scan_files(client, list(benchmark.files), plan_b, lambda f: progress(SCAN_SHARE * f / 2,
                                                                                     "scanning the benchmark"))
     if cache is not None:  # the benchmark side of a monitor or a repeated audit is scanned once
-        from service.pipeline.reference_cache import cache_key
-
-        scan_b = cache.get_or_compute(cache_key("dask-scan", benchmark.fingerprint, plan_b), scan_benchmark)
+        scan_b = cache.get_or_compute(benchmark_key(benchmark, plan_b), scan_benchmark)
     else:
         scan_b = scan_benchmark()
     scan_p = scan_files(client, list(production.files), plan_p,
@@ -125,7 +131,8 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
     inp = AuditInput(audit_id=audit_id, benchmark=scan_b.sample, production=scan_p.sample,
                      benchmark_roles=benchmark_roles, production_roles=production_roles, benchmark_ref=refs[0],
                      production_ref=refs[1], pack=pack, options=options, annotations=annotations, title=title,
-                     summaries=summaries)
+                     summaries=summaries, reference_cache=cache,
+                     benchmark_digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}")
     return run_audit(inp, progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
 
 

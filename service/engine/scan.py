@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
 
+from detectors.base import FrozenDict
 from service.engine.counts import OutcomeCounts
 
 ALL_ROWS = "__all_rows__"  # the outcome counts of every row, beside the slices'
@@ -39,7 +39,7 @@ class ScanPlan:
     extra: tuple[str, ...] = ()  # read and kept in the sample only (scores, ids, embeddings)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "slices", MappingProxyType(dict(self.slices)))
+        object.__setattr__(self, "slices", FrozenDict(dict(self.slices)))
 
     @property
     def read(self) -> list[str]:
@@ -65,8 +65,8 @@ class Scan:
         discrete = {c: _merge_discrete(s, other.discrete[c]) for c, s in self.discrete.items()}
         outcomes = {k: v.merge(other.outcomes[k]) for k, v in self.outcomes.items()}
         sample = pd.concat([self.sample, other.sample], ignore_index=True)
-        return Scan(self.n_rows + other.n_rows, MappingProxyType(numeric), MappingProxyType(categories),
-                    MappingProxyType(discrete), MappingProxyType(outcomes), sample,
+        return Scan(self.n_rows + other.n_rows, FrozenDict(numeric), FrozenDict(categories),
+                    FrozenDict(discrete), FrozenDict(outcomes), sample,
                     self.n_partitions + other.n_partitions)
 
 
@@ -105,8 +105,8 @@ def scan_frame(frame: pd.DataFrame, plan: ScanPlan, seed_key: tuple[int, ...]) -
     # exact counts of numeric columns with few values, which are tested as categorical
     discrete = {c: CategorySummary.from_values(frame[c]) if frame[c].nunique() <= DISCRETE_MAX_UNIQUE else None
                 for c in plan.numeric}
-    return Scan(len(frame), MappingProxyType(numeric), MappingProxyType(categories), MappingProxyType(discrete),
-                MappingProxyType(outcome_counts(frame, plan)), _bernoulli(frame, plan, seed_key))
+    return Scan(len(frame), FrozenDict(numeric), FrozenDict(categories), FrozenDict(discrete),
+                FrozenDict(outcome_counts(frame, plan)), _bernoulli(frame, plan, seed_key))
 
 
 def outcome_counts(frame: pd.DataFrame, plan: ScanPlan) -> dict[str, OutcomeCounts]:
