@@ -63,9 +63,12 @@ def _build_parser() -> argparse.ArgumentParser:
 class TerminalProgress:
     """One updating line on a terminal; silent when output is redirected."""
 
-    def __init__(self, stream=sys.stderr) -> None:
-        self.stream = stream
-        self.enabled = stream.isatty()
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr  # looked up now: sys.stderr may have been replaced since import
+        try:
+            self.enabled = bool(self.stream is not None and self.stream.isatty())
+        except ValueError:  # a closed stream
+            self.enabled = False
 
     def __call__(self, fraction: float, stage: str) -> None:
         if self.enabled:

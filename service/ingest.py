@@ -3,7 +3,9 @@
 Formats (SPEC §3): CSV, Parquet, JSON Lines, each optionally gzip-compressed. The format
 comes from the file name; the content must agree with it. Every reader is bounded
 (:mod:`service.bounded`): decompressed bytes, rows x columns and cell size are counted
-while reading, so an expansion bomb is refused before it can exhaust memory.
+while reading, so an expansion bomb is refused before it can exhaust memory. Every reader
+is also a generator of chunks of about ``chunk_cells`` cells: :func:`iter_chunks` feeds the
+streamed upload (:mod:`service.upload`), :func:`read_table` concatenates them in memory.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import hashlib
 import io
 import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 import pandas as pd
 
@@ -63,8 +65,9 @@ def spool_to_disk(source: BinaryIO, target: Path, *, max_bytes: int, filename: s
     return digest.hexdigest(), size
 
 
-def read_table(path: Path, filename: str, limits: UploadLimits | None = None) -> pd.DataFrame:
-    """Parse the spooled upload at ``path``; raise a :class:`BadUpload` that names the fault.
+def read_table(path: Path, filename: str, limits: UploadLimits | None = None,
+               chunk_cells: int = CHUNK_CELLS) -> pd.DataFrame:
+    """Parse the spooled upload at ``path`` into memory; raise a :class:`BadUpload` that names the fault.
 
     Returns
     -------
@@ -72,27 +75,61 @@ def read_table(path: Path, filename: str, limits: UploadLimits | None = None) ->
         String column names; every object column holds one kind of value (see
         :func:`service.coerce.coerce_columns`).
     """
-    from service.ingest_formats import read_jsonl, read_parquet
+    chunks = list(iter_raw(path, filename, limits or UploadLimits(), chunk_cells))
+    # chunks infer dtypes on their own; concat widens int+float and int+str as one read would
+    frame = pd.concat(chunks, ignore_index=True, copy=False) if len(chunks) > 1 else chunks[0]
+    frame = _check_frame(frame, filename)
+    return coerce_columns(frame, filename)
 
-    limits = limits or UploadLimits()
+
+def iter_chunks(path: Path, filename: str, limits: UploadLimits | None = None,
+                chunk_cells: int = CHUNK_CELLS) -> Iterator[pd.DataFrame]:
+    """The upload as typed frames of about ``chunk_cells`` cells each, for streaming to parts.
+
+    The first chunk fixes the columns (roles are inferred from it); a later chunk may lack a
+    JSON key (the column is null there) but not add one (422 ``inconsistent_columns``: the parts
+    already written could not hold it). Dtypes may still drift between chunks; see
+    :mod:`service.arrow_types`.
+    """
+    columns: list[str] | None = None
+    for chunk in iter_raw(path, filename, limits or UploadLimits(), chunk_cells):
+        if columns is None:
+            columns = list(_check_frame(chunk, filename).columns)
+        elif len(chunk) == 0:
+            continue
+        else:
+            chunk = _align(chunk, columns, filename)
+        yield coerce_columns(chunk, filename)
+
+
+def _align(chunk: pd.DataFrame, columns: list[str], filename: str) -> pd.DataFrame:
+    chunk.columns = [str(c) for c in chunk.columns]
+    extra = [c for c in chunk.columns if c not in set(columns)]
+    if extra:
+        first = int(chunk.index[0]) + 1
+        raise BadUpload(f"File {filename!r}: records from row {first} on have keys the first rows lack: "
+                        f"{extra[:20]}; put every key in the first records, or upload CSV or Parquet.",
+                        code="inconsistent_columns", details={"file": filename, "columns": extra[:100], "row": first})
+    return chunk.reindex(columns=columns) if list(chunk.columns) != columns else chunk
+
+
+def iter_raw(path: Path, filename: str, limits: UploadLimits,
+             chunk_cells: int = CHUNK_CELLS) -> Iterator[pd.DataFrame]:
+    """Untyped frames straight from the parser, limits checked; at least one (maybe with no rows)."""
+    from service.ingest_formats import iter_jsonl, iter_parquet
+
     fmt, gzipped = detect_format(filename)
     with open(path, "rb") as fh:
         head = fh.read(4)
     if gzipped and not head.startswith(GZIP_MAGIC):
         raise BadUpload(f"File {filename!r} ends in .gz but is not gzip data.", code="invalid_gzip",
                         details={"file": filename})
+    readers = {"parquet": iter_parquet, "csv": _iter_csv, "jsonl": iter_jsonl}
     try:
-        if fmt == "parquet":
-            frame = read_parquet(path, gzipped, filename, limits)
-        elif fmt == "csv":
-            frame = _read_csv(path, gzipped, filename, limits)
-        else:
-            frame = read_jsonl(path, gzipped, filename, limits)
+        yield from readers[fmt](path, gzipped, filename, limits, chunk_cells)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise BadUpload(f"File {filename!r} is not valid gzip data (truncated or corrupt): {exc}",
                         code="invalid_gzip", details={"file": filename}) from None
-    frame = _check_frame(frame, filename)
-    return coerce_columns(frame, filename)
 
 
 def check_text_start(path: Path, gzipped: bool, limits: UploadLimits, filename: str) -> None:
@@ -116,7 +153,8 @@ def _csv_header(path: Path, gzipped: bool, limits: UploadLimits, filename: str) 
                             details={"file": filename, "line": 1}) from None
 
 
-def _read_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits) -> pd.DataFrame:
+def _iter_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
+              chunk_cells: int) -> Iterator[pd.DataFrame]:
     check_text_start(path, gzipped, limits, filename)
     header = _csv_header(path, gzipped, limits, filename)
     duplicates = sorted({c for c in header if header.count(c) > 1}) if len(header) < 5000 else \
@@ -125,15 +163,16 @@ def _read_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits) ->
         raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates[:20]}.",
                         code="duplicate_columns", details={"file": filename, "columns": duplicates[:100]})
     limits.check_cells(filename, 1, len(header))
-    rows_per_chunk = max(1, CHUNK_CELLS // max(len(header), 1))
-    chunks, n_rows = [], 0
+    rows_per_chunk = max(1, chunk_cells // max(len(header), 1))
+    n_rows, has_nulls = 0, False
     try:
         with open_bounded(path, gzipped, limits, filename) as fh:
             for chunk in pd.read_csv(fh, encoding="utf-8-sig", low_memory=False, chunksize=rows_per_chunk):
                 check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
                 n_rows += len(chunk)
                 limits.check_cells(filename, n_rows, chunk.shape[1])
-                chunks.append(chunk)
+                has_nulls = has_nulls or bool(chunk.isna().to_numpy().any())
+                yield chunk
     except UnicodeDecodeError as exc:
         raise encoding_error(filename, exc) from None
     except pd.errors.EmptyDataError:
@@ -142,17 +181,8 @@ def _read_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits) ->
     except pd.errors.ParserError as exc:
         raise BadUpload(f"File {filename!r} is not valid CSV: {exc}", code="invalid_csv",
                         details={"file": filename, "parser": str(exc)}) from None
-    frame = _concat(chunks, header)
-    if frame.isna().to_numpy().any():  # a short row parses as trailing nulls: find it, name it
+    if has_nulls:  # a short row parses as trailing nulls: find it, name it
         _check_ragged(path, gzipped, limits, filename, len(header))
-    return frame
-
-
-def _concat(chunks: list[pd.DataFrame], header: list[str]) -> pd.DataFrame:
-    if not chunks:
-        return pd.DataFrame(columns=header)
-    # chunks infer dtypes on their own; concat widens int+float and int+str as one read would
-    return pd.concat(chunks, ignore_index=True, copy=False) if len(chunks) > 1 else chunks[0]
 
 
 def _check_ragged(path: Path, gzipped: bool, limits: UploadLimits, filename: str, n_columns: int) -> None:

@@ -1,9 +1,10 @@
-"""JSON Lines and Parquet readers, bounded like the CSV one (see :mod:`service.bounded`)."""
+"""JSON Lines and Parquet readers, chunk by chunk and bounded like the CSV one (see :mod:`service.bounded`)."""
 from __future__ import annotations
 
 import json
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 
@@ -14,12 +15,13 @@ from service.errors import BadUpload, InvalidRequest
 JSONL_CHUNK_ROWS = 50_000
 
 
-def read_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits) -> pd.DataFrame:
-    """One JSON object per line; records become frames every ``JSONL_CHUNK_ROWS`` lines."""
+def iter_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
+               chunk_cells: int) -> Iterator[pd.DataFrame]:
+    """One JSON object per line; records become a frame every ``JSONL_CHUNK_ROWS`` lines (fewer
+    for wide records: about ``chunk_cells`` cells), so only one chunk of records is in memory."""
     from service.ingest import check_text_start, encoding_error
 
     check_text_start(path, gzipped, limits, filename)
-    chunks: list[pd.DataFrame] = []
     records: list[dict] = []
     n_rows, n_columns = 0, 0
     with open_bounded(path, gzipped, limits, filename) as fh:
@@ -27,13 +29,14 @@ def read_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits) -
             if not raw.strip():
                 continue
             records.append(_parse_line(raw, number, filename, encoding_error))
-            if len(records) >= JSONL_CHUNK_ROWS:
-                n_columns = _flush(records, chunks, limits, filename, n_rows, n_columns)
-                n_rows += JSONL_CHUNK_ROWS
-        n_columns = _flush(records, chunks, limits, filename, n_rows, n_columns)
-    if not chunks:
-        return pd.DataFrame()
-    return pd.concat(chunks, ignore_index=True, copy=False) if len(chunks) > 1 else chunks[0]
+            if len(records) >= max(1, min(JSONL_CHUNK_ROWS, chunk_cells // max(n_columns, 1))):
+                chunk = _flush(records, limits, filename, n_rows, n_columns)
+                n_rows, n_columns = n_rows + len(chunk), max(n_columns, chunk.shape[1])
+                yield chunk
+        if records:
+            yield _flush(records, limits, filename, n_rows, n_columns)
+        elif n_rows == 0:
+            yield pd.DataFrame()
 
 
 def _parse_line(raw: bytes, number: int, filename: str, encoding_error) -> dict:
@@ -57,34 +60,35 @@ def _parse_line(raw: bytes, number: int, filename: str, encoding_error) -> dict:
     return record
 
 
-def _flush(records: list[dict], chunks: list[pd.DataFrame], limits: UploadLimits, filename: str,
-           n_rows: int, n_columns: int) -> int:
-    if not records:
-        return n_columns
+def _flush(records: list[dict], limits: UploadLimits, filename: str, n_rows: int, n_columns: int) -> pd.DataFrame:
     chunk = pd.DataFrame.from_records(records)
+    chunk.index = pd.RangeIndex(n_rows, n_rows + len(chunk))  # row numbers in errors count from the file's start
     records.clear()
-    n_columns = max(n_columns, chunk.shape[1])
-    limits.check_cells(filename, n_rows + len(chunk), n_columns)
+    limits.check_cells(filename, n_rows + len(chunk), max(n_columns, chunk.shape[1]))
     check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
-    chunks.append(chunk)
-    return n_columns
+    return chunk
 
 
-def read_parquet(path: Path, gzipped: bool, filename: str, limits: UploadLimits) -> pd.DataFrame:
-    """Check the footer (size, rows x columns, types, names) before any row group is read."""
+def iter_parquet(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
+                 chunk_cells: int) -> Iterator[pd.DataFrame]:
+    """Check the footer (size, rows x columns, types, names) before any row group is read, then
+    hand over batches of about ``chunk_cells`` cells."""
     if not gzipped:
-        return _read_parquet_file(path, filename, limits)
+        yield from _iter_parquet_file(path, filename, limits, chunk_cells)
+        return
     plain = path.with_name(f"{path.name}.{uuid.uuid4().hex}.parquet")
     try:
         decompress_to(path, plain, limits, filename)
-        return _read_parquet_file(plain, filename, limits)
+        yield from _iter_parquet_file(plain, filename, limits, chunk_cells)
     finally:
         plain.unlink(missing_ok=True)
 
 
-def _read_parquet_file(path: Path, filename: str, limits: UploadLimits) -> pd.DataFrame:
+def _iter_parquet_file(path: Path, filename: str, limits: UploadLimits, chunk_cells: int) -> Iterator[pd.DataFrame]:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from service.partitions import decimals_as_float
 
     try:
         meta = pq.ParquetFile(path)
@@ -99,17 +103,19 @@ def _read_parquet_file(path: Path, filename: str, limits: UploadLimits) -> pd.Da
                         code="duplicate_columns", details={"file": filename, "columns": duplicates})
     _check_footer(meta.metadata, filename, limits, len(names))
     _check_types(schema, filename)
+    n_rows, batch_rows = 0, max(1, chunk_cells // max(len(names), 1))
     try:
-        table = meta.read()
+        for batch in meta.iter_batches(batch_size=batch_rows):
+            frame = decimals_as_float(pa.Table.from_batches([batch])).to_pandas()
+            frame.index = pd.RangeIndex(n_rows, n_rows + len(frame))
+            check_text_cells(frame, limits, filename, first_row=n_rows + 1)
+            n_rows += len(frame)
+            yield frame
     except (pa.ArrowException, OSError) as exc:
         raise BadUpload(f"File {filename!r} is not a readable Parquet file: {exc}", code="invalid_parquet",
                         details={"file": filename}) from None
-    for index, field in enumerate(table.schema):
-        if pa.types.is_decimal(field.type):  # Decimal objects would turn into text downstream
-            table = table.set_column(index, field.name, table.column(index).cast(pa.float64()))
-    frame = table.to_pandas()
-    check_text_cells(frame, limits, filename, first_row=1)
-    return frame
+    if n_rows == 0:
+        yield schema.empty_table().to_pandas()
 
 
 def _check_footer(metadata, filename: str, limits: UploadLimits, n_columns: int) -> None:

@@ -48,12 +48,10 @@ def read_annotations(path: str | None) -> tuple[pd.DataFrame, dict[str, str]] | 
 
 
 def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Read, type and validate one file exactly as ``POST /v1/datasets`` would."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidRequest(f"File {str(path)!r} does not exist.", code="file_not_found",
-                             details={"file": str(path)})
-    frame = ingest.read_table(path, path.name)
+    """Read, type and validate one file, Parquet directory or glob exactly as ``POST /v1/datasets``
+    (or ``/v1/datasets/register``) would."""
+    frame, label = read_any(path)
+    path = Path(label)
     column_roles = roles.infer_roles(frame.columns, schema=roles.parse_schema(schema, frame.columns, path.name),
                                      context_columns=[c.name for c in pack.context])
     from service.packs import view
@@ -69,11 +67,31 @@ def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFr
     return frame, column_roles
 
 
+def read_any(path: str | Path) -> tuple[pd.DataFrame, str]:
+    """A file of any upload format, or every Parquet file of a directory or glob, as one frame."""
+    from service.coerce import coerce_columns
+    from service.partitions import read_parts
+    from service.paths import is_glob, parquet_files, split_glob
+    from service.register import common_schema
+
+    text = str(path)
+    if Path(text).is_file():
+        return ingest.read_table(Path(text), Path(text).name), text
+    if not Path(text).is_dir() and not is_glob(text):
+        raise InvalidRequest(f"File {text!r} does not exist.", code="file_not_found", details={"file": text})
+    files = parquet_files(text)
+    base = Path(text) if Path(text).is_dir() else Path(split_glob(text)[0])
+    common_schema(files, base)  # every file Parquet, one schema: as registration demands
+    return coerce_columns(read_parts(files), text), text
+
+
 def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any,
                  benchmark_roles: dict[str, str], production_roles: dict[str, str],
                  options: dict[str, Any] | None = None, progress: Progress | None = None,
                  names: tuple[str, str] = ("benchmark", "production"),
-                 annotations: tuple[pd.DataFrame, dict[str, str]] | None = None) -> Any:
+                 annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
+                 reference_cache: Any = None) -> Any:
+    """One in-memory audit; ``reference_cache`` (a ``ReferenceCache``) keeps the benchmark-side fits."""
     from service.pipeline import AuditInput, run_audit
     from service.schemas import AuditOptions
 
@@ -81,5 +99,6 @@ def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any
                              benchmark_roles=benchmark_roles, production_roles=production_roles,
                              benchmark_ref={"id": names[0], "name": names[0]},
                              production_ref={"id": names[1], "name": names[1]}, pack=pack,
-                             options=AuditOptions(**(options or {})).model_dump(), annotations=annotations)
+                             options=AuditOptions(**(options or {})).model_dump(), annotations=annotations,
+                             reference_cache=reference_cache)
     return run_audit(audit_input, progress=progress or (lambda p, s: None))

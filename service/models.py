@@ -28,8 +28,10 @@ class DatasetRow(Base):
     columns: Mapped[list] = mapped_column(JSON)
     validation: Mapped[dict] = mapped_column(JSON)
     sha256: Mapped[str] = mapped_column(String(64), index=True)
-    path: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(Text)  # under data_dir if copied; the resolved dir or glob if registered
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    storage: Mapped[str] = mapped_column(String(16), default="copied", server_default="copied")
+    n_partitions: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
 
 class AuditRow(Base):

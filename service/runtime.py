@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from service.worker import AuditWorker
 
 log = logging.getLogger("contextshift")
+_cache_lock = threading.Lock()
 
 
 @dataclass
@@ -30,6 +31,20 @@ class Runtime:
     audits: AuditStore
     packs: PackRegistry
     worker: "AuditWorker | None" = None
+    _reference_cache: Any = field(default=None, repr=False)
+
+    def reference_cache(self) -> Any:
+        """The benchmark-side fit cache (``service.pipeline.reference_cache``) under
+        ``data_dir/cache/reference``, shared by the audit worker and monitor runs; None when
+        ``CONTEXTSHIFT_REFERENCE_CACHE=off``. Made on first use: importing the pipeline is slow."""
+        if not self.settings.reference_cache:
+            return None
+        with _cache_lock:
+            if self._reference_cache is None:
+                from service.pipeline.reference_cache import ReferenceCache
+
+                self._reference_cache = ReferenceCache(self.settings.data_dir / "cache" / "reference", max_items=32)
+        return self._reference_cache
 
     @classmethod
     def start(cls, settings: Settings) -> "Runtime":
@@ -38,7 +53,8 @@ class Runtime:
         migrate(engine)
         sessions = session_factory(engine)
         runtime = cls(settings=settings, engine=engine, sessions=sessions,
-                      datasets=DatasetStore(sessions, settings.data_dir),
+                      datasets=DatasetStore(sessions, settings.data_dir, partition_rows=settings.partition_rows,
+                                            roots=settings.data_roots),
                       audits=AuditStore(sessions, settings.data_dir, lease_s=settings.audit_lease_s),
                       packs=PackRegistry(sessions))
         removed = runtime.datasets.remove_orphans()

@@ -1,15 +1,21 @@
-"""Persistence of datasets: metadata in the database, data as Parquet written atomically.
+"""Persistence of datasets: metadata in the database, data as Parquet parts written atomically.
 
-The database row is the commit point. Data files are written to ``tmp/`` first, fsynced and
-renamed into ``datasets/``; only then is the row committed. A crash before the commit leaves
-at most an unreferenced file, which :meth:`DatasetStore.remove_orphans` deletes at start-up.
+The database row is the commit point. Parts are written to ``tmp/<staging>/`` first, fsynced,
+and the folder is renamed to ``datasets/<id>/``; only then is the row committed. A crash
+before the commit leaves at most an unreferenced folder, which
+:meth:`DatasetStore.remove_orphans` deletes at start-up. A *registered* dataset is the user's
+own Parquet files inside ``CONTEXTSHIFT_DATA_ROOTS``: only its row is stored, and deleting it
+removes only the row.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 from sqlalchemy import or_, select
@@ -18,6 +24,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict, InvalidRequest, NotFound
 from service.models import AuditRow, DatasetRow
+from service.partitions import PartWriter, fingerprint, read_parts, write_frame
+from service.paths import Roots, resolve_inside
+
+DATA_ROOTS = "CONTEXTSHIFT_DATA_ROOTS"
 
 
 def storable_key(key: str) -> bool:
@@ -29,38 +39,47 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
-def atomic_write_parquet(frame: pd.DataFrame, target: Path, tmp_dir: Path) -> None:
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_dir / f"{target.name}.{uuid.uuid4().hex}.part"
-    try:
-        frame.to_parquet(tmp, index=False)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+def data_roots(paths) -> Roots:
+    return Roots(tuple(Path(p) for p in paths), DATA_ROOTS, "registration_disabled", "Registering datasets")
 
 
-def _write_checked(frame: pd.DataFrame, path: Path, tmp_dir: Path) -> None:
-    """Write the Parquet file; a column Arrow cannot store is the upload's fault (422), not a 500."""
-    import pyarrow as pa
+def arrow_fault(exc: Exception) -> InvalidRequest:
+    """A column Arrow cannot store is the upload's fault (422), not a 500."""
+    return InvalidRequest(f"The table cannot be stored: {exc}", code="invalid_column_type",
+                          details={"reason": str(exc)[:500]})
 
-    try:
-        atomic_write_parquet(frame, path, tmp_dir)
-    except (pa.ArrowException, ValueError, TypeError, OverflowError) as exc:
-        raise InvalidRequest(f"The table cannot be stored: {exc}", code="invalid_column_type",
-                             details={"reason": str(exc)[:500]}) from None
+
+ARROW_FAULTS: tuple[type[Exception], ...] = (ValueError, TypeError, OverflowError)  # + pa.ArrowException
+
+
+@dataclass(frozen=True)
+class DatasetLocation:
+    """Where a dataset's rows are: its Parquet files, and whether they are the user's (registered)."""
+
+    files: list[Path]
+    registered: bool
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Parts written under ``tmp/``, not yet a dataset."""
+
+    directory: Path
+    n_rows: int
+    n_partitions: int
 
 
 class DatasetStore:
-    """Create, read and delete datasets."""
+    """Create, register, read and delete datasets."""
 
-    def __init__(self, sessions: sessionmaker[Session], data_dir: Path) -> None:
+    def __init__(self, sessions: sessionmaker[Session], data_dir: Path, *, partition_rows: int = 1_000_000,
+                 roots: tuple[Path, ...] | list[Path] = ()) -> None:
         self.sessions = sessions
         self.data_dir = Path(data_dir)
         self.datasets_dir = self.data_dir / "datasets"
         self.tmp_dir = self.data_dir / "tmp"
+        self.partition_rows = int(partition_rows)
+        self.roots = data_roots(roots)
 
     def find_duplicate(self, name: str, sha256: str) -> DatasetRow | None:
         with self.sessions() as s:
@@ -75,25 +94,69 @@ class DatasetStore:
     def create_or_get(self, *, name: str, role: str, domain: str | None, frame: pd.DataFrame,
                       columns: list[dict[str, str]], validation: dict[str, Any],
                       sha256: str) -> tuple[DatasetRow, bool]:
-        """Store a dataset; ``(row, True)``, or ``(existing, False)`` when a parallel upload of the
-        same name and content committed first (the unique index on (name, sha256) decides)."""
+        """Store an in-memory frame as parts; see :meth:`commit` for the return value."""
+        import pyarrow as pa
+
+        with self.staging() as writer:
+            try:
+                write_frame(frame, writer)
+            except (pa.ArrowException, *ARROW_FAULTS) as exc:
+                raise arrow_fault(exc) from None
+            return self.commit(self.finish(writer), name=name, role=role, domain=domain,
+                               n_columns=frame.shape[1], columns=columns, validation=validation, sha256=sha256)
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[PartWriter]:
+        """A writer of parts into a fresh folder under ``tmp/``, removed unless committed."""
+        directory = self.tmp_dir / f"staging-{uuid.uuid4().hex}"
+        writer = PartWriter(directory, self.partition_rows)
+        try:
+            yield writer
+        finally:
+            writer.abort()
+            shutil.rmtree(directory, ignore_errors=True)
+
+    @staticmethod
+    def finish(writer: PartWriter) -> Staged:
+        parts = writer.finish()
+        return Staged(directory=writer.directory, n_rows=writer.n_rows, n_partitions=len(parts))
+
+    def commit(self, staged: Staged, *, name: str, role: str, domain: str | None, n_columns: int,
+               columns: list[dict[str, str]], validation: dict[str, Any], sha256: str) -> tuple[DatasetRow, bool]:
+        """Move staged parts to ``datasets/<id>/`` and commit the row: ``(row, True)``, or
+        ``(existing, False)`` when a parallel upload of the same name and content committed first
+        (the unique index on (name, sha256) decides)."""
         dataset_id = new_id("ds")
-        path = self.datasets_dir / f"{dataset_id}.parquet"
-        _write_checked(frame, path, self.tmp_dir)
-        row = DatasetRow(id=dataset_id, name=name, role=role, domain=domain, n_rows=len(frame),
-                         n_columns=frame.shape[1], columns=columns, validation=validation,
-                         sha256=sha256, path=str(path.relative_to(self.data_dir)))
+        target = self.datasets_dir / dataset_id
+        self.datasets_dir.mkdir(parents=True, exist_ok=True)
+        os.replace(staged.directory, target)
+        row = DatasetRow(id=dataset_id, name=name, role=role, domain=domain, n_rows=staged.n_rows,
+                         n_columns=n_columns, columns=columns, validation=validation, sha256=sha256,
+                         path=str(target.relative_to(self.data_dir)), storage="copied",
+                         n_partitions=staged.n_partitions)
+        return self._insert(row, lambda: shutil.rmtree(target, ignore_errors=True))
+
+    def register(self, *, name: str, role: str, domain: str | None, spec: str, n_rows: int, n_columns: int,
+                 n_partitions: int, columns: list[dict[str, str]], validation: dict[str, Any],
+                 sha256: str) -> tuple[DatasetRow, bool]:
+        """A catalogue row for the user's files at ``spec`` (nothing is copied)."""
+        row = DatasetRow(id=new_id("ds"), name=name, role=role, domain=domain, n_rows=n_rows, n_columns=n_columns,
+                         columns=columns, validation=validation, sha256=sha256, path=spec, storage="registered",
+                         n_partitions=n_partitions)
+        return self._insert(row, lambda: None)
+
+    def _insert(self, row: DatasetRow, undo) -> tuple[DatasetRow, bool]:
         try:
             with self.sessions.begin() as s:
                 s.add(row)
         except IntegrityError:
-            path.unlink(missing_ok=True)
-            existing = self.find_duplicate(name, sha256)
+            undo()
+            existing = self.find_duplicate(row.name, row.sha256)
             if existing is None:
                 raise
             return existing, False
         except BaseException:
-            path.unlink(missing_ok=True)
+            undo()
             raise
         return row, True
 
@@ -109,50 +172,92 @@ class DatasetStore:
             query = select(DatasetRow).order_by(DatasetRow.created_at.desc()).limit(limit).offset(offset)
             return list(s.scalars(query))
 
-    def load_frame(self, dataset_id: str, columns: list[str] | None = None) -> pd.DataFrame:
+    def location(self, dataset_id: str) -> DatasetLocation:
+        """The Parquet files of a dataset, for the pandas engine here and the Dask engine.
+
+        A registered dataset is resolved again under today's roots, and its fingerprint must
+        still be the one recorded (its ``sha256``): an audit must not read other data than the
+        dataset that was validated. Otherwise 409 ``dataset_changed``.
+        """
         row = self.get(dataset_id)
-        return pd.read_parquet(self.data_dir / row.path, columns=columns)
+        if row.storage != "registered":
+            path = self.data_dir / row.path
+            files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]  # a file: stored before parts
+            return DatasetLocation(files=files, registered=False)
+        resolved = resolve_inside(row.path, self.roots)
+        try:
+            current = fingerprint(resolved.files, resolved.base)
+        except (OSError, ValueError):
+            current = None
+        if current != row.sha256:
+            raise Conflict(f"The files of registered dataset {dataset_id!r} changed since it was registered "
+                           f"({row.path}); register them again.", code="dataset_changed",
+                           details={"dataset": dataset_id, "path": row.path})
+        return DatasetLocation(files=resolved.files, registered=True)
+
+    def dataset_files(self, dataset_id: str) -> list[Path]:
+        return self.location(dataset_id).files
+
+    def load_frame(self, dataset_id: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """Every part in one frame (the pandas engine)."""
+        return read_parts(self.location(dataset_id).files, columns=columns)
 
     def delete(self, dataset_id: str) -> None:
         with self.sessions.begin() as s:
             row = s.get(DatasetRow, dataset_id) if storable_key(dataset_id) else None
             if row is None:
                 raise NotFound(f"No dataset with id {dataset_id!r}.", details={"dataset": dataset_id})
-            used = s.scalars(select(AuditRow.id).where(or_(AuditRow.benchmark_id == dataset_id,
-                                                           AuditRow.production_id == dataset_id))).first()
-            if used:
-                raise Conflict(f"Dataset {dataset_id!r} is used by audit {used!r}; delete the audit first.",
-                               details={"dataset": dataset_id, "audit": used})
-            from service.rounds.models import BenchmarkRoundRow  # rounds keep their datasets (FK RESTRICT)
-
-            round_of = s.scalars(select(BenchmarkRoundRow).where(BenchmarkRoundRow.dataset_id == dataset_id)).first()
-            if round_of is not None:
-                raise Conflict(f"Dataset {dataset_id!r} is round {round_of.number} of benchmark "
-                               f"{round_of.series!r}; a registered round cannot be deleted.",
-                               details={"dataset": dataset_id, "benchmark": round_of.series,
-                                        "round": round_of.number})
-            from service.monitors.models import MonitorRow
-
-            monitor = s.scalars(select(MonitorRow.id).where(MonitorRow.benchmark_id == dataset_id)).first()
-            if monitor is not None:
-                raise Conflict(f"Dataset {dataset_id!r} is the benchmark of monitor {monitor!r}; delete the monitor "
-                               "first.", details={"dataset": dataset_id, "monitor": monitor})
-            path = self.data_dir / row.path
+            _check_unused(s, dataset_id)
+            path = None if row.storage == "registered" else self.data_dir / row.path  # never the user's files
             s.delete(row)
-        path.unlink(missing_ok=True)
+        if path is not None and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path is not None:
+            path.unlink(missing_ok=True)
 
     def remove_orphans(self) -> int:
-        """Delete temp files and data files no committed row refers to; return how many."""
+        """Delete staging leftovers and data no committed row refers to; return how many."""
         removed = 0
         if self.tmp_dir.exists():
             for leftover in self.tmp_dir.iterdir():
-                leftover.unlink(missing_ok=True)
+                _remove(leftover)
                 removed += 1
         if self.datasets_dir.exists():
             with self.sessions() as s:
-                known = {Path(p).name for p in s.scalars(select(DatasetRow.path))}
-            for file in self.datasets_dir.glob("*.parquet"):
-                if file.name not in known:
-                    file.unlink(missing_ok=True)
+                known = {Path(p).name for p in s.scalars(select(DatasetRow.path)
+                                                         .where(DatasetRow.storage != "registered"))}
+            for entry in self.datasets_dir.iterdir():
+                if entry.name not in known and (entry.is_dir() or entry.suffix == ".parquet"):
+                    _remove(entry)
                     removed += 1
         return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _check_unused(s: Session, dataset_id: str) -> None:
+    """409 when an audit, a benchmark round or a monitor still uses the dataset."""
+    used = s.scalars(select(AuditRow.id).where(or_(AuditRow.benchmark_id == dataset_id,
+                                                   AuditRow.production_id == dataset_id))).first()
+    if used:
+        raise Conflict(f"Dataset {dataset_id!r} is used by audit {used!r}; delete the audit first.",
+                       details={"dataset": dataset_id, "audit": used})
+    from service.rounds.models import BenchmarkRoundRow  # rounds keep their datasets (FK RESTRICT)
+
+    round_of = s.scalars(select(BenchmarkRoundRow).where(BenchmarkRoundRow.dataset_id == dataset_id)).first()
+    if round_of is not None:
+        raise Conflict(f"Dataset {dataset_id!r} is round {round_of.number} of benchmark "
+                       f"{round_of.series!r}; a registered round cannot be deleted.",
+                       details={"dataset": dataset_id, "benchmark": round_of.series,
+                                "round": round_of.number})
+    from service.monitors.models import MonitorRow
+
+    monitor = s.scalars(select(MonitorRow.id).where(MonitorRow.benchmark_id == dataset_id)).first()
+    if monitor is not None:
+        raise Conflict(f"Dataset {dataset_id!r} is the benchmark of monitor {monitor!r}; delete the monitor "
+                       "first.", details={"dataset": dataset_id, "monitor": monitor})

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-_LOCK = threading.Lock()  # the GE context is not thread-safe
+_LOCK = threading.RLock()  # the GE context is not thread-safe
 _CONTEXT: Any = None
 
 
@@ -81,37 +81,63 @@ def _context():
     return _CONTEXT
 
 
-def _run(frame: pd.DataFrame, expectations: list[Expectation], result_format: str) -> list[Any]:
-    import great_expectations as gx
-    import great_expectations.expectations as gxe
+class PreparedSuite:
+    """A GE suite set up once and run on many frames (the chunks of one upload).
 
-    ctx = _context()
-    tag = os.urandom(6).hex()
-    source = ctx.data_sources.add_pandas(f"src_{tag}")
-    batch = source.add_dataframe_asset("frame").add_batch_definition_whole_dataframe("all")
-    suite = ctx.suites.add(gx.ExpectationSuite(name=f"suite_{tag}"))
-    for index, exp in enumerate(expectations):
-        cls = getattr(gxe, exp.gx_class_name)
-        kwargs = dict(exp.kwargs)
-        if exp.column is not None:
-            kwargs["column"] = exp.column
-        suite.add_expectation(cls(**kwargs, meta={"index": index}))
-    definition = ctx.validation_definitions.add(
-        gx.ValidationDefinition(name=f"vd_{tag}", data=batch, suite=suite))
-    try:
-        result = definition.run(batch_parameters={"dataframe": frame}, result_format=result_format)
-    finally:
-        ctx.validation_definitions.delete(f"vd_{tag}")
-        ctx.suites.delete(f"suite_{tag}")
-        ctx.data_sources.delete(f"src_{tag}")
-    # GE does not keep the suite's order in its results: put them back in ours
-    ordered: list[Any] = [None] * len(expectations)
-    for res in result.results:
-        ordered[int(res.expectation_config.meta["index"])] = res
-    # GE merges expectations it considers equal (e.g. an explicit mostly=1.0): share the result
-    by_kind = {(r.expectation_config.type, r.expectation_config.kwargs.get("column")): r for r in result.results}
-    return [res if res is not None else by_kind[(exp.type, exp.column)]
-            for exp, res in zip(expectations, ordered)]
+    Setting up the data source, suite and validation definition is half the cost of a run on a
+    small frame (the ephemeral context re-saves its config on every add); a streamed upload pays
+    it once. Use as a context manager; the caller holds no lock, every GE call takes ``_LOCK``.
+    """
+
+    def __init__(self, expectations: list[Expectation]) -> None:
+        import great_expectations as gx
+        import great_expectations.expectations as gxe
+
+        self.expectations = expectations
+        self.tag = os.urandom(6).hex()
+        with _LOCK:
+            ctx = _context()
+            source = ctx.data_sources.add_pandas(f"src_{self.tag}")
+            batch = source.add_dataframe_asset("frame").add_batch_definition_whole_dataframe("all")
+            suite = ctx.suites.add(gx.ExpectationSuite(name=f"suite_{self.tag}"))
+            for index, exp in enumerate(expectations):
+                cls = getattr(gxe, exp.gx_class_name)
+                kwargs = dict(exp.kwargs)
+                if exp.column is not None:
+                    kwargs["column"] = exp.column
+                suite.add_expectation(cls(**kwargs, meta={"index": index}))
+            self.definition = ctx.validation_definitions.add(
+                gx.ValidationDefinition(name=f"vd_{self.tag}", data=batch, suite=suite))
+
+    def run(self, frame: pd.DataFrame, result_format: str) -> list[Any]:
+        with _LOCK:
+            result = self.definition.run(batch_parameters={"dataframe": frame}, result_format=result_format)
+        # GE does not keep the suite's order in its results: put them back in ours
+        ordered: list[Any] = [None] * len(self.expectations)
+        for res in result.results:
+            ordered[int(res.expectation_config.meta["index"])] = res
+        # GE merges expectations it considers equal (e.g. an explicit mostly=1.0): share the result
+        by_kind = {(r.expectation_config.type, r.expectation_config.kwargs.get("column")): r for r in result.results}
+        return [res if res is not None else by_kind[(exp.type, exp.column)]
+                for exp, res in zip(self.expectations, ordered)]
+
+    def close(self) -> None:
+        with _LOCK:
+            ctx = _context()
+            ctx.validation_definitions.delete(f"vd_{self.tag}")
+            ctx.suites.delete(f"suite_{self.tag}")
+            ctx.data_sources.delete(f"src_{self.tag}")
+
+    def __enter__(self) -> "PreparedSuite":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _run(frame: pd.DataFrame, expectations: list[Expectation], result_format: str) -> list[Any]:
+    with PreparedSuite(expectations) as suite:
+        return suite.run(frame, result_format)
 
 
 def validate(frame: pd.DataFrame, expectations: list[Expectation]) -> dict[str, Any]:
@@ -119,11 +145,10 @@ def validate(frame: pd.DataFrame, expectations: list[Expectation]) -> dict[str, 
     if not expectations:
         return {"success": True, "results": []}
     expectations = _unique(expectations)
-    with _LOCK:
-        quick = _run(frame, expectations, "BOOLEAN_ONLY")
-        failed = [i for i, res in enumerate(quick) if not res.success]
-        summaries = _run(frame, [expectations[i] for i in failed], "SUMMARY") if failed else []
-        detailed = dict(zip(failed, summaries))
+    quick = _run(frame, expectations, "BOOLEAN_ONLY")
+    failed = [i for i, res in enumerate(quick) if not res.success]
+    summaries = _run(frame, [expectations[i] for i in failed], "SUMMARY") if failed else []
+    detailed = dict(zip(failed, summaries))
     results = []
     for i, (exp, res) in enumerate(zip(expectations, quick)):
         entry: dict[str, Any] = {"expectation": exp.type, "column": exp.column, "kwargs": exp.kwargs,

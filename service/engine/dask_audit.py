@@ -165,8 +165,8 @@ def audit_paths(benchmark: str, production: str, *, pack: Any, schema: Any, opti
 
     try:
         datasets = [ParquetDataset.open(path) for path in (benchmark, production)]
-    except (FileNotFoundError, ValueError) as exc:
-        raise InvalidRequest(str(exc), code="file_not_found") from None
+    except ValueError as exc:  # e.g. files whose columns disagree
+        raise InvalidRequest(str(exc), code="schema_mismatch") from None
     roles = [parquet_roles(d, schema=schema, pack=pack) for d in datasets]
     refs = tuple({"id": d.name, "name": d.name, "fingerprint": d.fingerprint} for d in datasets)
     return audit_parquet(datasets[0], datasets[1], pack=pack, benchmark_roles=roles[0], production_roles=roles[1],

@@ -1,7 +1,6 @@
 """Parquet datasets as the Dask engine sees them: a list of files, read lazily."""
 from __future__ import annotations
 
-import glob
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,16 +57,16 @@ class ParquetDataset:
         return frame[[c for c in frame.columns if c in self.columns]]
 
 
+
 def parquet_files(path: str | Path) -> list[str]:
-    """A Parquet file, every Parquet file under a directory, or a glob's matches; sorted."""
-    text = str(path)
-    if any(ch in text for ch in "*?["):
-        matches = sorted(glob.glob(text, recursive=True))
-    elif Path(text).is_dir():
-        matches = sorted(str(p) for p in Path(text).rglob("*") if p.suffix in PARQUET_SUFFIXES)
-    else:
-        matches = [text] if Path(text).exists() else []
-    files = [m for m in matches if Path(m).is_file() and Path(m).suffix in PARQUET_SUFFIXES]
-    if not files:
-        raise FileNotFoundError(f"no Parquet files at {text!r} (give a .parquet file, a directory or a glob).")
+    """A Parquet file, a directory of them or a glob (the same rule as uploads and the CLI,
+    :func:`service.paths.parquet_files`); anything that is not Parquet is refused."""
+    from service.errors import InvalidRequest
+    from service.paths import parquet_files as resolve
+
+    files = [str(f) for f in resolve(path)]
+    others = [f for f in files if Path(f).suffix not in PARQUET_SUFFIXES]
+    if others:
+        raise InvalidRequest(f"The Dask engine reads Parquet; {Path(others[0]).name!r} is not (.parquet, .pq).",
+                             code="not_parquet", details={"file": others[0]})
     return files

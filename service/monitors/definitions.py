@@ -6,30 +6,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from service.errors import InvalidRequest
+from service.paths import Roots, inside_roots, resolve_dir  # noqa: F401  (one rule for every root check)
 from service.monitors.schemas import DirectorySource, Schedule, SqlSource
 
 
 def resolve_directory(path: str, roots: list[Path]) -> Path:
     """``path`` made absolute with symlinks and ``..`` resolved; it must lie inside one of ``roots``."""
-    if not roots:
-        raise InvalidRequest("Directory sources are disabled: set CONTEXTSHIFT_MONITOR_ROOTS to the folders "
-                             "monitors may read.", code="directory_sources_disabled")
-    try:
-        target = Path(path).expanduser().resolve()
-    except (ValueError, OSError, RuntimeError):  # NUL bytes, symlink loops, unreadable parents
-        raise InvalidRequest(f"Directory {path!r} cannot be resolved.", code="path_not_allowed",
-                             details={"path": path}) from None
-    for root in roots:
-        if target == root.resolve() or target.is_relative_to(root.resolve()):
-            return target
-    raise InvalidRequest(f"Directory {path!r} is outside the allowed monitor roots.", code="path_not_allowed",
-                         details={"path": path})
-
-
-def inside_roots(file: Path, roots: list[Path]) -> bool:
-    """Is ``file`` (after following symlinks) inside a root? Files that link out are skipped."""
-    real = file.resolve()
-    return any(real.is_relative_to(root.resolve()) for root in roots)
+    return resolve_dir(path, Roots(tuple(roots), "CONTEXTSHIFT_MONITOR_ROOTS", "directory_sources_disabled",
+                                   "Reading directory sources"))
 
 
 def check_source(source: DirectorySource | SqlSource, settings: Any) -> dict[str, Any]:

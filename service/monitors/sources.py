@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from service.monitors.definitions import inside_roots
+from service.paths import inside_roots
 
 MAX_FILES_PER_RUN = 1000
 

@@ -1,4 +1,5 @@
-"""Datasets: upload (validated, stored atomically), list, get, delete."""
+"""Datasets: upload (streamed to Parquet parts, validated, stored atomically), register in place,
+list, get, delete."""
 from __future__ import annotations
 
 import json
@@ -7,12 +8,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
-from service import ingest, roles, validation
-from service.bounded import UploadLimits
+from service import ingest
 from service.deps import DatasetsDep, RuntimeDep
-from service.errors import InvalidRequest, ValidationFailed
+from service.errors import InvalidRequest
 from service.packs import resolve_pack
-from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut
+from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut, DatasetRegister
+from service.upload import store_upload
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
 DATASET_ROLES = ("benchmark", "production", "annotations")
@@ -45,35 +46,34 @@ def upload_dataset(
     store.tmp_dir.mkdir(parents=True, exist_ok=True)
     spooled = store.tmp_dir / f"upload-{uuid.uuid4().hex}"
     try:
-        limits = UploadLimits.from_settings(runtime.settings)
         sha256, _ = ingest.spool_to_disk(file.file, spooled, max_bytes=runtime.settings.max_upload_bytes,
                                          filename=filename)
         existing = store.find_duplicate(name, sha256)
         if existing is not None:
             response.status_code = status.HTTP_200_OK
             return DatasetOut.from_row(existing)
-        frame = ingest.read_table(spooled, filename, limits)
+        row, created = store_upload(runtime, spooled, filename=filename, name=name, role=role, pack=pack,
+                                    user_schema=user_schema, sha256=sha256)
     finally:
         spooled.unlink(missing_ok=True)
-    explicit_roles = roles.parse_schema(user_schema, frame.columns, filename)
-    column_roles = roles.infer_roles(frame.columns, schema=explicit_roles,
-                                     context_columns=pack.context_names if pack else ())
-    expectations = validation.schema_expectations(frame, column_roles)
-    if pack is not None:
-        expectations += validation.pack_expectations(pack.expectations, pack.name, frame.columns)
-    report = validation.validate(frame, expectations)
-    if not report["success"]:
-        failures = [r for r in report["results"] if not r["success"]]
-        first = failures[0]
-        raise ValidationFailed(
-            f"File {filename!r} failed {len(failures)} data expectation(s); first: {first['expectation']} "
-            f"on column {first['column']!r}, e.g. {first.get('partial_unexpected_list', [])[:5]}.",
-            details={"file": filename, "failures": failures})
-    row, created = store.create_or_get(name=name, role=role, domain=pack.name if pack else None, frame=frame,
-                                       columns=roles.describe_columns(frame, column_roles, explicit_roles),
-                                       validation=report,
-                                       sha256=sha256)
     if not created:  # a parallel upload of the same name and content won the race
+        response.status_code = status.HTTP_200_OK
+    return DatasetOut.from_row(row)
+
+
+@router.post("/register", response_model=DatasetOut, status_code=status.HTTP_201_CREATED,
+             responses={200: {"model": DatasetOut, "description": "Same name and files: existing dataset"}})
+def register_dataset(runtime: RuntimeDep, response: Response, body: DatasetRegister) -> DatasetOut:
+    """Register Parquet files inside CONTEXTSHIFT_DATA_ROOTS as a dataset without copying them.
+    Deleting the dataset later removes only its catalogue row, never the files."""
+    from service.register import register_dataset as register
+
+    _check_text_field("name", body.name)
+    _check_text_field("domain", body.domain)
+    pack = resolve_pack(runtime, body.domain) if body.domain else None
+    row, created = register(runtime, name=body.name, role=body.role, pack=pack, user_schema=body.columns_schema,
+                            path=body.path)
+    if not created:
         response.status_code = status.HTTP_200_OK
     return DatasetOut.from_row(row)
 

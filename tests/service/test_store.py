@@ -64,9 +64,13 @@ def test_orphans_from_a_crash_are_removed(store):
     kept = _create(store, _frame())
     store.tmp_dir.mkdir(parents=True, exist_ok=True)
     (store.tmp_dir / "half-written.part").write_bytes(b"PAR1 partial")
+    (store.tmp_dir / "staging-x").mkdir()  # parts of an upload that never got renamed
+    (store.tmp_dir / "staging-x" / "part-00000.parquet").write_bytes(b"PAR1")
     (store.datasets_dir / "ds_orphan.parquet").write_bytes(b"renamed but never committed")
-    assert store.remove_orphans() == 2
-    assert [p.name for p in store.datasets_dir.iterdir()] == [f"{kept.id}.parquet"]
+    (store.datasets_dir / "ds_orphan_dir").mkdir()  # a partitioned dataset renamed, row never committed
+    assert store.remove_orphans() == 4
+    assert [p.name for p in store.datasets_dir.iterdir()] == [kept.id]
+    assert [p.name for p in (store.datasets_dir / kept.id).iterdir()] == ["part-00000.parquet"]
     assert store.list()[0].id == kept.id
 
 

@@ -187,3 +187,15 @@ def test_benchmark_scan_is_cached_across_audits(medical, dask_client, tmp_path, 
     assert [lim["key"] for lim in results[0]["limitations"]] == [lim["key"] for lim in results[1]["limitations"]]
     assert [(s["name"], s["production_value"]) for s in results[0]["slices"]] == \
         [(s["name"], s["production_value"]) for s in results[1]["slices"]]
+
+
+def test_cli_refuses_what_it_cannot_read(tmp_path, capsys):
+    from service.cli import main
+
+    (tmp_path / "notes.csv").write_text("a,b\n1,2\n")
+    code = main(["audit", "--engine", "dask", "--benchmark", str(tmp_path / "missing"), "--production",
+                 str(tmp_path / "notes.csv")])
+    assert code == 2 and "file_not_found" in capsys.readouterr().err
+    code = main(["audit", "--engine", "dask", "--benchmark", str(tmp_path / "notes.csv"), "--production",
+                 str(tmp_path / "notes.csv")])
+    assert code == 2 and "not_parquet" in capsys.readouterr().err
