@@ -9,10 +9,13 @@ a binary classifier's rows with two numeric features and one categorical, labels
    ``low``). Alpha-spending (ours) against the naive "alpha = 0.05 at every run".
 2. Detection delay: runs until the monitor alerts on a 0.3 sd shift of one feature, and on a
    5-point accuracy drop (labels arrive with the data: harm tracking), for both policies.
-3. Cheap runs: one monitor run through the service (benchmark cached) against one full audit
-   through the API's worker (benchmark read from storage), for a large benchmark.
+3. Cheap runs: monitor runs through the service with a cold reference cache, warm from disk
+   only (a new process) and warm in memory, against a full audit of the same rows through the
+   API's worker with the cache off, for a large benchmark (``--cost-data medical``: the medical
+   example, contexts and embeddings included).
 
     python benchmarks/monitoring.py [--monitors 12] [--runs 8] [--batch 300] [--delay-reps 4]
+    python benchmarks/monitoring.py --only cost [--cost-data medical] [--cheap-bench 200000]
 """
 from __future__ import annotations
 
@@ -125,63 +128,107 @@ def delays(args, bench) -> None:
                   f"missed {len(found) - len(got)}/{len(found)}")
 
 
+def cost_data(args):
+    """(domain, benchmark frame, batch maker) for the cost measurement: SYNTHETIC either way."""
+    if args.cost_data == "medical":
+        from domains.examples import make_example
+
+        bench = make_example("medical", n_benchmark=args.cheap_bench, n_production=10, shift="planted",
+                             random_state=0)[0]
+        return "medical", bench, lambda i: make_example("medical", n_benchmark=10, n_production=args.batch,
+                                                        shift="planted", random_state=100 + i)[1]
+    rng = np.random.default_rng(7)
+    return "generic", frame(args.cheap_bench, rng), lambda i: frame(args.batch, rng)
+
+
 def cheap_runs(args) -> None:
+    """Monitor runs with a cold and a warm reference cache against a full audit of the same rows."""
     from fastapi.testclient import TestClient
 
     from service.app import create_app
     from service.settings import Settings
 
-    print(f"\n3. cost of one run: benchmark {args.cheap_bench:,} rows, new rows {args.batch:,} (SYNTHETIC)")
-    rng = np.random.default_rng(7)
+    domain, bench_frame, batch = cost_data(args)
+    print(f"\n3. cost of one run: {domain} benchmark {args.cheap_bench:,} rows, new rows {args.batch:,} (SYNTHETIC)")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         drop = tmp / "drop"
         drop.mkdir()
-        frame(args.cheap_bench, rng).to_parquet(tmp / "bench.parquet", index=False)
+        bench_frame.to_parquet(tmp / "bench.parquet", index=False)
         settings = Settings(data_dir=tmp / "data", monitor_roots=[drop], scheduler=False)
         with TestClient(create_app(settings)) as client:
             with open(tmp / "bench.parquet", "rb") as fh:
                 bench = client.post("/v1/datasets", files={"file": ("bench.parquet", fh.read())},
                                     data={"name": "bench", "role": "benchmark"}).json()["id"]
-            frame(args.batch, rng).to_parquet(tmp / "prod.parquet", index=False)
-            with open(tmp / "prod.parquet", "rb") as fh:
-                prod = client.post("/v1/datasets", files={"file": ("prod.parquet", fh.read())},
-                                   data={"name": "prod", "role": "production"}).json()["id"]
             monitor = client.post("/v1/monitors", json={
-                "name": "cost", "benchmark": bench, "source": {"type": "directory", "path": str(drop),
-                                                               "pattern": "*.parquet"},
-                "schedule": {"interval_seconds": 3600}, "options": {"discovery": False}}).json()["id"]
-            service, runtime = client.app.state.monitors, client.app.state.runtime
-            full, runs, loads = [], [], []
-            for i in range(args.cost_reps + 1):  # the first of each is a warm-up (imports, caches)
-                audit = runtime.audits.create(benchmark_id=bench, production_id=prod, domain="generic",
-                                              options={"alpha": 0.05, "discovery": False, "correction": "bh",
-                                                       "seed": 0, "budget": 500, "min_slice_size": None,
-                                                       "evidently_companion": False, "saturation_threshold": 0.8})
-                t = time.perf_counter()
-                runtime.worker.run(audit.id)  # the API's path: both sides read from storage
-                full.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                runtime.datasets.load_frame(bench)
-                loads.append(time.perf_counter() - t)
-                frame(args.batch, rng).to_parquet(drop / f"b{i}.parquet", index=False)
-                run, future = service.run_now(monitor)
-                t = time.perf_counter()
-                future.result()
-                runs.append(time.perf_counter() - t)
-                done = service.store.get_run(run.id)
-                assert done.status == "succeeded", (done.status, done.error)
-            med = lambda xs: float(np.median(xs[1:]))  # noqa: E731
-            print(f"  full audit via the worker (reads benchmark + production): median {med(full):.2f} s")
-            print(f"  monitor run (take file, validate, register, audit; benchmark cached): median {med(runs):.2f} s "
-                  f"= {med(runs) / med(full):.2f}x the full audit")
-            print(f"  reading the benchmark from Parquet, saved per run by the cache: {med(loads):.2f} s; "
-                  f"cache hits {service.cache.hits}, misses {service.cache.misses}")
-            print("  a monitor run's own steps (s): " + ", ".join(
-                f"{k[:-2]} {v:.2f}" for k, v in service.store.get_run(run.id).summary["timings"].items()))
-            timings = runtime.audits.get(service.store.get_run(run.id).audit_id).result["timings"]
-            print("  where a monitor run's audit spends its time (s): "
-                  + ", ".join(f"{k[:-2]} {v:.2f}" for k, v in timings.items() if v >= 0.05))
+                "name": "cost", "benchmark": bench, "domain": domain, "options": {"discovery": False},
+                "source": {"type": "directory", "path": str(drop), "pattern": "*.parquet"},
+                "schedule": {"interval_seconds": 3600}}).json()["id"]
+            costs = _measure(client.app.state.monitors, client.app.state.runtime, monitor, bench, domain, drop,
+                             batch, args.cost_reps)
+    _report_costs(costs)
+
+
+def _measure(service, runtime, monitor, bench, domain, drop, batch, reps) -> dict:
+    """Per repetition: a cold run, the full audit of its rows (cache off), a run warm from disk
+    only (as a new process, e.g. cron, sees it) and a run warm in memory."""
+    cache = runtime.reference_cache()
+    costs = {"full": [], "cold": [], "disk": [], "warm": [], "timings": {}}
+    n = 0
+
+    def run(kind: str):
+        nonlocal n
+        batch(n).to_parquet(drop / f"b{n}.parquet", index=False)
+        n += 1
+        t = time.perf_counter()
+        row, future = service.run_now(monitor)
+        future.result()
+        costs[kind].append(time.perf_counter() - t)
+        done = service.store.get_run(row.id)
+        assert done.status == "succeeded", (done.status, done.error)
+        costs["timings"][kind] = runtime.audits.get(done.audit_id).result["timings"]
+        costs["steps"] = done.summary["timings"]
+        return done
+
+    for _ in range(reps + 1):  # the first of each is a warm-up (imports)
+        cache.clear()
+        cold = run("cold")
+        runtime.settings.reference_cache = False  # the same worker path, fitting everything
+        audit = runtime.audits.create(benchmark_id=bench, production_id=runtime.audits.get(cold.audit_id).production_id,
+                                      domain=domain, options=runtime.audits.get(cold.audit_id).options)
+        t = time.perf_counter()
+        runtime.worker.run(audit.id)
+        costs["full"].append(time.perf_counter() - t)
+        costs["timings"]["full"] = runtime.audits.get(audit.id).result["timings"]
+        same = [_comparable(runtime.audits.get(a).result) for a in (audit.id, cold.audit_id)]
+        assert same[0] == same[1], "the full audit and the cold run disagree on the same rows"
+        runtime.settings.reference_cache = True
+        cache.clear(disk=False)
+        run("disk")
+        run("warm")
+    return costs
+
+
+def _comparable(result: dict) -> dict:
+    """An audit's result without what names the audit itself (its id, time and timings)."""
+    out = {k: v for k, v in result.items() if k not in ("id", "created_at", "timings")}
+    out["next_round"] = {k: v for k, v in (out.get("next_round") or {}).items() if k != "audit_id"}
+    return out
+
+
+def _report_costs(costs: dict) -> None:
+    med = {k: float(np.median(v[1:])) for k, v in costs.items() if k not in ("timings", "steps")}
+    full = med["full"]
+    print(f"  full audit of a run's rows via the worker (reads both, fits the benchmark): median {full:.2f} s")
+    for kind, label in (("cold", "monitor run, cold cache (fits, stores)"),
+                        ("disk", "monitor run, warm cache on disk only (new process)"),
+                        ("warm", "monitor run, warm cache in memory")):
+        print(f"  {label:52s}: median {med[kind]:.2f} s = {med[kind] / full:.2f}x the full audit")
+    print(f"  warm / cold = {med['warm'] / med['cold']:.2f}; a warm run's own steps (s): "
+          + ", ".join(f"{k[:-2]} {v:.2f}" for k, v in costs["steps"].items()))
+    for kind in ("full", "cold", "warm"):
+        print(f"  where the {kind} run's audit spends its time (s): " + ", ".join(
+            f"{k[:-2]} {v:.2f}" for k, v in costs["timings"][kind].items() if v >= 0.05))
 
 
 def main() -> int:
@@ -195,6 +242,8 @@ def main() -> int:
     parser.add_argument("--max-delay", type=int, default=15)
     parser.add_argument("--cheap-bench", type=int, default=200_000)
     parser.add_argument("--cost-reps", type=int, default=3)
+    parser.add_argument("--cost-data", choices=["synthetic", "medical"], default="synthetic",
+                        help="benchmark of the cost measurement: the 7-column frame above or the medical example")
     parser.add_argument("--only", choices=["alarms", "delays", "cost"])
     args = parser.parse_args()
     from service.monitors import budget

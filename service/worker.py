@@ -97,7 +97,7 @@ class AuditWorker:
             benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
             production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
             refs=({"id": bench_row.id, "name": bench_row.name}, {"id": prod_row.id, "name": prod_row.name}),
-            scheduler=runtime.settings.dask_scheduler, annotations=annotations,
+            scheduler=runtime.settings.dask_scheduler, annotations=annotations, cache=runtime.reference_cache(),
             progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
 
     def _store(self, audit_id: str, outcome) -> None:

@@ -71,7 +71,7 @@ def read_config(path: str) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise InvalidRequest(f"Monitor config {path!r} must be a mapping.", code="invalid_config")
     base = Path(path).resolve().parent
-    for key in ("benchmark", "benchmark_schema", "state", "out"):
+    for key in ("benchmark", "benchmark_schema", "state", "out", "reference_cache"):
         if config.get(key):
             config[key] = str((base / config[key]).resolve())
     source = config.get("source") or {}
@@ -129,7 +129,8 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     side = BenchmarkSide(frame=bench, roles=bench_roles, ref={"id": "benchmark", "name": config["benchmark"]}, pack=pack)
     outcome = audit_frames(bench, batch.frame, pack=pack, benchmark_roles=bench_roles,
                            production_roles=production_roles(batch.frame, side), options={**options, "alpha": alpha_k},
-                           names=(Path(config["benchmark"]).name, batch.description or "new rows"))
+                           names=(Path(config["benchmark"]).name, batch.description or "new rows"),
+                           reference_cache=_reference_cache(config, state_path))
     result = outcome.result
     tolerance = float((config.get("options") or {}).get("harm_tolerance", 0.05))
     harm_state, checks = budget.track_harm(state.get("harm_state") or {}, result, alpha=alpha, tolerance=tolerance)
@@ -158,6 +159,19 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     _save_state(state_path, state)
     n_open = sum(1 for a in state["alerts"] if a["state"] == "open")
     return _exit("succeeded", result["verdict"], None, n_open, fail_on_shift, run_id, None)
+
+
+def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:
+    """The benchmark-side fits, kept between cron runs (each a new process, so on disk): in the
+    YAML's ``reference_cache`` folder, by default ``cache/reference`` next to the state file (a cron
+    job's working directory is arbitrary); none with ``CONTEXTSHIFT_REFERENCE_CACHE=off``."""
+    from service.settings import Settings
+
+    if not Settings().reference_cache:
+        return None
+    from service.pipeline.reference_cache import ReferenceCache
+
+    return ReferenceCache(Path(config.get("reference_cache") or state_path.parent / "cache" / "reference"))
 
 
 def _deliver(config: dict[str, Any], run_id: str, result: dict[str, Any], update: Any, state: dict) -> None:

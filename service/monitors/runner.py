@@ -1,10 +1,12 @@
 """One monitor run in the service: take new rows, register them, audit them, alert.
 
 The new rows become a production dataset and a normal audit (so a run's ``audit_id`` opens a
-real audit and report). The benchmark side -- its frame read from Parquet, its column roles and
-the domain pack -- is read once per monitor and kept (:class:`BenchmarkCache`); the audit's
-detectors are still fitted on the benchmark in every run, because the pipeline fits and tests
-in one call (see benchmarks/RESULTS.md for what that costs).
+real audit and report). The benchmark side is computed once per monitor and reused: its frame
+read from Parquet, its column roles and the domain pack are kept in memory
+(:class:`BenchmarkCache`), and everything the audit fits on the benchmark alone (detectors'
+reference summaries, the performance estimators' bootstrap) goes through the runtime's
+:class:`~service.pipeline.reference_cache.ReferenceCache` (memory and ``data_dir/cache/reference``),
+so a run costs about the tests on its new rows (benchmarks/monitoring.py measures it).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ class BenchmarkSide:
     roles: dict[str, str]
     ref: dict[str, Any]
     pack: Any
+    digest: str | None = None  # the benchmark's content hash, for the reference cache's keys
 
 
 class BenchmarkCache:
@@ -49,10 +52,14 @@ class BenchmarkCache:
             if key in self._items:
                 self.hits += 1
                 return self._items[key]
-        row = runtime.datasets.get(benchmark_id)
+        from service.roles import roles_for_audit
+
+        row, pack = runtime.datasets.get(benchmark_id), runtime.packs.get(domain)
+        # roles under the monitor's pack, as the API's audits resolve them (a benchmark uploaded
+        # without a domain still gets the pack's context columns)
         side = BenchmarkSide(frame=runtime.datasets.load_frame(benchmark_id),
-                             roles={c["name"]: c["role"] for c in row.columns},
-                             ref={"id": row.id, "name": row.name}, pack=runtime.packs.get(domain))
+                             roles=roles_for_audit(row.columns, context_columns=[c.name for c in pack.context]),
+                             ref={"id": row.id, "name": row.name}, pack=pack, digest=row.sha256)
         with self._lock:
             self.misses += 1
             if len(self._items) >= self.max_items:
@@ -103,7 +110,7 @@ def register(runtime: Any, monitor: MonitorRow, run_id: str, frame: pd.DataFrame
 
 def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[str, str], frame: pd.DataFrame,
           side: BenchmarkSide, alpha: float) -> tuple[str, dict[str, Any]]:
-    """A normal audit row, executed here with the cached benchmark side."""
+    """A normal audit row, executed here with the cached benchmark side and its cached fits."""
     from service.pipeline import AuditInput, run_audit
     from service.schemas import AuditOptions
     from service.worker import atomic_write_text
@@ -119,7 +126,8 @@ def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[st
         outcome = run_audit(AuditInput(
             audit_id=row.id, benchmark=side.frame, production=frame, benchmark_roles=side.roles,
             production_roles=column_roles, benchmark_ref=side.ref,
-            production_ref={"id": dataset.id, "name": dataset.name}, pack=side.pack, options=options),
+            production_ref={"id": dataset.id, "name": dataset.name}, pack=side.pack, options=options,
+            reference_cache=runtime.reference_cache(), benchmark_digest=side.digest),
             progress=lambda p, stage: audits.set_progress(row.id, p, stage))
         atomic_write_text(audits.reports_dir / f"{row.id}.html", outcome.html)
         atomic_write_text(audits.reports_dir / f"{row.id}.md", outcome.markdown)

@@ -151,21 +151,27 @@ def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: 
     from detectors.bbsd import OutputShiftDetector
     from detectors.covariate import CovariateShiftDetector
 
+    import hashlib
+
     ctx = state.ctx
-    bench, prod = ctx.benchmark.loc[keep_b], ctx.production.loc[keep_p]
-    if min(len(bench), len(prod)) < ctx.min_slice_size:
+    prod = ctx.production.loc[keep_p]
+    if min(int(np.count_nonzero(keep_b)), len(prod)) < ctx.min_slice_size:
         return None
+    # fits on benchmark rows: cached by which rows (the same finding recurs run after run in a monitor)
+    rows = hashlib.sha256(np.packbits(np.asarray(keep_b, bool))).hexdigest()
     drifted: list[str] = []
     if features:
-        res = CovariateShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(
-            bench[features]).test(prod[features])
+        res = ctx.fitted("covariate_on_rows", lambda: CovariateShiftDetector(
+            alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ctx.benchmark.loc[keep_b, features]),
+            columns=features, rows=rows).test(prod[features])
         drifted += [t.name for t in res.features if t.drifted]
     used = [c for c in outputs if c in ctx.production.columns]
     if len(used) != len(outputs):
         used = ([ctx.columns.prediction] if ctx.columns.prediction else []) + list(ctx.columns.scores)
     if outputs and used:
-        res = OutputShiftDetector(alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes,
-                                  random_state=ctx.seed).fit(bench[used]).test(prod[used])
+        res = ctx.fitted("outputs_on_rows", lambda: OutputShiftDetector(
+            alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes, random_state=ctx.seed).fit(
+            ctx.benchmark.loc[keep_b, used]), columns=used, rows=rows).test(prod[used])
         drifted += [t.name for t in res.tests if t.drifted]
     return drifted
 
