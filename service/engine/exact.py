@@ -23,8 +23,21 @@ SAMPLED_PARTS = ("multivariate classifier test", "model-output shift", "label-fr
                  "attribution", "embedding tests", "feature histograms", "next-round candidates")
 
 
-def describe(base: dict[str, Any]) -> dict[str, Any]:
-    return {**base, "exact": list(EXACT_PARTS), "sketched": list(SKETCHED_PARTS), "sampled": list(SAMPLED_PARTS)}
+OUTCOME_PARTS = EXACT_PARTS[2:4]  # need a prediction column: counts of (label, prediction) pairs
+
+
+def describe(base: dict[str, Any], *, outcomes_exact: bool = True) -> dict[str, Any]:
+    """``parameters.engine``: which parts were exact, sketched or sampled. Without a prediction
+    column the (label, prediction) counts are not kept, so metrics and BBSE use the sample."""
+    exact = [p for p in EXACT_PARTS if outcomes_exact or p not in OUTCOME_PARTS]
+    sampled = list(SAMPLED_PARTS) + ([] if outcomes_exact else list(OUTCOME_PARTS))
+    return {**base, "exact": exact, "sketched": list(SKETCHED_PARTS), "sampled": sampled}
+
+
+def outcomes_exact(ctx) -> bool:
+    """Are this audit's (label, prediction) counts usable? They need a prediction column (a
+    prediction derived from scores exists only on the sample)."""
+    return ctx.summaries is not None and ctx.columns.prediction is not None
 
 
 def covariate(ctx, features: list[str]):

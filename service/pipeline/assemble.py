@@ -254,4 +254,6 @@ def _engine(ctx: Any) -> dict[str, Any]:
         return {"name": "pandas"}
     from service.engine.exact import describe
 
-    return describe(dict(ctx.summaries.description))
+    from service.engine.exact import outcomes_exact
+
+    return describe(dict(ctx.summaries.description), outcomes_exact=outcomes_exact(ctx))

@@ -83,7 +83,9 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
             evaluation = _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, prod, names)
     if evaluation is not None and prod.y_true is not None:
         evaluation = _no_change_test_for_discoveries(evaluation, sources)
-    if ctx.summaries is not None and metric != "auc":  # Dask engine: metrics from every row's counts
+    from service.engine.exact import outcomes_exact
+
+    if outcomes_exact(ctx) and metric != "auc":  # Dask engine: metrics from every row's counts
         from service.engine import exact
 
         evaluation, overall = exact.slice_metrics(ctx, evaluator, evaluation, overall, dict(definitions))

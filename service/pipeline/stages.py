@@ -152,7 +152,7 @@ def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
     if bench.y_true is None or bench.y_pred is None or prod.y_pred is None:
         return out
     positive = getattr(ctx.pack, "positive_class", None)
-    if ctx.summaries is not None:  # Dask engine: BBSE on the confusion counts of every row
+    if ctx.summaries is not None and ctx.columns.prediction:  # Dask engine: BBSE on every row's confusion counts
         from service.engine import exact
 
         out["prior"] = ctx.guard("label shift (BBSE)", None, exact.label_prior, ctx)

@@ -199,3 +199,16 @@ def test_cli_refuses_what_it_cannot_read(tmp_path, capsys):
     code = main(["audit", "--engine", "dask", "--benchmark", str(tmp_path / "notes.csv"), "--production",
                  str(tmp_path / "notes.csv")])
     assert code == 2 and "not_parquet" in capsys.readouterr().err
+
+
+def test_without_a_prediction_column_metrics_come_from_the_sample(dask_client, tmp_path):
+    """Predictions derived from scores exist only on the sample: the engine says so and still audits."""
+    bench, prod = make_example("medical", n_benchmark=2000, n_production=2000, random_state=5)
+    write_partitions(bench.drop(columns=["prediction"]), tmp_path / "benchmark", 2)
+    write_partitions(prod.drop(columns=["prediction"]), tmp_path / "production", 2)
+    result = _dask(tmp_path, load_pack("medical"), dask_client, sample_rows=10_000).result
+    engine = result["parameters"]["engine"]
+    assert any("slice and overall metrics" in p for p in engine["sampled"])
+    assert not any("slice and overall metrics" in p for p in engine["exact"])
+    assert result["slices"] and all(s["n_production"] > 0 for s in result["slices"])
+    assert result["limitations"][0]["key"].startswith("underperforming_slice:fitzpatrick")
