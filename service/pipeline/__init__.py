@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from service.pipeline import assemble, reference, slicing, stages
+from service.pipeline import assemble, mix, reference, slicing, stages
 from service.pipeline.columns import AuditColumns, resolve_columns
 from service.pipeline.family import correct_together
 from service.pipeline.shapes import flatten_audit
@@ -158,9 +158,9 @@ def _slice_metrics(s: AuditState, inp: AuditInput) -> None:
 
 def _attribution(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
-    s.attribution, s.cells = ctx.guard("performance attribution", (None, None), stages.attribution, ctx, s.context,
+    s.attribution, s.cells = ctx.guard("performance attribution", (None, None), mix.attribution, ctx, s.context,
                                        s.bench_out, s.prod_out)
-    s.conditional = ctx.guard("context-conditional test", None, stages.conditional, ctx, s.covariate, s.cells)
+    s.conditional = ctx.guard("context-conditional test", None, mix.conditional, ctx, s.covariate, s.cells)
 
 
 def _embedding(s: AuditState, inp: AuditInput) -> None:
