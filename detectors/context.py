@@ -38,19 +38,21 @@ share beyond the range must pass ``beyond_range_share`` and the count ``min_slic
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction,
-                            check_effect_floors, check_fitted, check_int, check_random_state)
+from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_correction, check_effect_floors,
+                            check_fitted, check_int, check_random_state)
+# result types and pure helpers live in detectors.context_results and detectors.context_tests; they
+# stay importable from here (exceedance_pvalue, literal_text and _share_stats are used elsewhere)
+from detectors.context_results import ContextShiftResult, SliceShare, UntestedContext
+from detectors.context_tests import _as_mask, _share_stats, exceedance_pvalue, literal_text, untested_ranges
 from detectors.correction import readjust
-from detectors.decision import check_tests
 from detectors.covariate import categorical_shift_test
-from detectors.intervals import newcombe_interval, wilson_interval
+from detectors.intervals import wilson_interval
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
 
 __all__ = ["ContextShiftDetector", "ContextShiftResult", "ContextCounts", "SliceShare", "UntestedContext",
@@ -59,123 +61,6 @@ __all__ = ["ContextShiftDetector", "ContextShiftResult", "ContextCounts", "Slice
 CONTEXT_EFFECT_FLOORS = {"cramers_v": 0.1, "wasserstein_normed": 0.1, "share_difference": 0.02,
                          "beyond_range_share": 0.01}
 MISSING = "<missing>"
-
-
-def exceedance_pvalue(n_reference: int, n_current: int, k: int) -> float:
-    """``P(K >= k)``: at least ``k`` of ``n_current`` values beyond the extreme of ``n_reference``.
-
-    Under exchangeability of the pooled continuous values, ``K >= k`` exactly when the ``k``
-    most extreme pooled values all come from the current sample: ``C(n_c, k) / C(N, k)``.
-    """
-    n, m, k = int(n_reference), int(n_current), int(k)
-    if k <= 0:
-        return 1.0
-    if k > m or n <= 0:
-        return 0.0 if n > 0 else 1.0
-    big = n + m
-    log_p = (math.lgamma(m + 1) - math.lgamma(m - k + 1)) - (math.lgamma(big + 1) - math.lgamma(big - k + 1))
-    return float(min(1.0, math.exp(log_p)))
-
-
-def literal_text(value: Any) -> str:
-    """``value`` as a literal of the slice-expression language (strings double-quoted)."""
-    if isinstance(value, (bool, np.bool_)):
-        return "true" if value else "false"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        return repr(int(value)) if float(value).is_integer() else repr(float(value))
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-@dataclass(frozen=True)
-class SliceShare(Result):
-    """How much of each dataset falls in one slice, and whether that changed."""
-
-    name: str
-    n_benchmark: int
-    n_production: int
-    benchmark_share: float
-    benchmark_share_ci: tuple
-    production_share: float
-    production_share_ci: tuple
-    difference: float  # production share - benchmark share
-    difference_ci: tuple
-    test: ShiftTest
-
-
-@dataclass(frozen=True)
-class UntestedContext(Result):
-    """A context present in production that the benchmark cannot evaluate."""
-
-    name: str  # e.g. 'generator == "diffusion"' or a slice name
-    kind: str  # unseen_value | rare_value | below_range | above_range | unseen_slice | rare_slice
-    column: str | None
-    value: Any
-    n_benchmark: int
-    n_production: int
-    production_share: float
-    production_share_ci: tuple
-    min_slice_size: int
-
-
-@dataclass(frozen=True)
-class ContextShiftResult(Result):
-    """Outcome of :meth:`ContextShiftDetector.test`; ``to_dict()`` gives SPEC §9 ``semantic``."""
-
-    is_shift: bool
-    contexts: tuple  # ShiftTest per context column, kind="context"
-    slice_shares: tuple  # SliceShare per slice (its .test has kind="slice_share")
-    untested_contexts: tuple  # UntestedContext, largest production share first
-    alpha: float
-    correction: str
-    n_benchmark: int
-    n_production: int
-    embedding: Any = None  # e.g. an EmbeddingShiftResult attached with with_embedding()
-    range_candidates: tuple = ()  # UntestedContext beyond a numeric range, one per range test
-    range_tests: tuple = ()  # ShiftTest (kind="untested_range") of each candidate
-
-    @property
-    def tests(self) -> tuple:
-        """Every hypothesis test of this result (corrected together)."""
-        return self.contexts + tuple(s.test for s in self.slice_shares) + self.range_tests
-
-    def with_tests(self, tests) -> "ContextShiftResult":
-        """A copy with the tests replaced by re-corrected ones (same order as :attr:`tests`);
-        an untested numeric range is listed only while its exceedance test is drifted."""
-        tests = check_tests(self, tests)
-        k, s = len(self.contexts), len(self.slice_shares)
-        shares = tuple(replace(sh, test=t) for sh, t in zip(self.slice_shares, tests[k:k + s]))
-        ranges = tests[k + s:]
-        untested = [u for u in self.untested_contexts if u not in self.range_candidates]
-        untested += [u for u, t in zip(self.range_candidates, ranges) if t.drifted]
-        untested.sort(key=lambda u: (-u.production_share, u.name))
-        return replace(self, contexts=tests[:k], slice_shares=shares, range_tests=ranges,
-                       untested_contexts=tuple(untested), is_shift=any(t.drifted for t in tests))
-
-    def with_embedding(self, embedding) -> "ContextShiftResult":
-        return replace(self, embedding=embedding)
-
-
-def _share_stats(k1: np.ndarray, n1: int, k2: np.ndarray, n2: int) -> list[dict]:
-    """Shares with Wilson CIs and their difference with a Newcombe CI, for all slices at once."""
-    lo1, hi1 = (np.atleast_1d(v) for v in wilson_interval(k1, np.full(k1.shape, n1)))
-    lo2, hi2 = (np.atleast_1d(v) for v in wilson_interval(k2, np.full(k2.shape, n2)))
-    dlo, dhi = (np.atleast_1d(v) for v in newcombe_interval(k1, np.full(k1.shape, n1), k2, np.full(k2.shape, n2)))
-    return [{"benchmark_share": k1[i] / n1, "benchmark_share_ci": (lo1[i], hi1[i]), "production_share": k2[i] / n2,
-             "production_share_ci": (lo2[i], hi2[i]), "difference": k2[i] / n2 - k1[i] / n1,
-             "difference_ci": (dlo[i], dhi[i])} for i in range(k1.size)]
-
-
-def _as_mask(mask, n: int, what: str) -> np.ndarray:
-    arr = np.asarray(mask)
-    if arr.shape != (n,):
-        raise DetectorInputError(f"{what} must be a boolean mask of shape ({n},), got {arr.shape}.")
-    if arr.dtype != bool:
-        if not np.isin(arr, [0, 1]).all():
-            raise DetectorInputError(f"{what} must be boolean.")
-        arr = arr.astype(bool)
-    return arr
 
 
 class ContextShiftDetector:
@@ -362,32 +247,10 @@ class ContextShiftDetector:
         return out
 
     def _untested_range(self, name: str, values: pd.Series, n2: int) -> list[tuple[UntestedContext, ShiftTest]]:
-        """Candidate untested ranges (rows beyond the benchmark's observed range) with their tests.
-
-        A candidate needs at least ``min_slice_size`` rows beyond an end; it is reported only if
-        its exceedance test (module docstring) is drifted after correction.
-        """
-        ref = self.benchmark_sorted_[name]
-        if ref.size < self.min_samples:
-            return []
-        x = values.to_numpy(float)
-        n_valid = int(np.count_nonzero(~np.isnan(x)))
-        floor = self._floor("beyond_range_share")
-        out = []
-        for kind, bound, beyond, sign in (("below_range", ref[0], x < ref[0], "<"),
-                                          ("above_range", ref[-1], x > ref[-1], ">")):
-            k2 = int(np.count_nonzero(beyond))
-            if k2 < max(self.min_slice_size, self.min_production_count):
-                continue
-            label = f"{name} {sign} {float(bound):g}"
-            p = exceedance_pvalue(ref.size, n_valid, k2)
-            test = ShiftTest(label, "exceedance_exact", float(k2), p, p, k2 / n2, "beyond_range_share", floor,
-                             int(ref.size), n_valid, False, kind="untested_range",
-                             details={"column": name, "bound": float(bound), "k_beyond": k2,
-                                      "expected_by_chance": n_valid / (ref.size + 1)})
-            out.append((UntestedContext(label, kind, name, float(bound), 0, k2, k2 / n2, wilson_interval(k2, n2),
-                                        int(self.min_slice_size)), test))
-        return out
+        """Candidate untested ranges of a numeric column with their tests (:func:`untested_ranges`)."""
+        return untested_ranges(name, self.benchmark_sorted_[name], values, n2, min_samples=self.min_samples,
+                               min_count=max(self.min_slice_size, self.min_production_count),
+                               min_slice_size=self.min_slice_size, floor=self._floor("beyond_range_share"))
 
     # ------------------------------------------------------------------ slices
     def _slice_shares(self, slices: Mapping[str, tuple], n2: int) -> list[SliceShare]:

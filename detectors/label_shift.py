@@ -12,7 +12,7 @@ Deciding is separate from estimating: "no label shift" is tested by the two-samp
 on predicted classes (benchmark vs production; the pooled / Fisher-fallback one of
 :func:`detectors.univariate.chi2_two_sample`), and a shift is reported only when that
 p-value is below ``alpha`` AND the change of the priors is practically large
-(:func:`prior_shift_effect`): a total variation distance of at least ``effect_floor`` OR a
+(:func:`detectors.prior_effect.prior_shift_effect`): a total variation distance of at least ``effect_floor`` OR a
 prior ratio of at least ``ratio_floor`` (either way) for some class, so that a rare class
 growing from 3.9 % to 5.7 % counts even though it moves little mass. The effect is reported
 normalised by its floors (``>= 1`` passes), with both raw numbers in the test's details.
@@ -32,10 +32,14 @@ Assumption. BBSE assumes ``P(x | y)`` fixed. :meth:`LabelShiftResult.with_assump
 marks the estimate unreliable (``reliable=False`` with a reason) when the audit found
 covariate shift that the estimated label shift does not explain; ``observed_prior`` holds the
 production class shares when production is labelled, to be shown beside the estimate.
+
+Layout. This module holds the estimator and its result; the batched solver, the conditioning /
+ridge choice and the bootstrap of the benchmark joint are in :mod:`detectors.bbse_solver`, the
+effect measure in :mod:`detectors.prior_effect`. ``solve_priors``, ``ridge_for_condition``,
+``check_regularization``, ``prior_shift_effect`` and ``PRIOR_RATIO_FLOOR`` are re-exported here.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -43,44 +47,19 @@ import numpy as np
 
 from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_fitted, check_fraction,
                             check_int, check_number, check_random_state)
-from detectors.confusion import (EXACT_BOOTSTRAP_ROWS, as_label_array, bootstrap_row_means, chi2_two_sample,
-                                 confusion_counts, encode, match_columns, parse_predictions, sorted_classes,
-                                 total_variation)
+from detectors.bbse_solver import (bootstrap_soft_joint, check_regularization, choose_regularization,
+                                   percentile_intervals, ridge_for_condition, soft_joint, solve_priors)
+from detectors.confusion import (as_label_array, bootstrap_row_means, chi2_two_sample, confusion_counts, encode,
+                                 match_columns, parse_predictions, sorted_classes)
 from detectors.decision import check_tests, decide
+from detectors.prior_effect import PRIOR_RATIO_FLOOR, prior_shift_effect
 
-__all__ = ["LabelShiftEstimator", "LabelShiftResult", "solve_priors", "ridge_for_condition", "prior_shift_effect",
-           "PRIOR_RATIO_FLOOR"]
+__all__ = ["LabelShiftEstimator", "LabelShiftResult", "solve_priors", "ridge_for_condition", "check_regularization",
+           "prior_shift_effect", "PRIOR_RATIO_FLOOR"]
 
-PRIOR_RATIO_FLOOR = 1.25  # a class 25 % more (or less) frequent counts, however rare it is
 INTERVAL_NOTE = ("The regularised (RLLS) estimate is biased towards the benchmark priors and its bootstrap "
                  "interval does not cover; the unregularised BBSE estimate and its interval are reported, the "
                  "regularised one is in regularized_priors.")
-
-
-def prior_shift_effect(benchmark_prior, production_prior, *, tv_floor: float = 0.05,
-                       ratio_floor: float = PRIOR_RATIO_FLOOR) -> tuple[float, dict]:
-    """Size of a prior change relative to its floors: ``max(TV / tv_floor, max |log ratio| / log ratio_floor)``.
-
-    ``>= 1`` means the change is practically large by either floor. Classes absent from the
-    benchmark prior are compared through TV only. Returns ``(effect, details)``.
-
-    Parameters
-    ----------
-    benchmark_prior, production_prior : arrays of shape (k,)
-    """
-    p, q = np.asarray(benchmark_prior, float), np.asarray(production_prior, float)
-    tv = total_variation(p, q)
-    ok = (p > 0) & np.isfinite(q)
-    with np.errstate(divide="ignore"):
-        log_ratio = np.abs(np.log(np.where(ok, np.maximum(q, 1e-12), 1.0) / np.where(ok, p, 1.0)))
-    worst = int(np.argmax(log_ratio)) if log_ratio.size else 0
-    ratio = float(np.exp(log_ratio[worst])) if log_ratio.size else 1.0
-    effect = max(tv / tv_floor if tv_floor > 0 else math.inf, log_ratio.max(initial=0.0) / math.log(ratio_floor))
-    if not np.isfinite(tv):
-        effect = float("nan")
-    return float(effect), {"tvd": float(tv), "max_prior_ratio": ratio, "max_ratio_class_index": worst,
-                           "tv_floor": float(tv_floor), "ratio_floor": float(ratio_floor)}
-
 
 
 @dataclass(frozen=True)
@@ -152,46 +131,6 @@ class LabelShiftResult(Result):
                 "regularized_priors": base["regularized_priors"], "interval_note": base["interval_note"],
                 "reliable": base["reliable"], "reliability_reason": base["reliability_reason"],
                 "observed_prior": base["observed_prior"]}
-
-
-def solve_priors(joint: np.ndarray, mu: np.ndarray, lam: float) -> np.ndarray:
-    """Batched BBSE: priors ``q`` from joint ``P(y, yhat)`` (``(..., k_true, k_pred)``) and ``mu``.
-
-    Solves ``min ||A (q - p) - (mu - A p)||^2 + lam ||q - p||^2`` with ``A = P(yhat | y)``
-    (``lam = 0``: least squares via the pseudo-inverse), then clips at 0 and renormalises.
-    """
-    p = joint.sum(-1)
-    # A bootstrap replicate can lose every row of a rare class: its priors are undefined (NaN).
-    valid = (p > 0).all(-1)
-    safe_p = np.where(valid[..., None], p, 1.0)
-    A = np.swapaxes(np.where(valid[..., None, None], joint / safe_p[..., None], np.eye(*joint.shape[-2:])), -1, -2)
-    b = mu - joint.sum(-2)  # production minus benchmark predicted-class distribution
-    if lam > 0:
-        At = np.swapaxes(A, -1, -2)
-        theta = np.linalg.solve(At @ A + lam * np.eye(A.shape[-1]), At @ b[..., None])[..., 0]
-    else:
-        theta = (np.linalg.pinv(A) @ b[..., None])[..., 0]
-    q = np.clip(p + theta, 0.0, None)
-    q = q / q.sum(-1, keepdims=True)
-    return np.where(valid[..., None], q, np.nan)
-
-
-def ridge_for_condition(A: np.ndarray, max_condition: float) -> tuple[float, float]:
-    """Condition number of ``A`` and the smallest ridge capping ``cond(A'A + lam I)`` at ``max_condition**2``."""
-    s = np.linalg.svd(A, compute_uv=False)
-    cond = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
-    if cond <= max_condition:
-        return cond, 0.0
-    t2 = max_condition**2
-    return cond, float((s[0] ** 2 - t2 * s[-1] ** 2) / (t2 - 1))
-
-
-def check_regularization(value) -> None:
-    """Raise :class:`DetectorInputError` unless ``value`` is ``"auto"``, ``"none"`` or a number >= 0."""
-    if not (value in ("auto", "none") if isinstance(value, str) else
-            isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_))
-            and np.isfinite(value) and value >= 0):
-        raise DetectorInputError(f"regularization must be 'auto', 'none' or a number >= 0, got {value!r}.")
 
 
 class LabelShiftEstimator:
@@ -329,7 +268,7 @@ class LabelShiftEstimator:
         A = (self.joint_ / self.benchmark_prior_[:, None]).T
         cond, ridge = ridge_for_condition(A, self.max_condition)
         self.condition_number_ = cond
-        self.lambda_, self.method_ = self._choose_regularization(ridge)
+        self.lambda_, self.method_ = choose_regularization(self.regularization, ridge)
         return self
 
     def _fit_proba(self, y_true, proba, column_classes) -> None:
@@ -344,28 +283,8 @@ class LabelShiftEstimator:
             raise DetectorInputError(f"Benchmark labels {sorted(missing, key=str)} have no probability column.")
         self.kind_ = "proba"
         t = encode(y_true, self.classes_, "y_true")
-        k_t, k_p = len(self.classes_), len(self.pred_classes_)
-        rows = np.zeros((len(t), k_t * k_p)) if len(t) <= EXACT_BOOTSTRAP_ROWS else None
-        joint = np.zeros((k_t, k_p))
-        for c in range(k_t):
-            joint[c] = proba[t == c].sum(0)
-            if rows is not None:
-                rows[t == c, c * k_p:(c + 1) * k_p] = proba[t == c]
-        self.joint_counts_ = joint
-        self.benchmark_pred_counts_ = np.bincount(proba.argmax(1), minlength=k_p)
-        self._benchmark_rows = (t, proba) if rows is None else rows
-
-    def _choose_regularization(self, ridge: float) -> tuple[float, str]:
-        reg = self.regularization
-        if isinstance(reg, str):
-            if reg == "none":
-                return 0.0, "bbse"
-            if reg == "auto":
-                return ridge, ("rlls" if ridge > 0 else "bbse")
-            raise DetectorInputError(f"regularization must be 'auto', 'none' or a number, got {reg!r}.")
-        if not np.isfinite(float(reg)) or float(reg) < 0:
-            raise DetectorInputError(f"regularization must be non-negative, got {reg!r}.")
-        return float(reg), ("rlls" if float(reg) > 0 else "bbse")
+        self.joint_counts_, self._benchmark_rows = soft_joint(t, proba, len(self.classes_))
+        self.benchmark_pred_counts_ = np.bincount(proba.argmax(1), minlength=len(self.pred_classes_))
 
     # ------------------------------------------------------------- estimate
     def production_outputs(self, y_pred_production) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -477,31 +396,16 @@ class LabelShiftEstimator:
             joint = rng.multinomial(n_b, self.joint_.ravel(), size=B).reshape(B, k_t, k_p) / n_b
             mu = rng.multinomial(n_production, mu, size=B) / n_production
         else:
-            joint = self._bootstrap_soft_joint(rng)
+            joint = bootstrap_soft_joint(self.joint_, self._benchmark_rows, B, rng)
             mu = bootstrap_row_means(rows, B, rng)
         return joint, mu, solve_priors(joint, mu, lam)
-
-    def _bootstrap_soft_joint(self, rng: np.random.Generator) -> np.ndarray:
-        B = self.n_bootstrap
-        k_t, k_p = self.joint_.shape
-        if isinstance(self._benchmark_rows, np.ndarray):
-            return bootstrap_row_means(self._benchmark_rows, B, rng).reshape(B, k_t, k_p)
-        # Large benchmark: the mean of e_y (x) f(x) is normal with a block-diagonal second moment.
-        t, proba = self._benchmark_rows
-        second = np.zeros((k_t * k_p, k_t * k_p))
-        for c in range(k_t):
-            block = proba[t == c]
-            second[c * k_p:(c + 1) * k_p, c * k_p:(c + 1) * k_p] = block.T @ block / len(t)
-        mean = self.joint_.ravel()
-        cov = (second - np.outer(mean, mean)) / len(t)
-        return rng.multivariate_normal(mean, cov, size=B, method="eigh").reshape(B, k_t, k_p)
 
     def _result(self, q, q_boot, mu, p_value, effect, drifted, n_p, test, status) -> LabelShiftResult:
         lo_q, hi_q = (1 - self.confidence) / 2, 1 - (1 - self.confidence) / 2
         p = self.benchmark_prior_
-        ci_q = _percentiles(q_boot, lo_q, hi_q, len(p))
+        ci_q = percentile_intervals(q_boot, lo_q, hi_q, len(p))
         w_boot = None if q_boot is None else q_boot / p
-        ci_w = _percentiles(w_boot, lo_q, hi_q, len(p))
+        ci_w = percentile_intervals(w_boot, lo_q, hi_q, len(p))
         cls = [c for c in self.classes_.tolist()]
         return LabelShiftResult(
             priors={c: float(v) for c, v in zip(cls, q)}, priors_ci={c: ci for c, ci in zip(cls, ci_q)},
@@ -522,13 +426,3 @@ class LabelShiftEstimator:
                          details={"min_samples": self.min_samples})
         q = np.full(len(self.classes_), nan)
         return self._result(q, None, mu, nan, nan, False, n_p, test, "insufficient_data")
-
-
-def _percentiles(boot, lo: float, hi: float, k: int) -> list[tuple[float, float]]:
-    if boot is None:
-        return [(float("nan"), float("nan"))] * k
-    boot = boot[np.isfinite(boot).all(1)]
-    if len(boot) == 0:
-        return [(float("nan"), float("nan"))] * k
-    qs = np.quantile(boot, [lo, hi], axis=0)
-    return [(float(a), float(b)) for a, b in zip(qs[0], qs[1])]
