@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import inspect, text
+from sqlalchemy.exc import DBAPIError
 
 from service.monitors.definitions import make_trigger
 
@@ -54,9 +56,10 @@ class MonitorScheduler:
         from apscheduler.schedulers.background import BackgroundScheduler
 
         _HOSTS[self.key] = self.service
+        jobs = SQLAlchemyJobStore(engine=self.service.runtime.engine, tablename=JOB_TABLE)
+        ensure_job_table(jobs.jobs_t, self.service.runtime.engine)
         self.scheduler = BackgroundScheduler(
-            jobstores={"default": SQLAlchemyJobStore(engine=self.service.runtime.engine, tablename=JOB_TABLE),
-                       "local": MemoryJobStore()},
+            jobstores={"default": jobs, "local": MemoryJobStore()},
             executors={"default": ThreadPoolExecutor(2)},
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
             timezone="UTC")
@@ -103,6 +106,24 @@ class MonitorScheduler:
             self.scheduler = None
         if _HOSTS.get(self.key) is self.service:
             del _HOSTS[self.key]
+
+
+def ensure_job_table(table: Any, engine: Any, *, attempts: int = 5) -> None:
+    """Create APScheduler's job table, tolerating another process creating it at the same moment.
+
+    ``SQLAlchemyJobStore.start`` checks then creates, so two processes starting on a fresh database
+    can both see no table and one fails with "table already exists"; after this the check finds it.
+    """
+    for attempt in range(attempts):
+        try:
+            table.create(engine, checkfirst=True)
+            return
+        except DBAPIError:
+            if inspect(engine).has_table(table.name):
+                return
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1 * (attempt + 1))
 
 
 def next_run_time(engine: Any, monitor_id: str) -> datetime | None:

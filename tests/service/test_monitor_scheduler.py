@@ -72,6 +72,55 @@ def test_schedule_survives_restart(tmp_path):
         assert len(replica.get("/v1/alerts?state=open").json()["items"]) == 1
 
 
+def test_job_table_creation_tolerates_a_concurrent_creator(tmp_path):
+    """Two processes starting on one fresh database both check for the job table, both try to
+    create it, one gets "already exists" (the CI failure this test pins down): that is success."""
+    import threading
+
+    from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import OperationalError
+
+    from service.monitors.scheduler import JOB_TABLE, ensure_job_table
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'jobs.db'}")
+    table = SQLAlchemyJobStore(engine=engine, tablename=JOB_TABLE).jobs_t
+
+    class LosesTheRace:  # the other process created the table between our check and our CREATE
+        name = JOB_TABLE
+
+        def create(self, bind, checkfirst):
+            table.create(bind, checkfirst=False)
+            raise OperationalError("CREATE TABLE", {}, Exception(f"table {JOB_TABLE} already exists"))
+
+    ensure_job_table(LosesTheRace(), engine)
+    assert inspect(engine).has_table(JOB_TABLE)
+    table.drop(engine)
+
+    class AlwaysFails:  # a real fault (no table appears) is not swallowed
+        name = JOB_TABLE
+
+        def create(self, bind, checkfirst):
+            raise OperationalError("CREATE TABLE", {}, Exception("disk I/O error"))
+
+    with pytest.raises(OperationalError):
+        ensure_job_table(AlwaysFails(), engine, attempts=2)
+
+    errors = []
+    def start():
+        try:
+            ensure_job_table(SQLAlchemyJobStore(engine=engine, tablename=JOB_TABLE).jobs_t, engine)
+        except Exception as exc:  # pragma: no cover - the assertion below reports it
+            errors.append(exc)
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not errors and inspect(engine).has_table(JOB_TABLE)
+    engine.dispose()
+
+
 def test_compare_and_set_steps(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
     migrate(engine)
