@@ -11,7 +11,7 @@ from reports.formatting import (
 )
 from reports.records import Limitation, RankingContext
 
-__all__ = ["label_findings", "performance_estimates"]
+__all__ = ["label_findings", "performance_estimates", "saturation_note"]
 
 KRIPPENDORFF_TENTATIVE = 0.667  # Krippendorff's lowest alpha for tentative conclusions
 
@@ -260,10 +260,37 @@ def _source_disagreement(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
                             subject="labelling_sources")]
 
 
-def _saturation(ctx: RankingContext) -> list[Limitation]:
+def _majority_baseline(audit: Mapping, ctx: RankingContext) -> tuple[str, float] | None:
+    """``(class, share)`` of the benchmark's majority class when the primary metric is accuracy and its CI
+    does not lie above that share: the model is then not credibly better than always predicting it, and a
+    high accuracy reflects class imbalance, not a saturated benchmark."""
+    prior = get(audit, "label", "benchmark_prior")
+    if ctx.metric != "accuracy" or not isinstance(prior, Mapping) or not prior:
+        return None
+    cls, share = max(((str(k), num(v)) for k, v in prior.items()), key=lambda kv: kv[1] or 0.0)
+    low = ci_pair(ctx.overall_ci)[0]
+    bound = ctx.overall_value if low is None else low
+    return (cls, share) if share is not None and bound is not None and bound <= share else None
+
+
+def saturation_note(audit: Mapping, ctx: RankingContext) -> dict[str, str] | None:
+    """An audit note when the saturation rule is withheld because accuracy only matches the majority class."""
+    value, baseline = ctx.overall_value, _majority_baseline(audit, ctx)
+    if value is None or baseline is None or value < ctx.saturation_threshold:
+        return None
+    cls, share = baseline
+    return {"part": "benchmark saturation",
+            "reason": f"not flagged: accuracy {fmt_metric(value, ctx.overall_ci)} is not credibly above the "
+                      f"{fmt_num(share)} scored by always predicting '{cls}', so it reflects class imbalance, "
+                      f"not saturation; a class-balanced metric (sensitivity, balanced accuracy) says more."}
+
+
+def _saturation(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     value = ctx.overall_value
     if value is None or not ctx.higher_is_better or value < ctx.saturation_threshold:
         return []
+    if _majority_baseline(audit, ctx) is not None:
+        return []  # see saturation_note
     metric = metric_label(ctx.metric)
     statement = (f"The benchmark is close to saturated: {metric} is {fmt_metric(value, ctx.overall_ci)} "
                  f"({fmt_n(ctx.overall_n)}), above the {fmt_num(ctx.saturation_threshold)} saturation threshold, "
@@ -283,4 +310,4 @@ def label_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     lq = get(audit, "label_quality")
     if isinstance(lq, Mapping):
         found += _label_quality(lq, ctx)
-    return found + _saturation(ctx)
+    return found + _saturation(audit, ctx)

@@ -250,6 +250,7 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     ctx = state.ctx
     draft = flatten_audit(assemble.audit_json(inp, state))
     limitations = one_limitation_per_fact(draft, state, inp.production)
+    draft["notes"] = [*draft.get("notes", []), *_ranking_notes(draft, ctx)]
     candidates = assemble.candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
                                            state.prod_out.y_pred, assemble.target_masks(limitations, state))
     plan = plan_next_round(draft, limitations, budget=int(ctx.options["budget"]),
@@ -266,6 +267,17 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     clock.stage("report", "done")
     return AuditOutcome(result=result, html=html, markdown=markdown, companion_html=companion,
                         exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
+
+
+def _ranking_notes(draft: dict[str, Any], ctx: stages.StageContext) -> list[dict[str, str]]:
+    """Rules of the ranking that were deliberately not applied, so the user is not left guessing."""
+    from reports.findings_labels import saturation_note
+    from reports.records import RankingContext
+
+    rank_ctx = RankingContext.from_audit(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
+                                         alpha=ctx.alpha, priors=None)
+    note = saturation_note(draft, rank_ctx)
+    return [] if note is None else [note]
 
 
 def _companion(inp: AuditInput, ctx: stages.StageContext) -> str:

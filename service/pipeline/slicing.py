@@ -24,7 +24,13 @@ def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
     from detectors.discovery import discover_weak_slices
 
     contexts = list(ctx.columns.contexts)
-    if not ctx.options.get("discovery", True) or not contexts:
+    if not ctx.options.get("discovery", True):
+        return None, None
+    if not contexts:
+        ctx.notes.append({"part": "weak-slice discovery", "reason": (
+            "did not run: no column has the role 'context'. Discovery searches conditions on context columns "
+            "(a domain pack's, or columns given the role 'context' in the upload's schema); features alone are "
+            "tested for shift, not searched for weak slices.")})
         return None, None
     frame, data = (ctx.production, prod) if prod.y_true is not None else (ctx.benchmark, bench)
     if data.y_true is None or data.y_pred is None:

@@ -211,6 +211,26 @@ def test_saturation_threshold_argument_overrides_parameters(audit):
     assert not _by_kind(rank_limitations(audit), "benchmark_saturation")
 
 
+def test_accuracy_that_only_matches_the_majority_class_is_not_saturation(audit):
+    """Real case (survival/nwtco, relapse 16 %): accuracy 0.82 [0.79, 0.84] is what always predicting
+    "no relapse" scores (0.84); calling that benchmark saturated would be wrong, so a note says why not."""
+    from reports.findings_labels import saturation_note
+    from reports.records import RankingContext
+
+    audit["parameters"]["primary_metric"] = "accuracy"
+    audit["overall"].update({"metric": "accuracy", "benchmark_value": 0.82, "benchmark_ci": [0.79, 0.84]})
+    audit["label"]["benchmark_prior"] = {"0": 0.84, "1": 0.16}
+
+    def note():
+        return saturation_note(audit, RankingContext.from_audit(audit, saturation_threshold=None, alpha=None,
+                                                                priors=None))
+
+    assert not _by_kind(rank_limitations(audit), "benchmark_saturation")
+    assert "0.84" in note()["reason"] and "'0'" in note()["reason"]
+    audit["label"]["benchmark_prior"] = {"0": 0.6, "1": 0.4}  # the same accuracy, credibly above 0.6
+    assert _by_kind(rank_limitations(audit), "benchmark_saturation") and note() is None
+
+
 def test_reports_never_re_decide(audit):
     """The detectors decide (SPEC §5); reports read ``underperforming`` / ``drifted`` / ``changed`` only:
     a tiny p-value without the detector's flag is not a finding, whatever alpha is given."""
