@@ -18,10 +18,14 @@ probabilities) and its size stays at most ``alpha`` plus that (in practice far b
 ``alpha``: the shift by ``eps`` makes it conservative). A sketch that never compacted has
 ``eps = 0``, and then ``D_hat = D`` exactly. The price is power: a shift is found only when
 ``D > eps`` plus the usual critical value, about 0.0056 + 1.36 sqrt(2 / n) for two ``k = 1000``
-sketches; far below the ``D`` of a shift at the 0.1 sigma practical floor (about 0.04). With ties
-(integer columns) the in-memory detector uses a permutation p-value; the continuous one used
-here is conservative under ties. ``details`` hold ``D_hat``, ``(D_low, D_high)``, ``eps``, the
-p-value at ``D_hat`` (for reference only) and each sketch's ``k``.
+sketches; far below the ``D`` of a shift at the 0.1 sigma practical floor (about 0.04).
+``details`` hold ``D_hat``, ``(D_low, D_high)``, ``eps``, the p-value at ``D_hat`` (for reference
+only) and each sketch's ``k``.
+
+Numeric columns with at most :data:`detectors.summaries.MAX_LEVELS` distinct values (integer
+columns: ages, counts, scores on a scale) also carry exact value counts; their test
+(:func:`level_ks_test`) is the in-memory one, exactly: ``D``, Wasserstein and, with ties, the
+tie-correct permutation p-value (``details["exact_value_counts"]`` is True).
 
 The normed Wasserstein effect is the area between the two sketch CDFs (equal to the integral
 over ``u`` of ``|Q_ref(u) - Q_cur(u)|`` of the sketched distributions) divided by the exact
@@ -54,7 +58,7 @@ from detectors.label_shift import PRIOR_RATIO_FLOOR, LabelShiftEstimator, LabelS
 from detectors.metric_ci import (METRICS, NEEDS_CLASS, NEEDS_POSITIVE, MetricEstimate, infer_positive,
                                  metric_from_confusion, metric_from_counts)
 from detectors.summaries import CategorySummary, ConfusionSummary, NumericSummary, PredictionSummary
-from detectors.univariate import ks_pvalue
+from detectors.univariate import ks_pvalue, ks_test, ks_tied_pvalue
 
 __all__ = ["sketch_gap_statistics", "sketch_ks_test", "summary_covariate", "summary_slice_metric",
            "bootstrap_metric_interval", "summary_label_shift"]
@@ -76,18 +80,24 @@ def sketch_gap_statistics(reference: NumericSummary, current: NumericSummary) ->
 
 def sketch_ks_test(name: str, reference: NumericSummary, current: NumericSummary, *,
                    floor: float = DEFAULT_EFFECT_FLOORS["wasserstein_normed"], min_samples: int = 30,
-                   kind: str = "feature") -> ShiftTest:
+                   kind: str = "feature", random_state: int = 0) -> ShiftTest:
     """Conservative two-sample KS :class:`ShiftTest` of two numeric summaries (see the module doc).
 
     ``statistic`` is ``D_hat``; ``p_value`` is the KS p-value at ``D_low = max(D_hat - eps, 0)``.
-    Fewer than ``min_samples`` non-missing values on either side give ``insufficient_data``.
+    When both summaries hold exact value counts (at most ``MAX_LEVELS`` distinct values) the test
+    is exact instead: :func:`level_ks_test`. Fewer than ``min_samples`` non-missing values on
+    either side give ``insufficient_data``.
     """
     check_number("floor", floor, minimum=0)
     check_int("min_samples", min_samples, minimum=1)
+    check_random_state(random_state)
     n, m = reference.n, current.n
     details = missing_rates(reference.n_missing, n + reference.n_missing, current.n_missing, m + current.n_missing)
     if min(n, m) < min_samples:
         return insufficient_test(name, "ks_sketch", "wasserstein_normed", floor, n, m, kind, details)
+    if reference.levels is not None and current.levels is not None:
+        return level_ks_test(name, reference, current, details=details, floor=floor, kind=kind,
+                             random_state=random_state)
     d_hat, wasserstein = sketch_gap_statistics(reference, current)
     errors = (reference.rank_error, current.rank_error)
     eps = errors[0] + errors[1]
@@ -104,6 +114,46 @@ def sketch_ks_test(name: str, reference: NumericSummary, current: NumericSummary
     effect = wasserstein_effect(wasserstein, n, m, std_ref, std_cur)
     return ShiftTest(name, "ks_sketch", d_hat, p_value, p_value, effect, "wasserstein_normed", floor, n, m, False,
                      kind=kind, details=details)
+
+
+def level_ks_test(name: str, reference: NumericSummary, current: NumericSummary, *, details: dict, floor: float,
+                  kind: str = "feature", random_state: int = 0) -> ShiftTest:
+    """The in-memory detector's KS test, computed from exact value counts merged over partitions.
+
+    Both ECDFs are exact at the pooled distinct values (shape (levels,)), so ``D``, the
+    Wasserstein distance and the p-value equal the pandas engine's: the KS p-value (``method
+    "ks"``) without ties, the tie-correct permutation p-value (``"ks_permutation_ties"``, drawn
+    from the same multivariate hypergeometric law) with ties.
+    """
+    (ref_values, ref_counts), (cur_values, cur_counts) = reference.level_counts(), current.level_counts()
+    values = np.union1d(ref_values, cur_values)
+    cum_ref = np.cumsum(_aligned(values, ref_values, ref_counts))
+    cum_cur = np.cumsum(_aligned(values, cur_values, cur_counts))
+    n, m = int(cum_ref[-1]), int(cum_cur[-1])
+    gap = cum_ref / n - cum_cur / m
+    d = float(np.abs(gap).max())
+    wasserstein = float((np.abs(gap[:-1]) * np.diff(values)).sum())
+    d_lattice, p_value, p_method = ks_test(d, n, m)
+    method = "ks"
+    if 2 <= values.size < n + m:  # ties: the continuous p-value is conservative
+        details["ks_p_value_continuous"] = p_value
+        p_value = ks_tied_pvalue(cum_ref, cum_cur, d, random_state=random_state)
+        method = p_method = "ks_permutation_ties"
+    std_ref, std_cur = reference.std, current.std
+    diff, ci = mean_difference(reference.mean, std_ref, n, current.mean, std_cur, m)
+    details.update(ks_statistic=d_lattice, ks_p_value=p_value, ks_method=p_method, exact_value_counts=True,
+                   n_levels=int(values.size), sketch_rank_error=0.0, sketch_exact=True, wasserstein=wasserstein,
+                   mean_reference=reference.mean, mean_current=current.mean, std_reference=std_ref,
+                   std_current=std_cur, mean_difference=diff, mean_difference_ci=ci)
+    effect = wasserstein_effect(wasserstein, n, m, std_ref, std_cur)
+    return ShiftTest(name, method, d_lattice, p_value, p_value, effect, "wasserstein_normed", floor, n, m, False,
+                     kind=kind, details=details)
+
+
+def _aligned(values: np.ndarray, at: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(values.size, dtype=np.int64)
+    out[np.searchsorted(values, at)] = counts
+    return out
 
 
 def _check_summaries(reference: Mapping, current: Mapping, n_reference: int, n_current: int) -> None:
@@ -130,7 +180,7 @@ def summary_covariate(reference: Mapping[str, NumericSummary | CategorySummary],
                       current: Mapping[str, NumericSummary | CategorySummary], *, n_reference: int, n_current: int,
                       alpha: float = 0.05, correction: str = "bh", effect_floors: Mapping | None = None,
                       min_samples: int = 30, min_expected: float = 5.0,
-                      excluded: Sequence[ExcludedColumn] = ()) -> CovariateResult:
+                      excluded: Sequence[ExcludedColumn] = (), random_state: int = 0) -> CovariateResult:
     """:meth:`CovariateShiftDetector.test` from per-column summaries.
 
     Numeric summaries get :func:`sketch_ks_test`, category summaries (categorical, boolean and
@@ -144,19 +194,25 @@ def summary_covariate(reference: Mapping[str, NumericSummary | CategorySummary],
         Rows of each dataset (each column's ``n + n_missing``).
     excluded : sequence of ExcludedColumn
         Columns the caller did not summarise, reported as in the in-memory result.
+    random_state : int
+        Seed of the permutation p-values of tied numeric columns (as the in-memory detector's).
     """
     check_alpha(alpha)
+    check_random_state(random_state)
     check_correction(correction)
     check_effect_floors("effect_floors", effect_floors, DEFAULT_EFFECT_FLOORS)
     check_int("min_samples", min_samples, minimum=1)
     check_number("min_expected", min_expected, minimum=0)
     _check_summaries(reference, current, n_reference, n_current)
-    features = []
+    features, j = [], 0
     for name, ref in reference.items():
         cur = current[name]
         if isinstance(ref, NumericSummary):
             floor = effect_floor("wasserstein_normed", effect_floors)
-            features.append(sketch_ks_test(name, ref, cur, floor=floor, min_samples=min_samples))
+            # the seed of the in-memory detector's permutation test for its j-th numeric column
+            features.append(sketch_ks_test(name, ref, cur, floor=floor, min_samples=min_samples,
+                                           random_state=random_state + j))
+            j += 1
             continue
         details = missing_rates(ref.n_missing, n_reference, cur.n_missing, n_current)
         features.append(categorical_feature_test(name, ref.to_series(), cur.to_series(), details=details,

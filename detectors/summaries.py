@@ -17,7 +17,10 @@ partitions may be summarised anywhere and combined in any order (a Dask tree red
   ``sup_x |F_sketch(x) - F(x)|``. A sketch that never compacted (``n`` at most about ``k``)
   holds every value: its error is 0. KLL compaction is randomised with a seed DataSketches draws
   from the OS and does not expose, so sketch-derived numbers differ between runs within that
-  error; every other number here is deterministic under ``random_state``.
+  error; every other number here is deterministic under ``random_state``. Beside the sketch it
+  keeps the exact count of every distinct value while there are at most :data:`MAX_LEVELS` of
+  them (integer columns such as an age in years): tests on such columns are then exact, with the
+  tie-correct permutation p-value of the in-memory detector, and need no sketch bound.
 * :class:`CategorySummary` - exact counts per category (keys canonicalised to ``str`` so that a
   partition read as ``int`` and one read as ``float`` agree: ``1`` and ``1.0`` are both ``"1"``).
 * :class:`ConfusionSummary` / :class:`PredictionSummary` - exact (label, prediction) or
@@ -59,10 +62,11 @@ from detectors.base import DetectorInputError, FrozenDict, check_int
 from detectors.column_types import category_counts
 from detectors.outcome_summaries import ConfusionSummary, PredictionSummary, summary_rng
 
-__all__ = ["DEFAULT_K", "NumericSummary", "CategorySummary", "ConfusionSummary", "PredictionSummary",
+__all__ = ["DEFAULT_K", "MAX_LEVELS", "NumericSummary", "CategorySummary", "ConfusionSummary", "PredictionSummary",
            "DatasetSummary", "category_key", "summary_rng"]
 
 DEFAULT_K = 1000  # KLL accuracy: normalized rank error 0.278 % at 99 % confidence, about 20 kB
+MAX_LEVELS = 5_000  # exact value counts kept up to this many distinct values (= univariate.TIED_MAX_LEVELS)
 
 
 def _sketch(data: bytes) -> kll_doubles_sketch:
@@ -88,6 +92,8 @@ class NumericSummary:
     max: float = -math.inf
     k: int = DEFAULT_K
     sketch: bytes = field(default=b"", repr=False)  # kll_doubles_sketch.serialize()
+    # ((value, count), ...) sorted by value, exact; None once more than MAX_LEVELS distinct values
+    levels: tuple | None = field(default=(), repr=False)
 
     def __post_init__(self):
         if not self.sketch:
@@ -115,7 +121,7 @@ class NumericSummary:
         sketch.update(np.ascontiguousarray(valid))
         mean = float(valid.mean())
         return cls(int(valid.size), int(x.size - valid.size), mean, float(((valid - mean) ** 2).sum()),
-                   float(valid.min()), float(valid.max()), int(k), sketch.serialize())
+                   float(valid.min()), float(valid.max()), int(k), sketch.serialize(), _levels(valid))
 
     def merge(self, other: "NumericSummary") -> "NumericSummary":
         """Chan's exact update of the moments; the sketches merged (a new summary)."""
@@ -129,7 +135,14 @@ class NumericSummary:
         sketch = _sketch(self.sketch)
         sketch.merge(_sketch(other.sketch))
         return NumericSummary(n, missing, mean, m2, min(self.min, other.min), max(self.max, other.max),
-                              int(sketch.k), sketch.serialize())
+                              int(sketch.k), sketch.serialize(), _merge_levels(self.levels, other.levels))
+
+    def level_counts(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(values, counts)``, shapes (levels,), sorted by value; None past :data:`MAX_LEVELS` values."""
+        if self.levels is None:
+            return None
+        pairs = np.asarray(self.levels, dtype=float).reshape(-1, 2)
+        return pairs[:, 0], pairs[:, 1].astype(np.int64)
 
     @property
     def var(self) -> float:
@@ -176,6 +189,27 @@ class NumericSummary:
         if self.n == 0:
             return np.full(q.shape, np.nan)
         return np.asarray(_sketch(self.sketch).get_quantiles(q.ravel().tolist(), inclusive=True)).reshape(q.shape)
+
+
+def _levels(valid: np.ndarray) -> tuple | None:
+    # continuous columns overflow within their first values: decide on those before a full unique
+    if np.unique(valid[: 2 * MAX_LEVELS + 1]).size > MAX_LEVELS:
+        return None
+    values, counts = np.unique(valid, return_counts=True)
+    return None if values.size > MAX_LEVELS else tuple(zip(values.tolist(), counts.tolist()))
+
+
+def _merge_levels(a: tuple | None, b: tuple | None) -> tuple | None:
+    if a is None or b is None:
+        return None
+    if not a or not b:
+        return a or b
+    pairs = np.asarray(a + b, dtype=float)
+    values, inverse = np.unique(pairs[:, 0], return_inverse=True)
+    if values.size > MAX_LEVELS:
+        return None
+    counts = np.bincount(inverse, weights=pairs[:, 1]).round().astype(np.int64)
+    return tuple(zip(values.tolist(), counts.tolist()))
 
 
 def category_key(value: Any) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "ks_pvalue",
     "ks_test",
     "ks_tied_test",
+    "ks_tied_pvalue",
     "TIED_MAX_LEVELS",
     "missing_rate_test",
     "population_stability_index",
@@ -159,17 +160,29 @@ def ks_tied_test(reference: np.ndarray, current: np.ndarray, *, n_permutations: 
     cum_ref = np.searchsorted(reference, values, side="right")
     cum_cur = np.searchsorted(current, values, side="right")
     d = float(np.abs(cum_ref / n - cum_cur / m).max())
-    p_continuous = ks_test(d, n, m)[1]
+    p = ks_tied_pvalue(cum_ref, cum_cur, d, n_permutations=n_permutations, random_state=random_state)
+    return d, p, "ks_permutation_ties"
+
+
+def ks_tied_pvalue(cum_reference: np.ndarray, cum_current: np.ndarray, d: float, *, n_permutations: int = 2000,
+                   random_state: int | None = 0) -> float:
+    """Permutation p-value of the KS statistic ``d`` from cumulative counts at the pooled distinct values.
+
+    ``cum_reference`` and ``cum_current`` (shape (levels,)) count each sample's values ``<=`` each
+    distinct pooled value; their last entries are the sample sizes. Used by :func:`ks_tied_test`
+    and by the summary-based test (exact value counts of a column merged over partitions).
+    """
+    cum_ref, cum_cur = np.asarray(cum_reference, dtype=np.int64), np.asarray(cum_current, dtype=np.int64)
+    n, m = int(cum_ref[-1]), int(cum_cur[-1])
     floor_p = 1.0 / (1 + n_permutations)
+    p_continuous = ks_test(d, n, m)[1]
     if p_continuous <= floor_p:
-        return d, p_continuous, "ks_permutation_ties"
+        return p_continuous
     totals = np.diff(cum_ref + cum_cur, prepend=0)
     rng = np.random.default_rng(random_state)
-    draws = rng.multivariate_hypergeometric(totals.astype(np.int64), n, size=int(n_permutations),
-                                            method="marginals").cumsum(axis=1)
+    draws = rng.multivariate_hypergeometric(totals, n, size=int(n_permutations), method="marginals").cumsum(axis=1)
     null = np.abs(draws / n - (np.cumsum(totals) - draws) / m).max(axis=1)
-    p = (1 + np.count_nonzero(null >= d - 1e-12)) / (1 + int(n_permutations))
-    return d, float(p), "ks_permutation_ties"
+    return float((1 + np.count_nonzero(null >= d - 1e-12)) / (1 + int(n_permutations)))
 
 
 def _cvm_limit_cdf(x: float) -> float:

@@ -1,9 +1,12 @@
 """Engine, sessions and migrations. SQLite by default, PostgreSQL by URL (SPEC §12)."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 from pathlib import Path
+from typing import Iterator
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -28,16 +31,38 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+MIGRATION_LOCK_KEY = 0x63735F6D6967  # "cs_mig": the advisory lock every service process takes to migrate
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest Alembic revision."""
+    """Bring the schema to the newest Alembic revision.
+
+    Several service processes may start at once on a fresh database (replicas behind one load
+    balancer): they migrate one at a time, and each later one finds the schema at head. PostgreSQL
+    serialises them with a transaction-scoped advisory lock, SQLite with a lock file beside the
+    database (SQLite databases are local files, so all their processes share one file system).
+    """
     from alembic import command
     from alembic.config import Config
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
+    with _sqlite_file_lock(engine), engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         cfg.attributes["connection"] = connection
         command.upgrade(cfg, "head")
+
+
+@contextlib.contextmanager
+def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+        yield
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

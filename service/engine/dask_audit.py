@@ -49,7 +49,7 @@ def benchmark_key(dataset: ParquetDataset, plan: ScanPlan) -> str:
     """What a benchmark's scan depends on: its files (fingerprint) and everything in the plan."""
     from service.pipeline.reference_cache import cache_key
 
-    return cache_key("dask-scan", dataset.fingerprint, plan.columns, plan.numeric, plan.label, plan.prediction,
+    return cache_key("dask-scan-v2", dataset.fingerprint, plan.columns, plan.numeric, plan.label, plan.prediction,
                      dict(plan.slices), plan.sample_fraction, plan.random_state, plan.sketch_k, plan.extra)
 
 

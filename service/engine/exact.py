@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-EXACT_PARTS = ("row counts", "per-feature covariate tests (categorical counts, missing-value counts)",
+EXACT_PARTS = ("row counts", "per-feature covariate tests (categorical counts, missing-value counts, numeric "
+               "columns with at most 5,000 distinct values from their exact value counts)",
                "slice and overall metrics with their CIs and slice-versus-rest tests",
                "label-shift (BBSE) estimate, with Poisson-bootstrap intervals of the counts",
                "observed production class shares",
                "categorical context tests, unseen context values and slice shares")
-SKETCHED_PARTS = ("numeric covariate tests (KS on KLL sketches, p-value at the sketch's lower bound)",)
+SKETCHED_PARTS = ("numeric covariate tests of columns with more than 5,000 distinct values (KS on KLL sketches, "
+                  "p-value at the sketch's lower bound)",)
 SAMPLED_PARTS = ("multivariate classifier test", "model-output shift", "label-free performance estimates",
                  "numeric context tests", "weak-slice discovery", "within-context change tests",
                  "attribution", "embedding tests", "feature histograms", "next-round candidates")
@@ -53,7 +55,8 @@ def covariate(ctx, features: list[str]):
         if pair is not None:
             reference[name], current[name] = pair
     return summary_covariate(reference, current, n_reference=scans.benchmark.n_rows,
-                             n_current=scans.production.n_rows, alpha=ctx.alpha, correction=ctx.correction)
+                             n_current=scans.production.n_rows, alpha=ctx.alpha, correction=ctx.correction,
+                             random_state=ctx.seed)
 
 
 def _summaries(scans, name: str, *, numeric: bool):
