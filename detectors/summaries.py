@@ -92,8 +92,9 @@ class NumericSummary:
     max: float = -math.inf
     k: int = DEFAULT_K
     sketch: bytes = field(default=b"", repr=False)  # kll_doubles_sketch.serialize()
-    # ((value, count), ...) sorted by value, exact; None once more than MAX_LEVELS distinct values
-    levels: tuple | None = field(default=(), repr=False)
+    # exact value counts: float64 pairs (value, count) sorted by value, as bytes (compact to pickle
+    # and hold); None once there are more than MAX_LEVELS distinct values
+    levels: bytes | None = field(default=b"", repr=False)
 
     def __post_init__(self):
         if not self.sketch:
@@ -141,8 +142,8 @@ class NumericSummary:
         """``(values, counts)``, shapes (levels,), sorted by value; None past :data:`MAX_LEVELS` values."""
         if self.levels is None:
             return None
-        pairs = np.asarray(self.levels, dtype=float).reshape(-1, 2)
-        return pairs[:, 0], pairs[:, 1].astype(np.int64)
+        pairs = np.frombuffer(self.levels, dtype=np.float64).reshape(-1, 2)
+        return pairs[:, 0].copy(), pairs[:, 1].astype(np.int64)
 
     @property
     def var(self) -> float:
@@ -191,25 +192,29 @@ class NumericSummary:
         return np.asarray(_sketch(self.sketch).get_quantiles(q.ravel().tolist(), inclusive=True)).reshape(q.shape)
 
 
-def _levels(valid: np.ndarray) -> tuple | None:
+def _levels(valid: np.ndarray) -> bytes | None:
     # continuous columns overflow within their first values: decide on those before a full unique
     if np.unique(valid[: 2 * MAX_LEVELS + 1]).size > MAX_LEVELS:
         return None
     values, counts = np.unique(valid, return_counts=True)
-    return None if values.size > MAX_LEVELS else tuple(zip(values.tolist(), counts.tolist()))
+    return None if values.size > MAX_LEVELS else _pairs(values, counts)
 
 
-def _merge_levels(a: tuple | None, b: tuple | None) -> tuple | None:
+def _pairs(values: np.ndarray, counts: np.ndarray) -> bytes:
+    # counts as float64 are exact below 2**53 rows
+    return np.column_stack([values, counts]).astype(np.float64).tobytes()
+
+
+def _merge_levels(a: bytes | None, b: bytes | None) -> bytes | None:
     if a is None or b is None:
         return None
     if not a or not b:
         return a or b
-    pairs = np.asarray(a + b, dtype=float)
+    pairs = np.frombuffer(a + b, dtype=np.float64).reshape(-1, 2)
     values, inverse = np.unique(pairs[:, 0], return_inverse=True)
     if values.size > MAX_LEVELS:
         return None
-    counts = np.bincount(inverse, weights=pairs[:, 1]).round().astype(np.int64)
-    return tuple(zip(values.tolist(), counts.tolist()))
+    return _pairs(values, np.bincount(inverse, weights=pairs[:, 1]))
 
 
 def category_key(value: Any) -> str:

@@ -135,6 +135,7 @@ def ks_pvalue(d: float, n1: int, n2: int) -> tuple[float, str]:
 
 
 TIED_MAX_LEVELS = 5_000  # distinct values up to which tied columns get the permutation KS test
+PERMUTATION_BLOCK_CELLS = 1_000_000  # permutations x levels drawn at a time (8 MB per int64 matrix)
 
 
 def ks_tied_test(reference: np.ndarray, current: np.ndarray, *, n_permutations: int = 2000,
@@ -179,10 +180,18 @@ def ks_tied_pvalue(cum_reference: np.ndarray, cum_current: np.ndarray, d: float,
     if p_continuous <= floor_p:
         return p_continuous
     totals = np.diff(cum_ref + cum_cur, prepend=0)
+    cum_totals = np.cumsum(totals)
     rng = np.random.default_rng(random_state)
-    draws = rng.multivariate_hypergeometric(totals, n, size=int(n_permutations), method="marginals").cumsum(axis=1)
-    null = np.abs(draws / n - (np.cumsum(totals) - draws) / m).max(axis=1)
-    return float((1 + np.count_nonzero(null >= d - 1e-12)) / (1 + int(n_permutations)))
+    # in blocks of rows: 2,000 permutations x 5,000 levels at once would hold several 80 MB matrices
+    block = max(1, PERMUTATION_BLOCK_CELLS // max(totals.size, 1))
+    exceed, left = 0, int(n_permutations)
+    while left > 0:
+        size = min(block, left)
+        draws = rng.multivariate_hypergeometric(totals, n, size=size, method="marginals").cumsum(axis=1)
+        null = np.abs(draws / n - (cum_totals - draws) / m).max(axis=1)
+        exceed += int(np.count_nonzero(null >= d - 1e-12))
+        left -= size
+    return float((1 + exceed) / (1 + int(n_permutations)))
 
 
 def _cvm_limit_cdf(x: float) -> float:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from reports.formatting import (
-    as_list, capitalise, ci_pair, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
+    as_list, capitalise, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
     lower_is_better, metric_label, num, shorten,
 )
 from reports.records import Limitation, RankingContext, finding_key, flagged, severity_label
@@ -249,100 +249,10 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
                            effect * ctx.priors.shift_gap, evidence, subject=f"column {t.get('name')}")
 
 
-def _feature_phrase(t: Mapping) -> str:
-    name = shorten(t.get("name"), 60)
-    details = t.get("details") if isinstance(t.get("details"), Mapping) else {}
-    if t.get("kind") == "missing_rate":
-        ref, cur = num(details.get("rate_reference")), num(details.get("rate_current"))
-        rates = f"{fmt_share(ref)} → {fmt_share(cur)}, " if ref is not None and cur is not None else ""
-        return f"the missing-value rate of {name} ({rates}{fmt_p(t.get('p_value_adjusted'), 'adjusted p')})"
-    ref, cur = num(details.get("mean_reference")), num(details.get("mean_current"))
-    means = f"mean {ref:.3g} → {cur:.3g}, " if ref is not None and cur is not None else ""
-    return f"{name} ({means}{_test_note(t)})"
-
-
-def _multivariate_sentence(mv: Mapping) -> str:
-    method = str(mv.get("method") or "multivariate")
-    note = fmt_p(mv.get("p_value_adjusted", mv.get("p_value")), "adjusted p")
-    if "classifier" in method or "c2st" in method:
-        auc_ci = get(mv, "details", "auc_ci") or mv.get("ci")
-        return (f" A classifier separates production from benchmark rows with AUC "
-                f"{fmt_metric(mv.get('statistic'), auc_ci)} ({note}).")
-    return f" The multivariate {shorten(method, 30)} test also detects a shift ({note})."
-
-
 def _assumed(ctx: RankingContext, effect: float) -> str:
     """The sentence that says a severity rests on an assumed, not a measured, loss."""
     return (f" Nothing here measures the model's loss: the severity assumes {fmt_num(ctx.priors.shift_gap)} of "
             f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)}).")
-
-
-def _output_tests(audit: Mapping) -> list:
-    """Flagged BBSD tests on the model's outputs (predicted class, scores)."""
-    outputs = get(audit, "covariate", "outputs", default={}) or {}
-    return [t for t in as_list(outputs.get("tests") if isinstance(outputs, Mapping) else None) if flagged(t)]
-
-
-def _output_sentence(tests: list) -> str:
-    if not tests:
-        return ""
-    phrases = []
-    for t in tests[:3]:
-        what = ("the predicted-class mix" if t.get("name") == "predicted_class"
-                else f"the score {shorten(t.get('name'), 40)}")
-        phrases.append(f"{what} ({_feature_phrase(t).split(' (', 1)[-1]}")
-    return f" The model's outputs changed too: {', '.join(phrases)}."
-
-
-def _covariate(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
-    tests = as_list(get(audit, "covariate", "features")) + as_list(get(audit, "covariate", "missing"))
-    drifted = sorted((t for t in tests if flagged(t)),
-                     key=lambda t: (-(num(t.get("effect_size")) or 0.0), str(t.get("name"))))
-    outputs = _output_tests(audit)
-    mv = get(audit, "covariate", "multivariate", default={})
-    mv_flag = isinstance(mv, Mapping) and (mv.get("drifted") is True or mv.get("is_shift") is True)
-    if not drifted and not mv_flag and not outputs:
-        return []
-    n_features = len(as_list(get(audit, "covariate", "features")))
-    names = [shorten(t.get("name"), 40) for t in drifted[:3]]
-    if drifted:
-        listed = ", ".join(_feature_phrase(t) for t in drifted[:3])
-        more = f" and {len(drifted) - 3:,} more" if len(drifted) > 3 else ""
-        statement = (f"{len(drifted):,} of {n_features:,} input features changed distribution between "
-                     f"benchmark and production: {listed}{more}.")
-        statement += _output_sentence(outputs)
-    elif mv_flag:
-        statement = "No single input feature changed significantly, but their joint distribution did."
-        statement += _output_sentence(outputs)
-    else:
-        statement = _output_sentence(outputs).strip().replace("changed too:", "changed:")
-        statement += (" Black-box shift detection (BBSD) reads this as a change of the inputs the model sees, "
-                      "even where no input column is tabulated.")
-    if mv_flag:
-        statement += _multivariate_sentence(mv)
-    statement += f" Rows compared: {fmt_n(ctx.n_benchmark)} benchmark, {fmt_n(ctx.n_production)} production."
-    effects = [num(t.get("effect_size")) for t in drifted + outputs] or [num(mv.get("effect_size")) or 0.5]
-    effect = min(max((e for e in effects if e is not None), default=0.0), 1.0)
-    statement += _assumed(ctx, effect)
-    evidence = {
-        "n_drifted": len(drifted), "n_features": n_features,
-        "features": [{k: t.get(k) for k in ("name", "kind", "method", "effect_name", "effect_size", "p_value_adjusted")}
-                     for t in drifted[:20]],
-        "outputs": [{k: t.get(k) for k in ("name", "method", "effect_name", "effect_size", "p_value_adjusted")}
-                    for t in outputs],
-        "multivariate": {k: mv.get(k) for k in ("method", "statistic", "p_value", "p_value_adjusted", "effect_size")}
-        if mv_flag else None,
-        "severity_basis": f"largest effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f} (the metric loss "
-                          "assumed for a shift of effect 1; nothing here measures the model's loss)",
-    }
-    if drifted:
-        title = "the inputs have changed" + (f" ({', '.join(names)})" if names else "")
-    elif outputs and not mv_flag:
-        title = "the model's outputs have changed"
-    else:
-        title = "the inputs have changed jointly"
-    return [make_limitation("covariate_shift", None, title, statement, effect * ctx.priors.shift_gap, evidence,
-                            subject="inputs")]
 
 
 def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
@@ -356,4 +266,6 @@ def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     found += [_untested(u, ctx, folded[("untested", i)], by_name.get(str(u.get("measured_by") or untested_name(u))))
               for i, u in enumerate(untested)]
     found += [_mix_shift(t, ctx, by_name) for t in standalone]
-    return found + _covariate(audit, ctx)
+    from reports.findings_inputs import covariate_findings  # imported here: it builds on this module
+
+    return found + covariate_findings(audit, ctx)

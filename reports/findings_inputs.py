@@ -1,0 +1,147 @@
+"""The covariate-shift limitation: which inputs (and model outputs) changed, with the loss measured
+on labelled production where it can be (:mod:`reports.measured`), else an assumed one, said so."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reports.findings_data import _assumed, _test_note, make_limitation
+from reports.formatting import as_list, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, metric_label, num, shorten
+from reports.records import Limitation, RankingContext, flagged
+
+__all__ = ["covariate_findings"]
+
+
+def _no_common_values(t: Mapping) -> bool:
+    """Production shares no value with the benchmark: every category unseen, or disjoint numeric ranges
+    (KS distance 1) - what a year, a date or a batch number does between two periods."""
+    details = t.get("details") if isinstance(t.get("details"), Mapping) else {}
+    if t.get("kind") != "feature":
+        return False
+    unseen, ks = num(details.get("unseen_share")), num(details.get("ks_statistic"))
+    return (unseen is not None and unseen >= 0.999) or (ks is not None and ks >= 0.999)
+
+
+def _index_hint(tests: list) -> str:
+    if not tests:
+        return ""
+    names = [shorten(t.get("name"), 40) for t in tests[:3]]
+    one = len(tests) == 1
+    subject, verb, pronoun = ("column", "has", "it") if one else ("columns", "have", "them")
+    return (f" The {subject} {', '.join(names)} {verb} no value in common with the benchmark: if "
+            f"{'it is' if one else 'they are'} a time or batch index rather than a model input, give {pronoun} "
+            f"the role timestamp or ignore.")
+
+
+def _feature_phrase(t: Mapping) -> str:
+    name = shorten(t.get("name"), 60)
+    details = t.get("details") if isinstance(t.get("details"), Mapping) else {}
+    if t.get("kind") == "missing_rate":
+        ref, cur = num(details.get("rate_reference")), num(details.get("rate_current"))
+        rates = f"{fmt_share(ref)} → {fmt_share(cur)}, " if ref is not None and cur is not None else ""
+        return f"the missing-value rate of {name} ({rates}{fmt_p(t.get('p_value_adjusted'), 'adjusted p')})"
+    ref, cur = num(details.get("mean_reference")), num(details.get("mean_current"))
+    means = f"mean {ref:.3g} → {cur:.3g}, " if ref is not None and cur is not None else ""
+    return f"{name} ({means}{_test_note(t)})"
+
+
+def _multivariate_sentence(mv: Mapping) -> str:
+    method = str(mv.get("method") or "multivariate")
+    note = fmt_p(mv.get("p_value_adjusted", mv.get("p_value")), "adjusted p")
+    if "classifier" in method or "c2st" in method:
+        auc_ci = get(mv, "details", "auc_ci") or mv.get("ci")
+        return (f" A classifier separates production from benchmark rows with AUC "
+                f"{fmt_metric(mv.get('statistic'), auc_ci)} ({note}).")
+    return f" The multivariate {shorten(method, 30)} test also detects a shift ({note})."
+
+
+def _output_tests(audit: Mapping) -> list:
+    """Flagged BBSD tests on the model's outputs (predicted class, scores)."""
+    outputs = get(audit, "covariate", "outputs", default={}) or {}
+    return [t for t in as_list(outputs.get("tests") if isinstance(outputs, Mapping) else None) if flagged(t)]
+
+
+def _output_sentence(tests: list) -> str:
+    if not tests:
+        return ""
+    phrases = []
+    for t in tests[:3]:
+        what = ("the predicted-class mix" if t.get("name") == "predicted_class"
+                else f"the score {shorten(t.get('name'), 40)}")
+        phrases.append(f"{what} ({_feature_phrase(t).split(' (', 1)[-1]}")
+    return f" The model's outputs changed too: {', '.join(phrases)}."
+
+
+def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+    tests = as_list(get(audit, "covariate", "features")) + as_list(get(audit, "covariate", "missing"))
+    drifted = sorted((t for t in tests if flagged(t)),
+                     key=lambda t: (-(num(t.get("effect_size")) or 0.0), str(t.get("name"))))
+    outputs = _output_tests(audit)
+    mv = get(audit, "covariate", "multivariate", default={})
+    mv_flag = isinstance(mv, Mapping) and (mv.get("drifted") is True or mv.get("is_shift") is True)
+    if not drifted and not mv_flag and not outputs:
+        return []
+    n_features = len(as_list(get(audit, "covariate", "features")))
+    names = [shorten(t.get("name"), 40) for t in drifted[:3]]
+    if drifted:
+        listed = ", ".join(_feature_phrase(t) for t in drifted[:3])
+        more = f" and {len(drifted) - 3:,} more" if len(drifted) > 3 else ""
+        statement = (f"{len(drifted):,} of {n_features:,} input features changed distribution between "
+                     f"benchmark and production: {listed}{more}.")
+        statement += _index_hint([t for t in drifted if _no_common_values(t)])
+        statement += _output_sentence(outputs)
+    elif mv_flag:
+        statement = "No single input feature changed significantly, but their joint distribution did."
+        statement += _output_sentence(outputs)
+    else:
+        statement = _output_sentence(outputs).strip().replace("changed too:", "changed:")
+        statement += (" Black-box shift detection (BBSD) reads this as a change of the inputs the model sees, "
+                      "even where no input column is tabulated.")
+    if mv_flag:
+        statement += _multivariate_sentence(mv)
+    statement += f" Rows compared: {fmt_n(ctx.n_benchmark)} benchmark, {fmt_n(ctx.n_production)} production."
+    effects = [num(t.get("effect_size")) for t in drifted + outputs] or [num(mv.get("effect_size")) or 0.5]
+    effect = min(max((e for e in effects if e is not None), default=0.0), 1.0)
+    score, basis, sentence, measured = _shift_severity(audit, ctx, effect)
+    statement += sentence
+    evidence = {
+        "n_drifted": len(drifted), "n_features": n_features,
+        "features": [{k: t.get(k) for k in ("name", "kind", "method", "effect_name", "effect_size", "p_value_adjusted")}
+                     for t in drifted[:20]],
+        "outputs": [{k: t.get(k) for k in ("name", "method", "effect_name", "effect_size", "p_value_adjusted")}
+                    for t in outputs],
+        "multivariate": {k: mv.get(k) for k in ("method", "statistic", "p_value", "p_value_adjusted", "effect_size")}
+        if mv_flag else None,
+        "severity_basis": basis,
+        "measured": None if measured is None else {
+            "metric": measured.metric, "benchmark_value": measured.benchmark, "production_value": measured.production,
+            "loss": measured.loss, "loss_ci": list(measured.loss_ci)},
+    }
+    if drifted:
+        title = "the inputs have changed" + (f" ({', '.join(names)})" if names else "")
+    elif outputs and not mv_flag:
+        title = "the model's outputs have changed"
+    else:
+        title = "the inputs have changed jointly"
+    return [make_limitation("covariate_shift", None, title, statement, score, evidence, subject="inputs")]
+
+
+def _shift_severity(audit: Mapping, ctx: RankingContext, effect: float):
+    """``(score, basis, sentence, measured)``: the assumed loss of a shift, capped at the largest overall
+    loss that labelled production still allows. The measured overall loss itself is not the shift's
+    severity: every cause in the audit (weak slices, untested contexts) contributes to it."""
+    from reports.measured import measured_overall
+
+    assumed = effect * ctx.priors.shift_gap
+    basis = f"largest effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"
+    measured = measured_overall(audit, ctx.metric)
+    if measured is None:
+        return (assumed, f"{basis} (the metric loss assumed for a shift of effect 1; nothing here measures the "
+                "model's loss)", _assumed(ctx, effect), None)
+    cap = max(measured.loss_ci[1], 0.0)
+    score = max(min(assumed, cap), ctx.priors.measured_shift_floor)
+    capped = cap < assumed
+    sentence = (f"{measured.sentence()} The severity assumes {fmt_num(ctx.priors.shift_gap)} of "
+                f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)})"
+                + (", capped at the upper end of the measured loss." if capped else "."))
+    return (score, f"{basis}, capped at the measured overall loss's upper end {cap:.3f}, at least "
+            f"{ctx.priors.measured_shift_floor:.3f}", sentence, measured)

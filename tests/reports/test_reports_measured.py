@@ -1,0 +1,66 @@
+"""A covariate shift's severity is the loss measured on labelled production when there is one
+(real case: carData/Arrests, benchmark 1997-2000 against production 2001-2002)."""
+from __future__ import annotations
+
+import pytest
+
+from detectors.intervals import newcombe_interval, wilson_interval
+from reports import rank_limitations
+from reports.measured import measured_overall
+
+
+def _label(audit, b, nb, p, np_):
+    """Overall sensitivity on both sides from counts, with Wilson CIs (as the pipeline reports it)."""
+    audit["overall"].update({"metric": "sensitivity", "benchmark_value": b / nb, "n": nb,
+                             "benchmark_ci": list(wilson_interval(b, nb)), "production_value": p / np_,
+                             "production_ci": list(wilson_interval(p, np_)), "n_production": np_})
+
+
+def _covariate(audit):
+    return next(lim for lim in rank_limitations(audit) if lim.kind == "covariate_shift")
+
+
+def test_the_loss_interval_is_newcombes_for_two_proportions(audit):
+    _label(audit, 26, 306, 11, 260)  # Arrests: sensitivity 0.085 -> 0.042
+    change = measured_overall(audit, "sensitivity")
+    low, high = newcombe_interval(11, 260, 26, 306)  # benchmark minus production
+    assert change.loss == pytest.approx(26 / 306 - 11 / 260)
+    assert change.loss_ci == pytest.approx((low, high))
+
+
+def test_unlabelled_production_keeps_the_assumed_gap_and_says_so(audit):
+    audit["overall"].update({"production_value": None, "production_ci": None})
+    lim = _covariate(audit)
+    assert "Nothing here measures the model's loss" in lim.statement and "assumed gap" in lim.evidence["severity_basis"]
+    assert lim.evidence["measured"] is None
+
+
+def test_the_measured_loss_is_stated_but_not_claimed_by_the_shift_alone(audit):
+    """The overall loss has every cause of the audit in it (weak slices, untested contexts), so the
+    shift keeps its assumed loss; the measurement only caps it."""
+    _label(audit, 250, 300, 180, 300)  # 0.83 -> 0.60
+    lim = _covariate(audit)
+    effect = min(max(t["effect_size"] for t in audit["covariate"]["features"] if t["drifted"]), 1.0)
+    assert lim.score == pytest.approx(effect * 0.05, abs=1e-6)
+    assert "Measured on the labelled production rows" in lim.statement and "a loss of 0.23" in lim.statement
+    assert "every finding here contributes" in lim.statement and "Nothing here measures" not in lim.statement
+
+
+def test_a_measurement_that_rules_the_assumed_loss_out_caps_it(audit):
+    _label(audit, 250, 300, 249, 300)  # small samples: the interval's upper end is above the assumed loss
+    effect = min(max(t["effect_size"] for t in audit["covariate"]["features"] if t["drifted"]), 1.0)
+    lim = _covariate(audit)
+    assert lim.score == pytest.approx(effect * 0.05, abs=1e-6) and "within sampling error" in lim.statement
+    assert "capped" not in lim.statement
+    _label(audit, 25_000, 30_000, 25_010, 30_000)  # large samples: no loss above a few thousandths
+    lim = _covariate(audit)
+    upper = lim.evidence["measured"]["loss_ci"][1]
+    assert 0 < upper < effect * 0.05 and lim.score == pytest.approx(max(upper, 0.005), abs=1e-6)
+    assert lim.severity == "low" and "capped at the upper end of the measured loss" in lim.statement
+
+
+def test_a_feature_without_common_values_gets_the_time_index_hint(audit):
+    drifted = next(t for t in audit["covariate"]["features"] if t["drifted"])
+    assert "no value in common" not in _covariate(audit).statement
+    drifted["details"]["ks_statistic"] = 1.0  # disjoint ranges, as a year column has between two periods
+    assert f"The column {drifted['name']} has no value in common with the benchmark" in _covariate(audit).statement
