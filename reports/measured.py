@@ -44,7 +44,7 @@ class MeasuredChange:
                     f"{fmt_metric(self.benchmark, self.benchmark_ci)} ({fmt_n(self.n_benchmark)}) on the benchmark")
         interval = f"{fmt_num(self.loss)} [{fmt_num(self.loss_ci[0])}, {fmt_num(self.loss_ci[1])}]"
         if self.credible:
-            return f"{measured}: a loss of {interval} over all of production, to which every finding here contributes."
+            return f"{measured}: a loss of {interval} over all of production, from every cause together."
         return f"{measured}: the loss, {interval}, is within sampling error."
 
 

@@ -43,7 +43,7 @@ def test_the_measured_loss_is_stated_but_not_claimed_by_the_shift_alone(audit):
     effect = min(max(t["effect_size"] for t in audit["covariate"]["features"] if t["drifted"]), 1.0)
     assert lim.score == pytest.approx(effect * 0.05, abs=1e-6)
     assert "Measured on the labelled production rows" in lim.statement and "a loss of 0.23" in lim.statement
-    assert "every finding here contributes" in lim.statement and "Nothing here measures" not in lim.statement
+    assert "from every cause together" in lim.statement and "Nothing here measures" not in lim.statement
 
 
 def test_a_measurement_that_rules_the_assumed_loss_out_caps_it(audit):
