@@ -126,22 +126,18 @@ def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
 
 
 def _shift_severity(audit: Mapping, ctx: RankingContext, effect: float):
-    """``(score, basis, sentence, measured)``: the assumed loss of a shift, capped at the largest overall
-    loss that labelled production still allows. The measured overall loss itself is not the shift's
-    severity: every cause in the audit (weak slices, untested contexts) contributes to it."""
+    """``(score, basis, sentence, measured)``: the assumed loss of a shift, with the overall loss measured
+    on labelled production stated beside it. The measured loss is not the shift's own: every cause in
+    the audit (weak slices, untested contexts) contributes to it, so it neither replaces nor caps the
+    assumed one (monitors alert on shifts as such; harm has its own alerts)."""
     from reports.measured import measured_overall
 
-    assumed = effect * ctx.priors.shift_gap
+    score = effect * ctx.priors.shift_gap
     basis = f"largest effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"
     measured = measured_overall(audit, ctx.metric)
     if measured is None:
-        return (assumed, f"{basis} (the metric loss assumed for a shift of effect 1; nothing here measures the "
+        return (score, f"{basis} (the metric loss assumed for a shift of effect 1; nothing here measures the "
                 "model's loss)", _assumed(ctx, effect), None)
-    cap = max(measured.loss_ci[1], 0.0)
-    score = max(min(assumed, cap), ctx.priors.measured_shift_floor)
-    capped = cap < assumed
     sentence = (f"{measured.sentence()} The severity assumes {fmt_num(ctx.priors.shift_gap)} of "
-                f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)})"
-                + (", capped at the upper end of the measured loss." if capped else "."))
-    return (score, f"{basis}, capped at the measured overall loss's upper end {cap:.3f}, at least "
-            f"{ctx.priors.measured_shift_floor:.3f}", sentence, measured)
+                f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)}) for the shift itself.")
+    return score, f"{basis} (the measured overall loss is stated beside it)", sentence, measured

@@ -79,8 +79,6 @@ class SeverityPriors:
     label_shift_gap : assumed spread between per-class recalls, multiplied by the total-variation
         distance between benchmark and production class priors.
     saturation_score : fixed score of a saturated benchmark (informational, always "low").
-    measured_shift_floor : least score of a distribution shift whose assumed loss is capped by the
-        overall loss measured on labelled production (the upper end of its interval).
     """
 
     untested_gap: float = 0.10
@@ -88,7 +86,6 @@ class SeverityPriors:
     shift_gap: float = 0.05
     label_shift_gap: float = 0.25
     saturation_score: float = 0.005
-    measured_shift_floor: float = 0.005
 
 
 @dataclass(frozen=True)
