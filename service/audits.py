@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import NotFound
@@ -63,6 +63,11 @@ class AuditStore:
                            domain_version=pack.version if pack is not None else None)  # pinned
             s.add(row)
         return row
+
+    def count_queued(self) -> int:
+        """Audits waiting to run, over every instance on this database."""
+        with self.sessions() as s:
+            return int(s.scalar(select(func.count()).select_from(AuditRow).where(AuditRow.status == "queued")))
 
     def get(self, audit_id: str) -> AuditRow:
         with self.sessions() as s:

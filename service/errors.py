@@ -58,6 +58,17 @@ class Conflict(ServiceError):
     code = "conflict"
 
 
+class QueueFull(ServiceError):
+    """Too much work is waiting; the client should retry after ``retry_after_s`` seconds."""
+
+    status_code = 429
+    code = "queue_full"
+
+    def __init__(self, message: str, *, retry_after_s: int, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after_s = int(retry_after_s)
+
+
 class Unauthorized(ServiceError):
     status_code = 401
     code = "unauthorized"

@@ -8,12 +8,14 @@ from pydantic import ValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 
 from service.deps import RuntimeDep
-from service.errors import Conflict, InvalidRequest, NotFound
+from service.errors import Conflict, InvalidRequest, NotFound, QueueFull
 from reports.result import AuditResult
 from service.models import AuditRow
-from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus
+from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus, ErrorResponse
 
 router = APIRouter(prefix="/v1/audits", tags=["audits"], responses=ERROR_RESPONSES)
+# a guess the client can act on: one audit of a typical table takes tens of seconds
+RETRY_AFTER_S = 30
 
 
 def status_of(row: AuditRow) -> AuditStatus:
@@ -24,10 +26,17 @@ def status_of(row: AuditRow) -> AuditStatus:
                        error=row.error)
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=AuditStatus)
-def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus:
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=AuditStatus,
+             responses={429: {"model": ErrorResponse, "description": "Too many audits queued; see Retry-After"}})
+def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus | JSONResponse:
     """Queue an audit of ``production`` against ``benchmark`` (or the union of a ``benchmark_series``'
-    rounds, materialised as a stored benchmark dataset) under a domain pack."""
+    rounds, materialised as a stored benchmark dataset) under a domain pack. 429 with ``Retry-After``
+    while ``CONTEXTSHIFT_MAX_QUEUED_AUDITS`` audits wait to run."""
+    try:
+        _check_queue(runtime)
+    except QueueFull as exc:  # the generic error handler sets no headers; Retry-After is the point here
+        return JSONResponse(status_code=exc.status_code, content=exc.to_body(),
+                            headers={"Retry-After": str(exc.retry_after_s)})
     series = _series_benchmark(runtime, body) if body.benchmark_series else None
     bench = series[0] if series else runtime.datasets.get(body.benchmark)
     prod = runtime.datasets.get(body.production)
@@ -49,6 +58,19 @@ def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus:
     row = runtime.audits.create(benchmark_id=bench.id, production_id=prod.id, domain=body.domain, options=options)
     runtime.worker.submit(row.id)
     return status_of(row)
+
+
+def _check_queue(runtime: Any) -> None:
+    """Refuse new work past the cap, before anything (a series' union) is materialised. Parallel
+    submissions may overshoot the cap by their number: it bounds the backlog, not exactly."""
+    cap = runtime.settings.max_queued_audits
+    queued = runtime.audits.count_queued()
+    if queued >= cap:
+        raise QueueFull(f"{queued} audits are already waiting to run (limit {cap}, "
+                        f"CONTEXTSHIFT_MAX_QUEUED_AUDITS); retry in {RETRY_AFTER_S} s.",
+                        retry_after_s=RETRY_AFTER_S,
+                        details={"queued": queued, "max_queued_audits": cap,
+                                 "limit": "CONTEXTSHIFT_MAX_QUEUED_AUDITS", "retry_after_s": RETRY_AFTER_S})
 
 
 def _series_benchmark(runtime: Any, body: AuditCreate) -> tuple[Any, dict[str, Any]]:
