@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from typing import Annotated, Literal
 
@@ -25,6 +25,13 @@ class Settings(BaseSettings):
     max_decompressed_mb: float = Field(default=1024, gt=0, description="An upload's size once decompressed.")
     max_cells: int = Field(default=20_000_000, ge=1, description="Rows x columns of an uploaded table.")
     max_cell_chars: int = Field(default=1024 * 1024, ge=1, description="Characters in one text cell.")
+    max_columns: int = Field(default=2000, ge=1, description="Columns of an uploaded table (checked on the "
+                             "header or Parquet footer, before any row is parsed).")
+    max_column_name_chars: int = Field(default=256, ge=1, description="Characters in one column name.")
+    max_line_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="Bytes of one CSV/JSON Lines line "
+                                "once decompressed; at least max_cell_chars (a longest cell fits in a line).")
+    max_queued_audits: int = Field(default=100, ge=1, description="Audits waiting to run; past it POST "
+                                   "/v1/audits answers 429 with Retry-After.")
     max_pack_kb: float = Field(default=1024, gt=0, description="Size of a posted domain pack (YAML).")
     audit_lease_s: float = Field(default=60, gt=0, description="An instance silent this long loses its audits.")
     audit_workers: int = Field(default=1, ge=1, description="Audits run at the same time.")
@@ -34,6 +41,16 @@ class Settings(BaseSettings):
     monitor_databases: dict[str, str] = Field(
         default_factory=dict, description='JSON {"name": "SQLAlchemy URL"} that SQL monitors may query.')
     monitor_min_interval_s: float = Field(default=60, gt=0, description="Shortest monitor interval accepted.")
+    monitor_query_timeout_s: float = Field(default=30, gt=0, description="A SQL monitor's query is cancelled "
+                                           "after this long (the run fails with kind 'timeout').")
+    monitor_max_rows_per_run: int = Field(default=5_000_000, ge=1, description="Rows one monitor run takes; "
+                                          "the rest (files or newer rows) wait for the next run.")
+    monitor_max_bytes_per_run: int = Field(default=1024**3, ge=1, description="File bytes one directory "
+                                           "monitor run reads; the remaining files wait for the next run.")
+    max_pack_slices: int = Field(default=500, ge=1, description="Slices in one domain pack.")
+    max_expression_terms: int = Field(default=200, ge=1, description="Terms (comparisons, memberships, "
+                                      "tests) in one slice expression.")
+    max_expression_chars: int = Field(default=4000, ge=1, description="Characters in one slice expression.")
     reference_cache: bool = Field(default=True, description="Keep benchmark-side fitted state under "
                                   "data_dir/cache/reference, so monitor runs and repeated audits skip the fit "
                                   "(off: fit every time; results are the same).")
@@ -66,6 +83,13 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [Path(p.strip()) for p in value.split(",") if p.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _line_holds_a_cell(self):
+        if self.max_line_bytes < self.max_cell_chars:  # a cell the line limit would always refuse first
+            raise ValueError(f"CONTEXTSHIFT_MAX_LINE_BYTES ({self.max_line_bytes}) is below "
+                             f"CONTEXTSHIFT_MAX_CELL_CHARS ({self.max_cell_chars}); raise it.")
+        return self
 
     @property
     def resolved_database_url(self) -> str:
