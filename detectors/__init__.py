@@ -1,171 +1,61 @@
 """Pure statistics for shift detection: no I/O, no HTTP, no HTML.
 
-Registration is explicit: every public detector is imported here and listed in ``__all__``.
+Registration is explicit: every public name is listed in :data:`_EXPORTS` with the module that
+defines it. Imports are lazy (PEP 562): ``from detectors.metric_registry import ...`` or a monitor's
+budget must not pay for loading every detector (and scipy, scikit-learn) at a cron run's start-up.
 """
-from detectors.base import DetectorInputError, NotFittedError
-from detectors.correction import CORRECTIONS, adjust_pvalues, benjamini_hochberg, bonferroni, holm, is_shift
-from detectors.intervals import bootstrap_interval, newcombe_interval, wilson_interval
+from importlib import import_module
 
-__all__ = [
-    "DetectorInputError",
-    "NotFittedError",
-    "CORRECTIONS",
-    "adjust_pvalues",
-    "benjamini_hochberg",
-    "bonferroni",
-    "holm",
-    "is_shift",
-    "bootstrap_interval",
-    "newcombe_interval",
-    "wilson_interval",
-]
+_MODULES = {
+    "detectors.base": ("DetectorInputError", "NotFittedError"),
+    "detectors.correction": ("CORRECTIONS", "adjust_pvalues", "benjamini_hochberg", "bonferroni", "holm", "is_shift"),
+    "detectors.intervals": ("bootstrap_interval", "newcombe_interval", "wilson_interval"),
+    "detectors.covariate": ("CovariateShiftDetector", "CovariateResult", "DEFAULT_EFFECT_FLOORS"),
+    "detectors.classifier_test": ("ClassifierTwoSampleDetector", "ClassifierTestResult"),
+    "detectors.mmd": ("MMDDetector", "MMDResult"),
+    "detectors.bbsd": ("OutputShiftDetector", "OutputShiftResult"),
+    "detectors.label_shift": ("LabelShiftEstimator", "LabelShiftResult", "prior_shift_effect", "PRIOR_RATIO_FLOOR"),
+    "detectors.confidence_based": ("ConfidenceBasedEstimator",),
+    "detectors.performance": ("PriorReweightedEstimator", "PerformanceEstimate", "PerformanceComparison",
+                              "MetricComparison", "compare_performance"),
+    "detectors.metric_ci": ("MetricEstimate", "ObservedPerformance", "metric_with_ci", "observed_performance"),
+    "detectors.concept": ("ConceptShiftDetector", "ConceptShiftResult", "GroupChange", "group_performance_change",
+                          "proportion_change", "performance_departures", "PerformanceDeparture"),
+    "detectors.label_quality": ("krippendorff_alpha", "annotator_shares", "annotator_reliability",
+                                "disagreement_by_slice", "source_agreement", "assess_label_quality",
+                                "AgreementResult", "AnnotatorShare", "AnnotatorReliability", "SliceDisagreement",
+                                "SourceAgreement", "LabelQualityResult"),
+    "detectors.context": ("ContextShiftDetector", "ContextShiftResult", "SliceShare", "UntestedContext"),
+    "detectors.context_tests": ("exceedance_pvalue",),
+    "detectors.slices": ("SliceEvaluator", "SliceEvaluation", "SliceResult", "Outcomes"),
+    "detectors.attribution": ("attribute_performance", "context_cells", "PerformanceAttribution", "CellAttribution"),
+    "detectors.conditional": ("ConditionalShiftDetector", "ConditionalShiftResult"),
+    "detectors.embedding": ("EmbeddingShiftDetector", "EmbeddingShiftResult", "NovelRegion", "ContextDescription",
+                            "embedding_matrix"),
+    "detectors.discovery": ("discover_weak_slices", "DiscoveryResult", "DiscoveredSlice", "Condition"),
+    "detectors.decision": ("decide", "TestedResult", "SingleTestMixin"),
+    "detectors.univariate": ("balanced_cramers_v", "ks_tied_test"),
+    "detectors.assumptions": ("label_shift_unexplained", "UnexplainedFeature"),
+    "detectors.within_context": ("within_context_change", "WithinContextChange", "make_strata", "Strata",
+                                 "context_strata_cells", "rank_context_columns", "stratified_expected", "covered_rows"),
+    "detectors.pruning": ("prune_discoveries",),
+    "detectors.summaries": ("NumericSummary", "CategorySummary", "DatasetSummary"),
+    "detectors.outcome_summaries": ("ConfusionSummary", "PredictionSummary"),
+    "detectors.sketch_tests": ("sketch_gap_statistics", "sketch_ks_test", "summary_covariate", "summary_slice_metric",
+                               "bootstrap_metric_interval", "summary_label_shift"),
+    "detectors.metric_registry": ("MetricInfo", "METRIC_REGISTRY", "metric_info", "lower_is_better", "is_proportion"),
+    "detectors.sequential": ("horizon_level", "WindowDrop", "window_drop_test", "confidence_sequence"),
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+__all__ = list(_EXPORTS)
 
-# --- covariate (issue 3) ---
-from detectors.bbsd import OutputShiftDetector, OutputShiftResult
-from detectors.classifier_test import ClassifierTestResult, ClassifierTwoSampleDetector
-from detectors.covariate import DEFAULT_EFFECT_FLOORS, CovariateResult, CovariateShiftDetector
-from detectors.mmd import MMDDetector, MMDResult
 
-__all__ += [
-    "CovariateShiftDetector",
-    "CovariateResult",
-    "DEFAULT_EFFECT_FLOORS",
-    "ClassifierTwoSampleDetector",
-    "ClassifierTestResult",
-    "MMDDetector",
-    "MMDResult",
-    "OutputShiftDetector",
-    "OutputShiftResult",
-]
-# --- label (issue 4) ---
-from detectors.concept import (ConceptShiftDetector, ConceptShiftResult, GroupChange, group_performance_change,
-                               proportion_change)
-from detectors.label_quality import (AgreementResult, AnnotatorReliability, AnnotatorShare, LabelQualityResult,
-                                     SliceDisagreement, SourceAgreement, annotator_reliability, annotator_shares,
-                                     assess_label_quality, disagreement_by_slice, krippendorff_alpha,
-                                     source_agreement)
-from detectors.label_shift import LabelShiftEstimator, LabelShiftResult
-from detectors.metric_ci import MetricEstimate, ObservedPerformance, metric_with_ci, observed_performance
-from detectors.confidence_based import ConfidenceBasedEstimator
-from detectors.performance import (MetricComparison, PerformanceComparison, PerformanceEstimate,
-                                   PriorReweightedEstimator, compare_performance)
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'detectors' has no attribute {name!r}")
 
-__all__ += [
-    "LabelShiftEstimator",
-    "LabelShiftResult",
-    "ConfidenceBasedEstimator",
-    "PriorReweightedEstimator",
-    "PerformanceEstimate",
-    "PerformanceComparison",
-    "MetricComparison",
-    "compare_performance",
-    "MetricEstimate",
-    "ObservedPerformance",
-    "metric_with_ci",
-    "observed_performance",
-    "ConceptShiftDetector",
-    "ConceptShiftResult",
-    "GroupChange",
-    "group_performance_change",
-    "proportion_change",
-    "krippendorff_alpha",
-    "annotator_shares",
-    "annotator_reliability",
-    "disagreement_by_slice",
-    "source_agreement",
-    "assess_label_quality",
-    "AgreementResult",
-    "AnnotatorShare",
-    "AnnotatorReliability",
-    "SliceDisagreement",
-    "SourceAgreement",
-    "LabelQualityResult",
-]
-# --- context (issue 5) ---
-from detectors.attribution import CellAttribution, PerformanceAttribution, attribute_performance, context_cells
-from detectors.conditional import ConditionalShiftDetector, ConditionalShiftResult
-from detectors.context import ContextShiftDetector, ContextShiftResult, SliceShare, UntestedContext
-from detectors.discovery import Condition, DiscoveredSlice, DiscoveryResult, discover_weak_slices
-from detectors.embedding import (ContextDescription, EmbeddingShiftDetector, EmbeddingShiftResult, NovelRegion,
-                                 embedding_matrix)
-from detectors.slices import Outcomes, SliceEvaluation, SliceEvaluator, SliceResult
 
-__all__ += [
-    "ContextShiftDetector",
-    "ContextShiftResult",
-    "SliceShare",
-    "UntestedContext",
-    "SliceEvaluator",
-    "SliceEvaluation",
-    "SliceResult",
-    "Outcomes",
-    "attribute_performance",
-    "context_cells",
-    "PerformanceAttribution",
-    "CellAttribution",
-    "ConditionalShiftDetector",
-    "ConditionalShiftResult",
-    "EmbeddingShiftDetector",
-    "EmbeddingShiftResult",
-    "NovelRegion",
-    "ContextDescription",
-    "embedding_matrix",
-    "discover_weak_slices",
-    "DiscoveryResult",
-    "DiscoveredSlice",
-    "Condition",
-]
-# --- soundness of conclusions (issue 9) ---
-from detectors.assumptions import UnexplainedFeature, label_shift_unexplained
-from detectors.concept import PerformanceDeparture, performance_departures
-from detectors.context import exceedance_pvalue
-from detectors.decision import SingleTestMixin, TestedResult, decide
-from detectors.label_shift import PRIOR_RATIO_FLOOR, prior_shift_effect
-from detectors.pruning import prune_discoveries
-from detectors.univariate import balanced_cramers_v, ks_tied_test
-from detectors.within_context import (Strata, WithinContextChange, context_strata_cells, make_strata,
-                                      covered_rows, rank_context_columns, stratified_expected,
-                                      within_context_change)
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
-__all__ += [
-    "decide",
-    "TestedResult",
-    "SingleTestMixin",
-    "balanced_cramers_v",
-    "ks_tied_test",
-    "exceedance_pvalue",
-    "prior_shift_effect",
-    "PRIOR_RATIO_FLOOR",
-    "label_shift_unexplained",
-    "UnexplainedFeature",
-    "performance_departures",
-    "PerformanceDeparture",
-    "within_context_change",
-    "WithinContextChange",
-    "make_strata",
-    "Strata",
-    "context_strata_cells",
-    "rank_context_columns",
-    "stratified_expected",
-    "covered_rows",
-    "prune_discoveries",
-]
-# --- mergeable summaries for data beyond memory (issue 13) ---
-from detectors.outcome_summaries import ConfusionSummary, PredictionSummary
-from detectors.sketch_tests import (bootstrap_metric_interval, sketch_gap_statistics, sketch_ks_test,
-                                    summary_covariate, summary_label_shift, summary_slice_metric)
-from detectors.summaries import CategorySummary, DatasetSummary, NumericSummary
-
-__all__ += [
-    "NumericSummary",
-    "CategorySummary",
-    "ConfusionSummary",
-    "PredictionSummary",
-    "DatasetSummary",
-    "sketch_gap_statistics",
-    "sketch_ks_test",
-    "summary_covariate",
-    "summary_slice_metric",
-    "bootstrap_metric_interval",
-    "summary_label_shift",
-]

@@ -1,85 +1,68 @@
-"""One false-alarm budget per monitor, for its whole life.
+"""One false-alarm budget per monitor that keeps its power for the monitor's whole life.
 
-The choice (documented in README.md and benchmarks/RESULTS.md):
+The guarantee, in one sentence: **when nothing changes, the chance that a monitor raises any
+false alert within any 52 consecutive runs is at most its ``alpha``, so on average it runs at
+least 52/alpha runs (about a thousand at 0.05) between false alerts.** (:data:`HORIZON` runs; the
+maths is in :mod:`detectors.sequential`.)
 
-* Half of the monitor's ``alpha`` goes to the drift audits by **alpha-spending**: the k-th run
-  that tests anything is an ordinary audit run at ``alpha_k = (alpha/2) * 6 / (pi^2 k^2)``. The
-  series sums to ``alpha/2``, so by the union bound the probability that any run ever reports a
-  test-based finding while nothing has changed is at most ``alpha/2``, however many runs there
-  are. The cost is power late in life: run 10 tests at about 1/100 of run 1's level.
-* The other half goes to **harm tracking** (Podkopaev & Ramdas 2022): with production labels,
-  the primary metric of the whole set and of each expert slice is tracked cumulatively with an
-  anytime-valid confidence sequence (Robbins' beta-binomial mixture, valid at every run at once
-  by Ville's inequality), and harm is declared when production's upper bound falls below the
-  benchmark's lower bound by more than a tolerance. Its half is split evenly (Bonferroni) over
-  the benchmark bound and the production sequence of every tracked slice.
+* Half of ``alpha`` goes to the change claims of the runs' audits: every run is audited at the
+  same level ``(alpha/2) / HORIZON`` (union bound over any ``HORIZON`` consecutive runs). A
+  spending that shrinks with the run number would leave run 50 testing at about 1e-6; a fixed
+  level keeps run 500 as sharp as run 1.
+* The other half goes to **harm**: with production labels, the primary metric (a proportion) of
+  the whole set and of each expert slice, pooled over the last :data:`WINDOW` labelled runs, is
+  compared with the benchmark's by a one-sided Newcombe bound at
+  ``(alpha/2) / HORIZON / n_tracked``; harm is claimed when production is significantly worse and
+  the point drop is at least ``harm_tolerance``. Windows start over nothing: a drop from run ``k``
+  is judged on post-change rows alone from run ``k + WINDOW - 1``.
+* Without labels, the label-free estimate's interval stands in for one run (the statement says so),
+  widened to the same per-run level.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
-SPENDING = "alpha-spending alpha_k = (alpha/2)*6/(pi^2 k^2) for drift audits; anytime-valid " \
-           "beta-binomial confidence sequences for harm (alpha/2, Bonferroni over slices)"
-# Metrics that are a proportion of rows, so ``value * n`` counts successes (harm can be tracked).
-PROPORTIONS = {"accuracy", "sensitivity", "recall", "tpr", "specificity", "tnr", "precision", "ppv", "npv"}
+from detectors.metric_registry import is_proportion, lower_is_better
+from detectors.sequential import confidence_sequence, horizon_level, window_drop_test
+
+__all__ = ["HORIZON", "WINDOW", "SPENDING", "run_alpha", "spent", "harm_level", "HarmCheck", "track_harm",
+           "estimated_harm", "confidence_sequence"]
+
+HORIZON = 52  # runs the guarantee covers: a year of weekly runs
+WINDOW = 3  # labelled runs pooled by the harm test
+SPENDING = (f"fixed level per run over any {HORIZON} consecutive runs: alpha/2/{HORIZON} for the audits' change "
+            f"claims, alpha/2/{HORIZON} split over tracked slices for harm (last {WINDOW} labelled runs against the "
+            "benchmark, one-sided Newcombe bound)")
 
 
-def run_alpha(alpha: float, k: int) -> float:
-    """The significance level of the ``k``-th tested run (1-based) of a monitor with budget ``alpha``."""
+def run_alpha(alpha: float, k: int, *, horizon: int = HORIZON) -> float:
+    """The level of the ``k``-th tested run (1-based) of a monitor with budget ``alpha``: the same for every run."""
     if k < 1:
         raise ValueError("runs are numbered from 1")
-    return (alpha / 2.0) * 6.0 / (math.pi ** 2 * k * k)
+    return horizon_level(alpha / 2.0, horizon=horizon)
 
 
-def spent(alpha: float, n_runs: int) -> float:
-    """How much of ``alpha`` the first ``n_runs`` tested runs have spent (the drift half only)."""
-    return sum(run_alpha(alpha, k) for k in range(1, n_runs + 1))
+def spent(alpha: float, n_runs: int, *, horizon: int = HORIZON) -> float:
+    """The drift half's share spent over the last ``horizon`` runs (the window the guarantee covers)."""
+    return run_alpha(alpha, 1, horizon=horizon) * min(max(n_runs, 0), horizon)
 
 
-def _log_mixture(successes: float, n: float, p: float, a: float = 0.5, b: float = 0.5) -> float:
-    """log of Robbins' beta-binomial mixture martingale at ``p`` (Beta(a, b) mixing prior)."""
-    failures = n - successes
-    log_beta = (math.lgamma(a + successes) + math.lgamma(b + failures) - math.lgamma(a + b + n)
-                - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
-    return log_beta - successes * math.log(p) - failures * math.log1p(-p)
-
-
-def confidence_sequence(successes: float, n: float, alpha: float) -> tuple[float, float]:
-    """Anytime-valid ``1 - alpha`` bounds on a Bernoulli mean after ``successes`` in ``n`` trials.
-
-    ``{p : M_n(p) < 1/alpha}``: the set is an interval because the log mixture is convex in p.
-    """
-    if n <= 0:
-        return 0.0, 1.0
-    threshold = math.log(1.0 / alpha)
-    centre = min(max(successes / n, 1e-12), 1 - 1e-12)
-
-    def edge(lo: float, hi: float, inside_at_lo: bool) -> float:
-        for _ in range(60):  # bisection to ~1e-18: far below any reported precision
-            mid = (lo + hi) / 2
-            inside = _log_mixture(successes, n, mid) < threshold
-            if inside == inside_at_lo:
-                lo = mid
-            else:
-                hi = mid
-        return (lo + hi) / 2
-
-    low = 0.0 if _log_mixture(successes, n, 1e-12) < threshold else edge(centre, 1e-12, True)
-    high = 1.0 if _log_mixture(successes, n, 1 - 1e-12) < threshold else edge(centre, 1 - 1e-12, True)
-    return low, high
+def harm_level(alpha: float, n_tracked: int, *, horizon: int = HORIZON) -> float:
+    """One-sided level of one slice's harm test in one run."""
+    return horizon_level(alpha / 2.0, horizon=horizon) / max(n_tracked, 1)
 
 
 @dataclass(frozen=True)
 class HarmCheck:
-    """One slice's harm test after a run: cumulative production counts against the benchmark."""
+    """One slice's harm test after a run: the last labelled runs against the benchmark."""
 
     slice: str
     metric: str
     benchmark_value: float
-    benchmark_low: float
+    benchmark_low: float  # the benchmark value production is compared with (the point value with labels)
     production_value: float
-    production_high: float
+    production_high: float  # production's confidence bound on the good side (upper; lower for error rates)
     n_production: int
     tolerance: float
     harmful: bool
@@ -91,64 +74,81 @@ class HarmCheck:
 
     def statement(self) -> str:
         where = "overall" if self.slice == "overall" else f"on slice {self.slice}"
-        how = ("cumulative production labels, anytime-valid bound" if self.labelled else
-               "ESTIMATED WITHOUT LABELS from the model's confidence, 95 % interval of this run")
-        return (f"Harm {where}: production {self.metric} is {self.production_value:.3f} (upper bound "
+        how = (f"last {WINDOW} labelled runs, one-sided bound at the monitor's per-run level" if self.labelled else
+               "ESTIMATED WITHOUT LABELS from the model's confidence, one run")
+        bound = "at least" if lower_is_better(self.metric) else "at most"
+        return (f"Harm {where}: production {self.metric} is {self.production_value:.3f} ({bound} "
                 f"{self.production_high:.3f}, n={self.n_production:,}; {how}) against {self.benchmark_value:.3f} "
-                f"on the benchmark (lower bound {self.benchmark_low:.3f}), worse by more than the tolerance "
-                f"{self.tolerance:.3f}.")
+                f"on the benchmark: worse, and by at least the tolerance {self.tolerance:.3f}.")
 
 
-def track_harm(state: dict, result: dict, *, alpha: float, tolerance: float) -> tuple[dict, list[HarmCheck]]:
-    """Add this run's labelled counts to ``state`` and test every tracked slice for harm.
-
-    ``state`` maps slice name to ``{"s", "n", "bs", "bn"}`` (production successes and trials,
-    benchmark successes and trials); the slice set is fixed by the first labelled run so that
-    the Bonferroni split of the harm budget never changes.
-    """
+def _counts(result: dict) -> tuple[str, dict[str, tuple]]:
     overall = result.get("overall") or {}
     metric = str(overall.get("metric") or "")
-    if metric not in PROPORTIONS or overall.get("production_value") is None:
-        return state, []
-    counts = {"overall": (overall.get("benchmark_value"), overall.get("n"), overall.get("production_value"),
+    # a lower-is-better rate is tracked by its complement, so "worse" is always "fewer successes"
+    good = (lambda v: None if v is None else 1.0 - float(v)) if lower_is_better(metric) else (lambda v: v)
+    counts = {"overall": (good(overall.get("benchmark_value")), overall.get("n"), good(overall.get("production_value")),
                           overall.get("n_production"))}
     for s in result.get("slices") or []:
         if s.get("source") == "expert":
-            counts[s["name"]] = (s.get("benchmark_value"), s.get("metric_n_benchmark"), s.get("production_value"),
-                                 s.get("metric_n_production"))
-    state = {k: dict(v) for k, v in (state or {}).items()} or {
-        name: {"s": 0.0, "n": 0, "bs": round((bv or 0) * (bn or 0)), "bn": int(bn or 0)}
+            counts[s["name"]] = (good(s.get("benchmark_value")), s.get("metric_n_benchmark"),
+                                 good(s.get("production_value")), s.get("metric_n_production"))
+    return metric, counts
+
+
+def track_harm(state: dict, result: dict, *, alpha: float, tolerance: float,
+               horizon: int = HORIZON, window: int = WINDOW) -> tuple[dict, list[HarmCheck]]:
+    """Add this run's labelled counts to ``state`` and test every tracked slice for harm.
+
+    ``state`` maps slice name to ``{"bs", "bn", "runs": [[s, n], ...]}`` (benchmark successes and
+    trials; production successes and trials of the last ``window`` labelled runs). The slice set is
+    fixed by the first labelled run, so the split of the harm budget never changes.
+    """
+    metric, counts = _counts(result)
+    # a proportion of rows, so ``value * n`` counts successes
+    if not is_proportion(metric) or (result.get("overall") or {}).get("production_value") is None:
+        return state, []
+    state = {k: {**v, "runs": [list(r) for r in v.get("runs", [])]} for k, v in (state or {}).items()} or {
+        name: {"bs": round((bv or 0) * (bn or 0)), "bn": int(bn or 0), "runs": []}
         for name, (bv, bn, _, _) in counts.items() if bv is not None and bn}
-    per_bound = alpha / 2.0 / (2 * max(len(state), 1))
+    level = harm_level(alpha, len(state), horizon=horizon)
     checks = []
     for name, slot in state.items():
         _, _, pv, pn = counts.get(name, (None, None, None, None))
         if pv is not None and pn:
-            slot["s"] += round(pv * pn)
-            slot["n"] += int(pn)
-        if slot["n"] == 0 or slot["bn"] == 0:
+            slot["runs"] = (slot["runs"] + [[round(pv * pn), int(pn)]])[-window:]
+        s, n = sum(r[0] for r in slot["runs"]), sum(r[1] for r in slot["runs"])
+        if n == 0 or slot["bn"] == 0:
             continue
-        b_low, _ = confidence_sequence(slot["bs"], slot["bn"], per_bound)
-        _, p_high = confidence_sequence(slot["s"], slot["n"], per_bound)
-        checks.append(HarmCheck(slice=name, metric=metric, benchmark_value=slot["bs"] / slot["bn"],
-                                benchmark_low=b_low, production_value=slot["s"] / slot["n"], production_high=p_high,
-                                n_production=int(slot["n"]), tolerance=tolerance,
-                                harmful=p_high < b_low - tolerance))
+        test = window_drop_test(slot["bs"], slot["bn"], s, n, level=level, floor=tolerance)
+        bound = min(1.0, test.production_value + test.drop - test.drop_low)  # production's bound on the good side
+        back = (lambda v: 1.0 - v) if lower_is_better(metric) else (lambda v: v)  # in the metric's own scale
+        checks.append(HarmCheck(slice=name, metric=metric, benchmark_value=back(test.benchmark_value),
+                                benchmark_low=back(test.benchmark_value), production_value=back(test.production_value),
+                                production_high=back(bound), n_production=int(n), tolerance=tolerance,
+                                harmful=test.harmful))
     return state, checks
 
 
-def estimated_harm(result: dict, *, tolerance: float) -> list[HarmCheck]:
-    """Without production labels: the label-free estimate stands in (and the statement says so)."""
+def estimated_harm(result: dict, *, tolerance: float, alpha: float = 0.05, horizon: int = HORIZON) -> list[HarmCheck]:
+    """Without production labels: the label-free estimate stands in (and the statement says so).
+
+    Its 95 % interval is widened to the harm level of one run (normal approximation), so that an
+    unlabelled monitor spends no more than a labelled one.
+    """
     if (result.get("production") or {}).get("labelled"):
         return []
     block = (result.get("label") or {}).get("estimated_performance") or {}
     overall = result.get("overall") or {}
     bench, b_ci = overall.get("benchmark_value"), overall.get("benchmark_ci") or [None, None]
+    widen = NormalDist().inv_cdf(1 - harm_level(alpha, 1, horizon=horizon) / 2) / NormalDist().inv_cdf(0.975)
     for method in (block.get("methods") or {}).values():
         if method.get("status") == "ok" and method.get("ci_high") is not None and bench is not None:
+            est = float(method["estimate"])
+            high = est + (float(method["ci_high"]) - est) * widen
             b_low = b_ci[0] if b_ci[0] is not None else bench
             return [HarmCheck(slice="overall", metric=str(method.get("metric")), benchmark_value=bench,
-                              benchmark_low=b_low, production_value=method["estimate"],
-                              production_high=method["ci_high"], n_production=int(method.get("n_production") or 0),
-                              tolerance=tolerance, harmful=method["ci_high"] < b_low - tolerance, labelled=False)]
+                              benchmark_low=b_low, production_value=est, production_high=min(1.0, high),
+                              n_production=int(method.get("n_production") or 0), tolerance=tolerance,
+                              harmful=high < b_low and bench - est >= tolerance, labelled=False)]
     return []

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from detectors.metric_registry import lower_is_better
+
 SEVERITY_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
 STANDING_KINDS = frozenset({"benchmark_saturation", "label_quality"})
-LOWER_IS_BETTER = {"error_rate", "fpr", "false_positive_rate", "fnr", "log_loss", "brier"}
 
 
 @dataclass(frozen=True)
@@ -29,17 +30,26 @@ def finding_key(lim: dict[str, Any]) -> str:
 
 
 def is_standing(lim: dict[str, Any], result: dict[str, Any]) -> bool:
-    """True for what the benchmark already had: never an alert, only a line on the trend page."""
+    """True unless the limitation claims a change against the benchmark: standing ones go to the trend page.
+
+    A change claim rests on a benchmark → production change test of the audit. The limitation says
+    which it is (``claim``); without that field, a weak slice counts as a change only when its own
+    change test (``changed``) found it worse than on the benchmark -- a point value that dips below
+    the benchmark's proves nothing, and a slice tested against the rest of production is as weak
+    on the benchmark as it ever was.
+    """
     if lim.get("kind") in STANDING_KINDS:
         return True
+    if lim.get("claim") in ("change", "standing"):
+        return lim["claim"] == "standing"
     if lim.get("kind") != "underperforming_slice":
         return False
     sl = next((s for s in result.get("slices") or [] if s.get("name") == lim.get("slice")), None)
-    if sl is None or sl.get("benchmark_value") is None or sl.get("production_value") is None:
-        return False
-    lower = str(sl.get("metric") or "") in LOWER_IS_BETTER
-    bench, prod = float(sl["benchmark_value"]), float(sl["production_value"])
-    return bench >= prod if lower else bench <= prod  # as weak (or weaker) before production
+    if sl is None or sl.get("changed") is not True or sl.get("benchmark_value") is None \
+            or sl.get("production_value") is None:
+        return True
+    drop = float(sl["benchmark_value"]) - float(sl["production_value"])
+    return (drop >= 0) if lower_is_better(sl.get("metric")) else (drop <= 0)  # changed, but for the better
 
 
 def alertable(result: dict[str, Any], min_severity: str) -> tuple[list[Finding], list[Finding]]:

@@ -54,8 +54,8 @@ def _exit(status: str, verdict: dict | None, error: dict | None, n_open: int, fa
           where: str | None) -> tuple[int, str]:
     if status == "failed":
         return EXIT_BAD_INPUT, f"run {run_id} failed: [{(error or {}).get('code')}] {(error or {}).get('message')}"
-    if status == "no_new_data":
-        return EXIT_OK, f"run {run_id}: no new data"
+    if status == "no_new_data":  # nothing new to test, but what is open stays open: the exit code says so
+        return (EXIT_SHIFT if fail_on_shift and n_open else EXIT_OK), f"run {run_id}: no new data; {n_open} open alert(s)"
     text = (f"run {run_id}: {str((verdict or {}).get('severity', 'none')).upper()}: {(verdict or {}).get('summary')}"
             f"\n{n_open} open alert(s)" + (f"; audit {where}" if where else ""))
     return (EXIT_SHIFT if fail_on_shift and n_open else EXIT_OK), text
@@ -113,15 +113,16 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     config = read_config(path)
     state_path = Path(config["state"])
     state = _load_state(state_path)
-    pack = load_pack(config.get("domain") or "generic")
-    schema = read_schema(config.get("benchmark_schema"))
-    bench, bench_roles = read_dataset(config["benchmark"], schema=schema, pack=pack)
     source, run_id = config["source"], new_id("run")
     taken = {tuple(t) for t in state["taken"]}
     batch = (take_directory(source, taken, None) if source["type"] == "directory"
              else take_sql(source, source["url"], state.get("watermark")))
-    if batch.empty:
-        return EXIT_OK, f"run {run_id}: no new data"
+    if batch.empty:  # before the benchmark is read: a cron run with nothing new costs about start-up
+        n_open = sum(1 for a in state["alerts"] if a["state"] == "open")
+        return _exit("no_new_data", None, None, n_open, fail_on_shift, run_id, None)
+    pack = load_pack(config.get("domain") or "generic")
+    schema = read_schema(config.get("benchmark_schema"))
+    bench, bench_roles = read_dataset(config["benchmark"], schema=schema, pack=pack)
     k = int(state["n_tested"]) + 1
     alpha = float((config.get("options") or {}).get("alpha", 0.05))
     alpha_k = budget.run_alpha(alpha, k)
@@ -134,7 +135,7 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     result = outcome.result
     tolerance = float((config.get("options") or {}).get("harm_tolerance", 0.05))
     harm_state, checks = budget.track_harm(state.get("harm_state") or {}, result, alpha=alpha, tolerance=tolerance)
-    checks += budget.estimated_harm(result, tolerance=tolerance)
+    checks += budget.estimated_harm(result, tolerance=tolerance, alpha=alpha)
     changes, others = findings.alertable(result, (config.get("alerts") or {}).get("min_severity", "medium"))
     harm = [findings.Finding(key=c.key, kind="harm", severity="high", statement=c.statement())
             for c in checks if c.harmful]

@@ -30,6 +30,8 @@ def test_monitor_run_by_config_keeps_state_between_runs(tmp_path, capsys):
     synthetic_frame(300, 2, shift=1.0).to_csv(drop / "b.csv", index=False)
     assert main(["monitor", "run", "--config", cfg, "--fail-on-shift"]) == 1
     assert main(["monitor", "run", "--config", cfg]) == 0  # nothing new: no second audit
+    # ...but the alert it opened is still open: a gate that exited 0 here let a cron job pass while alerts were open
+    assert main(["monitor", "run", "--config", cfg, "--fail-on-shift"]) == 1
     state = json.loads((tmp_path / "state.json").read_text())
     assert state["n_tested"] == 2 and len(state["taken"]) == 2
     assert [r["alpha"] for r in state["runs"]] == sorted((r["alpha"] for r in state["runs"]), reverse=True)
@@ -68,3 +70,19 @@ def test_monitor_run_by_id_on_the_configured_database(tmp_path, monkeypatch, cap
         assert [(r["trigger"], r["status"]) for r in runs] == [("cli", "no_new_data"), ("cli", "succeeded")]
     finally:
         get_settings.cache_clear()
+
+
+def test_a_cron_run_with_no_new_data_does_not_read_the_benchmark(tmp_path, capsys):
+    """A run with no new data cost ~24 s: it read and fitted the benchmark before looking at the source."""
+    import time
+
+    (tmp_path / "drop").mkdir()
+    synthetic_frame(200_000, 0).to_csv(tmp_path / "bench.csv", index=False)
+    config = {"name": "cron", "benchmark": "bench.csv", "source": {"type": "directory", "path": "drop"},
+              "state": "state.json"}
+    (tmp_path / "monitor.yaml").write_text(yaml.safe_dump(config))
+    started = time.perf_counter()
+    assert main(["monitor", "run", "--config", str(tmp_path / "monitor.yaml")]) == 0
+    took = time.perf_counter() - started
+    assert "no new data" in capsys.readouterr().out
+    assert took < 0.5, f"a run with nothing new took {took:.2f} s"
