@@ -45,6 +45,8 @@ _MODULES = {
                                "bootstrap_metric_interval", "summary_label_shift"),
     "detectors.metric_registry": ("MetricInfo", "METRIC_REGISTRY", "metric_info", "lower_is_better", "is_proportion"),
     "detectors.sequential": ("horizon_level", "WindowDrop", "window_drop_test", "confidence_sequence"),
+    "detectors.online_testing": ("lord_plus_plus", "proportion_gain", "gamma_sequence", "OnlineDecisions",
+                                 "ProportionGain"),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = list(_EXPORTS)
