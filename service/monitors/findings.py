@@ -22,6 +22,10 @@ class Finding:
     kind: str
     severity: str
     statement: str
+    definition: str | None = None  # slice expression of the production rows concerned, when it concerns rows
+
+
+MATCH_OVERLAP = 0.5  # Jaccard overlap of two findings' rows in this run's batch that makes them one population
 
 
 def finding_key(lim: dict[str, Any]) -> str:
@@ -58,10 +62,53 @@ def alertable(result: dict[str, Any], min_severity: str) -> tuple[list[Finding],
     changes, others = [], []
     for lim in result.get("limitations") or []:
         finding = Finding(key=finding_key(lim), kind=str(lim.get("kind")), severity=str(lim.get("severity", "low")),
-                          statement=str(lim.get("statement", "")))
+                          statement=str(lim.get("statement", "")), definition=lim.get("definition"))
         worthy = not is_standing(lim, result) and SEVERITY_ORDER.get(finding.severity, 0) >= floor
         (changes if worthy else others).append(finding)
     return changes, others
+
+
+def _rows(definition: str | None, frame: Any):
+    if not definition or frame is None:
+        return None
+    from domains import evaluate
+
+    try:
+        mask = evaluate(definition, frame).to_numpy()
+    except (ValueError, KeyError, TypeError):  # a definition over columns this batch lacks
+        return None
+    return mask if mask.any() else None
+
+
+def match_open_alerts(found: list[Finding], open_keys: list[str], frame: Any) -> list[Finding]:
+    """Give a finding the key of an open alert about the same population, judged by rows.
+
+    Discovered boundaries and row definitions can differ from run to run for one population
+    (``5 <= age < 12`` then ``10 <= age < 19``); each new key opened a new alert. A finding whose
+    rows in this run's batch overlap an open alert's rows (same kind, Jaccard >= :data:`MATCH_OVERLAP`)
+    takes that alert's key, so the alert stays one. Keys are ``"<kind>:<definition>"``.
+    """
+    candidates = []
+    for key in open_keys:
+        kind, _, definition = key.partition(":")
+        rows = _rows(definition, frame)
+        if rows is not None:
+            candidates.append((key, kind, rows))
+    out, taken = [], set()
+    for f in found:
+        rows = None if f.key in open_keys else _rows(f.definition, frame)
+        best, best_overlap = None, MATCH_OVERLAP
+        for key, kind, other in candidates if rows is not None else ():
+            if kind != f.kind or key in taken:
+                continue
+            overlap = (rows & other).sum() / max((rows | other).sum(), 1)
+            if overlap >= best_overlap:
+                best, best_overlap = key, overlap
+        if best is not None:
+            taken.add(best)
+            f = Finding(key=best, kind=f.kind, severity=f.severity, statement=f.statement, definition=f.definition)
+        out.append(f)
+    return out
 
 
 def trend_summary(result: dict[str, Any]) -> dict[str, Any]:

@@ -140,6 +140,8 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     harm = [findings.Finding(key=c.key, kind="harm", severity="high", statement=c.statement())
             for c in checks if c.harmful]
     active = [_alert_row(a) for a in state["alerts"] if a["state"] in ACTIVE]
+    matched = findings.match_open_alerts(changes + others, [a.key for a in active], batch.frame)
+    changes, others = matched[:len(changes)], matched[len(changes):]
     update = update_alerts(active, changes + harm, {f.key for f in changes + others + harm},
                            monitor_id=str(config.get("name") or "monitor"), run_id=run_id,
                            at=datetime.now(timezone.utc))

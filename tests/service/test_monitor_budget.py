@@ -144,3 +144,29 @@ def test_alert_opens_once_stays_open_and_resolves_after_three_absent_runs():
     assert gone.resolved == active
     back = update_alerts([], [shift], {shift.key}, monitor_id="mo", run_id="r9", at=at)
     assert len(back.opened) == 1 and back.opened[0].id != active[0].id
+
+
+def test_one_population_keeps_one_alert_when_its_boundaries_move():
+    """The same population got a new discovered key each run (5 <= age < 12, then 10 <= age < 19): 9 open alerts."""
+    import pandas as pd
+
+    from service.monitors.findings import match_open_alerts
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"age": rng.integers(0, 90, 2000), "site": rng.choice(["a", "b"], 2000)})
+    open_keys = ["underperforming_slice:5 <= age and age < 14", "covariate_shift:inputs"]
+    moved = Finding(key="underperforming_slice:6 <= age and age < 15", kind="underperforming_slice", severity="high",
+                    statement="s", definition="6 <= age and age < 15")
+    other = Finding(key="underperforming_slice:60 <= age", kind="underperforming_slice", severity="high",
+                    statement="s", definition="60 <= age")
+    kind_differs = Finding(key="concept_shift:6 <= age and age < 15", kind="concept_shift", severity="high",
+                           statement="s", definition="6 <= age and age < 15")
+    same = Finding(key="covariate_shift:inputs", kind="covariate_shift", severity="high", statement="s")
+    out = match_open_alerts([moved, other, kind_differs, same], open_keys, frame)
+    assert [f.key for f in out] == ["underperforming_slice:5 <= age and age < 14", "underperforming_slice:60 <= age",
+                                    "concept_shift:6 <= age and age < 15", "covariate_shift:inputs"]
+    at = datetime.now(timezone.utc)
+    first = update_alerts([], out[:1], {out[0].key}, monitor_id="mo", run_id="r1", at=at)
+    again = update_alerts(first.opened, match_open_alerts([moved], [out[0].key], frame), {out[0].key},
+                          monitor_id="mo", run_id="r2", at=at)
+    assert again.opened == []
