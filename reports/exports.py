@@ -20,7 +20,7 @@ __all__ = ["to_json", "to_csv", "to_jsonl", "ROW_COLUMNS", "ALLOCATION_COLUMNS"]
 
 ROW_COLUMNS = ("rank", "id", "slice", "uncertainty", "group", "tags")
 ALLOCATION_COLUMNS = ("slice", "kind", "definition", "n_to_label", "n_selected", "n_benchmark", "n_production",
-                      "production_share", "gap", "ci_width", "weight", "reason")
+                      "production_share", "gap", "ci_width", "weight", "reason", "key")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -77,11 +77,13 @@ def to_jsonl(plan: NextRoundPlan, *, what: str = "auto") -> str:
             allocation = by_slice.get(row.slice)
             meta = {"rank": row.rank, "uncertainty": row.uncertainty, "group": row.group,
                     "audit_id": plan.audit_id, "definition": allocation.definition if allocation else None,
-                    "reason": allocation.reason if allocation else None}
+                    "reason": allocation.reason if allocation else None,
+                    "key": allocation.key if allocation else None}
             lines.append({"uid": str(row.id), "context": row.slice, "tags": list(row.tags), "metadata": meta})
     else:
         for a in plan.allocations:
             meta = {"n_to_label": a.n_to_label, "definition": a.definition, "reason": a.reason,
-                    "production_share": a.production_share, "gap": a.gap, "audit_id": plan.audit_id}
+                    "production_share": a.production_share, "gap": a.gap, "audit_id": plan.audit_id,
+                    "key": a.key}
             lines.append({"uid": f"{plan.audit_id}/{a.slice}", "context": a.slice, "tags": [a.kind], "metadata": meta})
     return "".join(json.dumps(to_jsonable(line), ensure_ascii=False, allow_nan=False) + "\n" for line in lines)

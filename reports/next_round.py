@@ -3,45 +3,52 @@ production candidates are given, choose the rows to label.
 
 Budget split
 ------------
-1. Untested contexts first (``semantic.untested_contexts`` and every slice with fewer than
-   ``min_slice_size`` benchmark rows but some production rows), in order of production share:
-   each gets ``min_slice_size - n_benchmark`` labels, as far as the budget reaches.
-2. The rest is split over the slices in proportion to
+The budget goes to the audit's claims that labels can fix, in rank order (targets and their rules
+are in :mod:`reports.plan_targets`):
 
-       weight = production_share × (max(gap, 0) + CI width / 2)
+1. Untested contexts first (``semantic.untested_contexts`` and every slice with fewer than
+   ``min_slice_size`` benchmark rows), in the rank of the limitation they belong to, then by
+   production share: each gets ``min_slice_size - n_benchmark`` labels, as far as the budget
+   reaches. A context with fewer than ``min_slice_size`` production rows gets nothing on its own
+   (a pooled group of such values is one target with the pooled count).
+2. The rest is split over the slices whose gap is a claim (a limitation, or a gap significant
+   after correction) in proportion to
+
+       weight = production_share × (gap + CI width / 2)
 
    — prevalence × gap, plus half the width of the slice's benchmark CI, so that a slice
-   that is common in production and either weak or poorly measured gets more labels
+   that is common in production and weak and poorly measured gets more labels
    (an unknown CI counts as width 0.5). Integer counts by largest remainder; no slice gets
-   more than it has production rows (or candidate rows); the excess is re-split.
-3. Without any slice weight the rest goes to a ``production sample`` bucket (plain
-   uncertainty sampling over all production rows).
+   more than it has production rows (or candidate rows); the excess is re-split. A slice with
+   no gap, or a gap within sampling error, gets nothing.
+3. What the claims cannot take goes to a ``production sample`` bucket (plain uncertainty sampling
+   over all production rows), keyed to the top limitation about all rows.
+
+Every allocation carries the ``key`` of the limitation it answers and a reason.
 
 Row choice and the diversity rule are documented in :mod:`reports.selection`.
 
 >>> audit = {"semantic": {"untested_contexts": [{"column": "modality", "value": "phone",
 ...          "n_benchmark": 0, "n_production": 400, "production_share": 0.1}]},
 ...          "slices": [{"name": "dark skin", "gap": 0.2, "benchmark_ci": [0.5, 0.7], "production_share": 0.2,
-...                      "n_benchmark": 200, "n_production": 800}]}
+...                      "n_benchmark": 200, "n_production": 800, "gap_p_value_adjusted": 0.001}]}
 >>> [(a.slice, a.n_to_label) for a in plan_next_round(audit, [], budget=100, min_slice_size=30).allocations]
 [('modality = phone', 30), ('dark skin', 70)]
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from detectors.base import Result
-from reports.findings_data import slice_gap, slice_shares, untested_name
-from reports.formatting import as_list, ci_pair, fmt_share, get, num, shorten
-from reports.records import Limitation, RankingContext, finding_key
+from reports.formatting import get, num, shorten
+from reports.plan_targets import Target, limitation_index, slice_targets, untested_targets
+from reports.records import Limitation, RankingContext
 from reports.selection import DIVERSITY_RULE, LabelRequest, select_rows
 
 __all__ = ["SliceAllocation", "LabelRequest", "NextRoundPlan", "plan_next_round", "PRODUCTION_SAMPLE"]
 
 PRODUCTION_SAMPLE = "production sample"
-UNKNOWN_CI_WIDTH = 0.5
 
 
 @dataclass(frozen=True)
@@ -78,85 +85,15 @@ class NextRoundPlan(Result):
     notes: tuple[str, ...]
 
 
-@dataclass(eq=False)  # identity semantics: one target may sit in both phases
-class _Target:
-    name: str
-    kind: str
-    definition: str | None
-    reason: str
-    n_benchmark: int | None
-    n_production: int | None
-    share: float | None
-    gap: float | None = None
-    ci_width: float | None = None
-    weight: float = 0.0
-    need: int = 0
-    cap: float = math.inf
-    key: str = ""
-
-    def renamed(self, name: str, definition: str | None) -> "_Target":
-        """This target under the name (and definition) of the untested context it coincides with."""
-        self.name, self.definition = name, definition or self.definition
-        return self
-
-
 def _int(value) -> int | None:
     f = num(value)
     return None if f is None else int(round(f))
 
 
-def _untested_targets(audit: Mapping, slice_targets: list[_Target], min_size: int) -> list[_Target]:
-    """Untested contexts, plus slices with too few benchmark rows (the same target objects, so
-    that such a slice can take more labels in phase 2), largest production share first."""
-    by_name = {t.name: t for t in slice_targets}
-    targets = []
-    for u in as_list(get(audit, "semantic", "untested_contexts")):
-        name = untested_name(u)
-        if u.get("measured_by") in by_name and u.get("measured_by") != name:  # a slice with exactly these rows
-            twin = by_name.pop(str(u["measured_by"]))
-            slice_targets.remove(twin)
-            by_name[name] = twin.renamed(name, u.get("definition"))
-            slice_targets.append(by_name[name])
-        n_bench = _int(u.get("n_benchmark")) or 0
-        share = num(u.get("production_share"))
-        target = by_name.get(name) or _Target(
-            name, "untested_context", str(u.get("name") or f"{u.get('column')} == {u.get('value')!r}") if u.get("column") else None, "", n_bench,
-            _int(u.get("n_production")), share)
-        target.kind, target.need = "untested_context", max(0, min_size - n_bench)
-        target.reason = f"untested: {n_bench:,} benchmark rows, {fmt_share(share)} of production"
-        targets.append(target)
-    for t in slice_targets:
-        if t in targets or t.n_benchmark is None or t.n_benchmark >= min_size or not t.n_production:
-            continue
-        t.kind, t.need = "untested_context", min_size - t.n_benchmark
-        t.reason = f"under-tested: {t.n_benchmark:,} benchmark rows, fewer than {min_size:,}; " + t.reason
-        targets.append(t)
-    return sorted(targets, key=lambda t: -(t.share or 0.0))
-
-
-def _slice_targets(audit: Mapping, ctx: RankingContext, limitations: Sequence[Limitation]) -> list[_Target]:
-    ranks = {str(lim.slice): lim.rank for lim in limitations if lim.slice is not None}
-    targets = []
-    for s in as_list(get(audit, "slices")):
-        share, _ = slice_shares(s, ctx)
-        gap = slice_gap(s, ctx)
-        lo, hi = ci_pair(s.get("benchmark_ci"))
-        width = (hi - lo) if lo is not None and hi is not None else None
-        weight = (share or 0.0) * (max(gap or 0.0, 0.0) + (UNKNOWN_CI_WIDTH if width is None else width) / 2)
-        name = str(s.get("name"))
-        reason = f"limitation #{ranks[name]}; " if name in ranks else ""
-        reason += f"{fmt_share(share)} of production" + (f", gap {gap:+.2f}" if gap is not None else "")
-        targets.append(_Target(name, "slice", s.get("definition"), reason, _int(s.get("n_benchmark")),
-                               _int(s.get("n_production")), share, gap, width, weight))
-    return targets
-
-
-def _target_key(t: _Target, keys: dict[str, str]) -> str:
-    if t.name in keys:
-        return keys[t.name]
-    if t.kind == "untested_context":
-        return finding_key("untested_context", t.definition, t.name)
-    return finding_key("slice", t.definition, t.name)
+def _sample_key(limitations: Sequence[Limitation]) -> str:
+    """The top limitation about no particular rows (a shift of all production), else "production_sample:all"."""
+    lim = next((lim for lim in limitations if lim.slice is None and lim.kind != "benchmark_saturation"), None)
+    return lim.key if lim is not None else "production_sample:all"
 
 
 def _apportion(total: int, weights: list[float], caps: list[float]) -> list[int]:
@@ -185,7 +122,7 @@ def _apportion(total: int, weights: list[float], caps: list[float]) -> list[int]
     return alloc
 
 
-def _caps(targets: list[_Target], candidates) -> list[str]:
+def _caps(targets: list[Target], candidates) -> list[str]:
     """Limit each target by its pool: candidate rows flagged for it, else its production rows."""
     notes = []
     for t in targets:
@@ -225,25 +162,29 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
     if isinstance(min_slice_size, bool) or not isinstance(min_slice_size, int) or min_slice_size < 1:
         raise ValueError(f"min_slice_size must be a positive integer, got {min_slice_size!r}.")
     ctx = RankingContext.from_audit(audit, saturation_threshold=None, alpha=None, priors=None)
-    folded = {str(r.get("slice")) for lim in limitations for r in lim.related if r.get("slice") is not None}
-    rest = [t for t in _slice_targets(audit, ctx, limitations) if t.name not in folded]
-    first = [t for t in _untested_targets(audit, rest, min_slice_size) if t.name not in folded]
-    if not any(t.weight > 0 for t in rest):
-        for t in rest:
-            t.weight = t.share or 0.0
-    if not any(t.weight > 0 for t in rest):
-        rest.append(_Target(PRODUCTION_SAMPLE, "production_sample", None, "no slice weights: uncertainty sampling",
-                            None, _int(get(audit, "production", "n_rows")), 1.0, weight=1.0))
-    keys = {str(lim.slice): lim.key for lim in limitations if lim.slice is not None}
-    notes = _caps(first + [t for t in rest if t not in first], candidates)
-    counts, remaining = {id(t): 0 for t in first + rest}, budget
+    heads, folded = limitation_index(limitations)
+    rest = [t for t in slice_targets(audit, ctx, heads) if t.name not in folded]
+    first, notes = untested_targets(audit, rest, min_slice_size, heads)
+    first = [t for t in first if t.name not in folded]
+    rest = [t for t in rest if t.weight > 0]  # only claimed gaps share the rest of the budget
+    n_rows = _int(get(audit, "production", "n_rows"))
+    sample = Target(PRODUCTION_SAMPLE, "production_sample", None,
+                    "no claim left that labels can fix: uncertainty sampling over all production rows",
+                    None, n_rows, 1.0, weight=1.0, key=_sample_key(limitations))
+    notes += _caps(first + [t for t in rest if t not in first] + [sample], candidates)
+    counts, remaining = {id(t): 0 for t in first + rest + [sample]}, budget
     for t in first:
         counts[id(t)] = int(min(t.need, t.cap, remaining))
         remaining -= counts[id(t)]
     split = _apportion(remaining, [t.weight for t in rest], [t.cap - counts[id(t)] for t in rest])
     for t, n in zip(rest, split):
         counts[id(t)] += n
-    ordered = first + sorted((t for t in rest if t not in first), key=lambda t: -t.weight)
+    remaining -= sum(split)
+    # what the claims cannot take goes to plain uncertainty sampling, never to slices without a gap
+    counts[id(sample)] = int(max(0, min(remaining, sample.cap - (budget - remaining))))
+    ordered = first + sorted((t for t in rest if t not in first), key=lambda t: (t.rank, -t.weight))
+    if counts[id(sample)] > 0 or not ordered:
+        ordered.append(sample)
     allocated = sum(counts.values())
     if allocated < budget:
         notes.append(f"{budget - allocated:,} of {budget:,} labels could not be placed: the slices have too few "
@@ -257,7 +198,7 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
         SliceAllocation(slice=t.name, kind=t.kind, definition=t.definition, reason=t.reason,
                         n_benchmark=t.n_benchmark, n_production=t.n_production, production_share=t.share,
                         gap=t.gap, ci_width=t.ci_width, weight=round(t.weight, 6), n_to_label=counts[id(t)],
-                        n_selected=selected.get(t.name, 0), key=_target_key(t, keys))
+                        n_selected=selected.get(t.name, 0), key=t.key)
         for t in ordered)
     return NextRoundPlan(audit_id=get(audit, "id"), budget=budget, min_slice_size=min_slice_size,
                          allocations=allocations, rows=tuple(chosen), n_allocated=allocated,

@@ -179,15 +179,20 @@ def _untested_list(context: Any, definitions: dict[str, str], measured_by: dict[
 
 def target_masks(limitations: list, state: Any) -> dict[str, np.ndarray]:
     """Production rows of every next-round target: slices and untested contexts, by name."""
-    masks = {name: m[1] for name, m in state.slices.items()}
-    for lim in limitations:
-        if lim.slice is not None and lim.slice not in masks and lim.definition:
-            from domains import evaluate
+    from domains import evaluate
 
-            try:
-                masks[lim.slice] = evaluate(lim.definition, state.ctx.production).to_numpy()
-            except (ValueError, KeyError):
-                continue
+    masks = {name: m[1] for name, m in state.slices.items()}
+    wanted = [(lim.slice, lim.definition) for lim in limitations if lim.slice is not None and lim.definition]
+    # an untested context (e.g. a pooled group of new values) is a plan target even when no limitation names it
+    wanted += [(u.name, untested_definition(u, state.definitions))
+               for u in (state.context.untested_contexts if state.context is not None else ())]
+    for name, definition in wanted:
+        if name in masks or not definition:
+            continue
+        try:
+            masks[name] = evaluate(definition, state.ctx.production).to_numpy()
+        except (ValueError, KeyError):
+            continue
     return masks
 
 

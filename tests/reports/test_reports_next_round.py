@@ -65,22 +65,67 @@ def test_untested_contexts_first_up_to_min_size_by_production_share(audit):
 
 
 def test_rest_follows_prevalence_times_gap_and_ci_width(audit):
-    budget = 300
+    budget = 200
     plan = _plan(audit, budget)
-    # every target is a slice here (the untested contexts are measured as slices too), so after the
-    # untested contexts' needs the rest is split over all of them by weight; no capacity binds at this budget
+    # after the untested contexts' needs the rest is split over the slices whose gap is a claim, by
+    # weight; no capacity binds at this budget
     assert all(a.n_to_label < a.n_production for a in plan.allocations)
     quota = budget - sum(NEED.values())
-    total = sum(a.weight for a in plan.allocations)
-    for a in plan.allocations:  # largest remainder: every count is within one label of its exact quota
+    weighted = [a for a in plan.allocations if a.weight > 0]
+    total = sum(a.weight for a in weighted)
+    for a in weighted:  # largest remainder: every count is within one label of its exact quota
         split = a.n_to_label - NEED.get(a.slice, 0)
         assert abs(split - quota * a.weight / total) < 1, a
     slices = [a for a in plan.allocations if a.kind == "slice"]
     by_weight = sorted(slices, key=lambda a: a.weight)
     assert [a.n_to_label for a in by_weight] == sorted(a.n_to_label for a in by_weight)
     assert max(slices, key=lambda a: a.n_to_label).slice == WEAK
-    for a in slices:  # weight = production share × (max(gap, 0) + CI width / 2)
-        assert a.weight == pytest.approx(a.production_share * (max(a.gap or 0, 0) + a.ci_width / 2), abs=1e-6)
+    for a in weighted:  # weight = production share × (gap + CI width / 2)
+        assert a.weight == pytest.approx(a.production_share * (a.gap + a.ci_width / 2), abs=1e-6)
+
+
+def test_slices_without_a_credible_gap_get_nothing(audit):
+    """Labels go to claims: a slice whose gap is zero, negative or not significant (and that is no
+    limitation) is not in the split, however common it is in production."""
+    plan = _plan(audit, 3001)
+    claimed = {s["name"] for s in audit["slices"] if (s.get("gap") or 0) > 0
+               and s.get("gap_p_value_adjusted") is not None and s["gap_p_value_adjusted"] < 0.05}
+    claimed |= {lim.slice for lim in rank_limitations(audit) if lim.slice is not None}
+    for a in plan.allocations:
+        if a.kind == "slice":
+            assert a.slice in claimed and a.gap > 0, a
+    not_claimed = {s["name"] for s in audit["slices"]} - claimed
+    assert not_claimed & {"older_adults", "rulers", "smartphone"}  # common, gap within sampling error
+    assert not any(a.slice in not_claimed and a.n_to_label for a in plan.allocations)
+    assert all(a.key and a.reason for a in plan.allocations)
+    by_key = {lim.key: lim for lim in rank_limitations(audit)}
+    assert all(a.key in by_key for a in plan.allocations if a.kind != "production_sample")
+
+
+def test_untested_contexts_follow_the_ranking_and_need_production_rows():
+    """Untested contexts in the rank of their limitations; one with fewer production rows than
+    ``min_slice_size`` gets nothing on its own (many one-row clinics), a pooled group of them does."""
+    from reports.records import Limitation
+
+    untested = [{"name": f"clinic == \"c{i}\"", "definition": f"clinic == \"c{i}\"", "n_benchmark": 0,
+                 "n_production": 1, "production_share": 0.0001} for i in range(80)]
+    untested += [{"name": "site == \"e\"", "definition": "site == \"e\"", "n_benchmark": 0, "n_production": 900,
+                  "production_share": 0.09},
+                 {"name": "new values of clinic", "definition": "clinic in [\"c0\", \"c1\"]", "n_benchmark": 0,
+                  "n_production": 80, "production_share": 0.008},
+                 {"name": "device == \"x\"", "definition": "device == \"x\"", "n_benchmark": 5,
+                  "n_production": 2000, "production_share": 0.2}]
+    lims = [Limitation(rank=1, kind="untested_context", slice="site == \"e\"", title="t", statement="s.", score=0.1,
+                       severity="high", key='untested_context:site == "e"', definition='site == "e"')]
+    plan = plan_next_round({"semantic": {"untested_contexts": untested}, "production": {"n_rows": 10_000}}, lims,
+                           budget=500, min_slice_size=30)
+    counts = _counts(plan)
+    assert [a.slice for a in plan.allocations[:3]] == ['site == "e"', 'device == "x"', "new values of clinic"]
+    assert counts['site == "e"'] == 30 and counts['device == "x"'] == 25 and counts["new values of clinic"] == 30
+    assert not any(name.startswith("clinic ==") for name in counts)
+    assert plan.allocations[0].key == 'untested_context:site == "e"' and "limitation #1" in plan.allocations[0].reason
+    assert counts["production sample"] == 500 - 85 and plan.n_allocated == 500
+    assert any("80 untested" in note for note in plan.notes)
 
 
 def test_capacity_limits_are_respected_and_excess_is_resplit(audit):
@@ -104,7 +149,7 @@ def test_under_tested_slice_is_topped_up_first():
         {"name": "rare", "n_benchmark": 10, "n_production": 500, "production_share": 0.05, "gap": 0.0,
          "benchmark_ci": [0.3, 0.9]},
         {"name": "common", "n_benchmark": 900, "n_production": 5000, "production_share": 0.5, "gap": 0.1,
-         "benchmark_ci": [0.7, 0.8]}]}
+         "benchmark_ci": [0.7, 0.8], "gap_p_value_adjusted": 0.001}]}
     plan = plan_next_round(audit, [], budget=20, min_slice_size=30)
     assert _counts(plan) == {"rare": 20, "common": 0}
     assert plan.allocations[0].kind == "untested_context"
@@ -183,7 +228,7 @@ def test_csv_export_rows_and_allocations(audit):
 
 def test_csv_neutralises_spreadsheet_formulas():
     audit = {"slices": [{"name": "=HYPERLINK(\"http://x\")", "production_share": 0.5, "gap": 0.1,
-                         "benchmark_ci": [0.1, 0.2], "n_production": 100}]}
+                         "benchmark_ci": [0.1, 0.2], "n_production": 100, "gap_p_value_adjusted": 0.01}]}
     text = to_csv(plan_next_round(audit, [], budget=5, min_slice_size=1))
     assert "'=HYPERLINK" in text and "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text
 
