@@ -103,5 +103,8 @@ def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget
         runs=rows, n_runs=len(runs), alerts=history, budget=budget, charts=_charts(tested),
         standing=_standing(tested), generated=_when(datetime.now(timezone.utc)),
         deliveries=[{"run_id": d.run_id, "event": d.event, "attempt": d.attempt, "ok": d.ok,
-                     "status": d.status_code, "error": d.error or "", "at": _when(d.at)}
+                     "status": d.status_code, "at": _when(d.at),
+                     # one text for every failure: what failed (refused, timed out, a status code)
+                     # would tell open ports from closed ones on hosts the service can reach
+                     "error": f"delivery failed (attempt {d.attempt}); see the server log"}
                     for d in list(deliveries)[-ALERT_CAP:]])

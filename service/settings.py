@@ -36,6 +36,14 @@ class Settings(BaseSettings):
     audit_lease_s: float = Field(default=60, gt=0, description="An instance silent this long loses its audits.")
     audit_workers: int = Field(default=1, ge=1, description="Audits run at the same time.")
     scheduler: bool = Field(default=True, description="Run monitors on schedule here (off: API-only replica).")
+    monitor_workers: int = Field(default=2, ge=1, description="Monitor runs executed at the same time (runs "
+                                 "of different monitors; one monitor never runs twice at once).")
+    monitor_run_lease_s: float = Field(default=60, gt=0, description="A monitor run whose process has not "
+                                       "sent a heartbeat for this long is failed as interrupted.")
+    webhook_allow_private: bool = Field(default=False, description="Let monitor webhooks reach loopback and "
+                                        "private addresses (on-premise receivers); metadata stays refused.")
+    webhook_retry_s: float = Field(default=30, gt=0, description="First wait before an undelivered webhook "
+                                   "message is tried again (doubling, at most an hour).")
     monitor_roots: Annotated[list[Path], NoDecode] = Field(
         default_factory=list, description="Comma-separated folders directory monitors may read; none: refused.")
     monitor_databases: dict[str, str] = Field(

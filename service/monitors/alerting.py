@@ -1,4 +1,4 @@
-"""Alerts once per finding, and webhook delivery with retries.
+"""Alerts once per finding, and webhook delivery with retries to checked targets only.
 
 An alert opens for a finding key at or above the monitor's ``min_severity`` that has no alert
 open (or acknowledged) yet. While the key keeps appearing, the alert stays open with a new
@@ -8,17 +8,19 @@ new data do not count as absent.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from service.monitors.findings import Finding
 from service.monitors.models import AlertRow
+from service.monitors.webhook_http import post_json
+from service.monitors.webhook_targets import TargetRefused, resolve_target
 from service.store import new_id
 
 log = logging.getLogger("contextshift.monitors")
@@ -83,31 +85,57 @@ def payload(monitor: dict[str, Any], run: dict[str, Any], alerts: list[AlertRow]
 
 
 Recorder = Callable[..., None]
+DELIVERED, RETRY, REFUSED = "delivered", "retry", "refused"
+
+
+def failure_text(attempt: int) -> str:
+    """What is stored and shown for a failed attempt: the cause goes to the server log only."""
+    return f"delivery failed (attempt {attempt}); see the server log"
 
 
 def deliver(url: str, body: dict[str, Any], *, record: Recorder, attempts: int = 4, backoff_s: float = 0.5,
-            timeout_s: float = 10.0, sleep: Callable[[float], None] = time.sleep) -> bool:
-    """POST ``body`` as JSON; retry with exponential back-off on errors and 5xx/429; record each try."""
+            timeout_s: float = 10.0, sleep: Callable[[float], None] = time.sleep, allow_private: bool | None = None,
+            first_attempt: int = 1) -> str:
+    """POST ``body`` as JSON to a checked target; retry with back-off on errors and 5xx/429.
+
+    Returns :data:`DELIVERED`, :data:`REFUSED` (the receiver answered 3xx or 4xx: retrying will not
+    help, and a redirect is never followed) or :data:`RETRY` (try again later: the receiver is
+    down, or its name resolves to an address the target rules refuse right now). Each attempt is
+    recorded with a generic error text; its cause is logged.
+    """
+    if allow_private is None:
+        from service.settings import get_settings
+
+        allow_private = get_settings().webhook_allow_private
     data = json.dumps(body, default=str).encode("utf-8")
-    for attempt in range(1, attempts + 1):
-        status, error = None, None
+    for attempt in range(first_attempt, first_attempt + attempts):
+        status = None
         try:
-            request = urllib.request.Request(url, data=data, method="POST",
-                                             headers={"Content-Type": "application/json",
-                                                      "User-Agent": "contextshift-monitor"})
-            with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 (http(s) checked)
-                status = response.status
-        except urllib.error.HTTPError as exc:
-            status, error = exc.code, f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError) as exc:
-            error = f"{type(exc).__name__}: {exc}"[:500]
+            target = resolve_target(url, allow_private=allow_private)
+            status = post_json(target, data, timeout_s=timeout_s)
+        except TargetRefused as exc:
+            log.warning("webhook attempt %d refused: %s", attempt, exc.reason)
+            record(attempt=attempt, ok=False, status_code=None, error=failure_text(attempt))
+            return RETRY  # the same URL gets the same answer now; a later pass checks it again
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            log.warning("webhook attempt %d to %s failed: %s: %s", attempt, _host(url), type(exc).__name__, exc)
         ok = status is not None and 200 <= status < 300
-        record(attempt=attempt, ok=ok, status_code=status, error=error)
+        if status is not None and not ok:
+            log.warning("webhook attempt %d to %s: HTTP %d", attempt, _host(url), status)
+        record(attempt=attempt, ok=ok, status_code=status, error=None if ok else failure_text(attempt))
         if ok:
-            return True
-        if status is not None and 400 <= status < 500 and status != 429:
-            return False  # the receiver refuses this message: retrying will not help
-        if attempt < attempts:
-            sleep(backoff_s * 2 ** (attempt - 1))
-    log.warning("webhook %s: gave up after %d attempts", url, attempts)
-    return False
+            return DELIVERED
+        if status is not None and 300 <= status < 500 and status not in (408, 429):
+            return REFUSED
+        if attempt < first_attempt + attempts - 1:
+            sleep(backoff_s * 2 ** (attempt - first_attempt))
+    log.warning("webhook to %s: not delivered after attempt %d; it stays queued", _host(url),
+                first_attempt + attempts - 1)
+    return RETRY
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or "?"
+    except ValueError:
+        return "?"

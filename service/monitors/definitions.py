@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from service.errors import InvalidRequest
 from service.paths import Roots, inside_roots, resolve_dir  # noqa: F401  (one rule for every root check)
 from service.monitors.schemas import DirectorySource, Schedule, SqlSource
+from service.monitors.webhook_targets import check_webhook_url
 
 
 def resolve_directory(path: str, roots: list[Path]) -> Path:
@@ -61,16 +61,8 @@ def check_schedule(schedule: Schedule, min_interval_s: float) -> dict[str, Any]:
     return schedule.model_dump(exclude_none=True)
 
 
-def check_webhook(url: str | None) -> None:
-    if url is None:
-        return
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        parts = urlsplit("")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InvalidRequest(f"Webhook URL {url!r} must be an http(s) URL.", code="invalid_webhook",
-                             details={"webhook": url})
+def check_webhook(url: str | None, *, allow_private: bool = False) -> None:
+    check_webhook_url(url, allow_private=allow_private)  # the target rules: service/monitors/webhook_targets.py
 
 
 def min_gap_s(schedule: dict[str, Any]) -> float:

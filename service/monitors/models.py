@@ -1,4 +1,5 @@
-"""Tables of scheduled monitoring: monitors, their runs, the files they took, alerts, webhook deliveries.
+"""Tables of scheduled monitoring: monitors, their runs, the files they took, alerts, webhook messages
+(the outbox) and their delivery attempts.
 
 APScheduler keeps its own ``apscheduler_jobs`` table (created by its job store); these tables hold
 everything the service itself needs, so a monitor works the same from cron without the scheduler.
@@ -55,6 +56,11 @@ class MonitorRunRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Refreshed every few seconds by the process executing the run: a stale one means it died.
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Consecutive no-data runs are one row: how many it stands for, and when the first was.
+    no_data_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    no_data_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class MonitorFileRow(Base):
@@ -104,3 +110,28 @@ class DeliveryRow(Base):
     status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OutboxRow(Base):
+    """One webhook message to deliver, kept until it is delivered (or refused by its receiver).
+
+    Written with the alerts it announces, so an alert opened while the receiver is down, or while
+    its URL does not pass the target checks, is delivered by a later pass instead of being lost.
+    """
+
+    __tablename__ = "alert_outbox"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    monitor_id: Mapped[str] = mapped_column(ForeignKey("monitors.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str] = mapped_column(String(32))
+    event: Mapped[str] = mapped_column(String(16))  # opened | resolved
+    alert_ids: Mapped[list] = mapped_column(JSON, default=list)
+    body: Mapped[dict] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16), index=True)  # pending | delivered | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True, index=True)
+    # compare-and-set claim, so two instances never send one message at the same time
+    claimed_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

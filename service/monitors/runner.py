@@ -11,6 +11,7 @@ so a run costs about the tests on its new rows (benchmarks/monitoring.py measure
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -22,8 +23,9 @@ import pandas as pd
 
 from service.errors import ServiceError, ValidationFailed
 from service.monitors import budget, findings
-from service.monitors.alerting import ACTIVE, deliver, payload, update_alerts
+from service.monitors.alerting import ACTIVE, payload, update_alerts
 from service.monitors.models import MonitorRow
+from service.monitors.outbox import Outbox, message
 from service.monitors.sources import Batch, take_directory, take_sql
 from service.monitors.store import MonitorStore, now
 
@@ -142,7 +144,7 @@ def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[st
 
 
 def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: str, *,
-            webhook_backoff_s: float = 0.5) -> str:
+            outbox: Outbox | None = None) -> str:
     """Run a claimed run to its end; returns the final status (errors are stored, not raised)."""
     monitor = store.get(store.get_run(run_id).monitor_id)
     clock = [time.perf_counter()]
@@ -155,6 +157,8 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
         batch = take(monitor, store, runtime.settings)
         took = lap()
         if batch.empty:
+            if outbox is not None:  # a quiet run is a retry point for messages still pending
+                outbox.deliver_pending(monitor_id=monitor.id, due_only=False)
             store.finish_run(run_id, "no_new_data", n_rows=0)
             return "no_new_data"
         # What was taken is taken, whatever happens next: a bad file must not fail every later run.
@@ -178,7 +182,9 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
                    "timings": {"take_s": took, "benchmark_s": cached, "register_s": registered, "audit_s": audited}}
         store.update_run(run_id, n_rows=len(batch.frame), audit_id=audit_id, alpha=alpha_k,
                          verdict=result.get("verdict"), summary=summary)
-        alert_ids = _alerts(store, monitor, run_id, result, checks, webhook_backoff_s)
+        alert_ids = _alerts(store, monitor, run_id, result, checks)
+        if outbox is not None:  # never raises: a dead receiver or a refused URL fails nothing else
+            outbox.deliver_pending(monitor_id=monitor.id, due_only=False)
         store.finish_run(run_id, "succeeded", alert_ids=alert_ids)
         return "succeeded"
     except Exception as exc:  # the run fails, the scheduler and service stay up
@@ -192,7 +198,7 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
 
 
 def _alerts(store: MonitorStore, monitor: MonitorRow, run_id: str, result: dict[str, Any],
-            checks: list[budget.HarmCheck], backoff_s: float) -> list[str]:
+            checks: list[budget.HarmCheck]) -> list[str]:
     min_severity = (monitor.alerts or {}).get("min_severity", "medium")
     changes, others = findings.alertable(result, min_severity)
     harm = [findings.Finding(key=c.key, kind="harm", severity="high", statement=c.statement())
@@ -200,14 +206,15 @@ def _alerts(store: MonitorStore, monitor: MonitorRow, run_id: str, result: dict[
     present = {f.key for f in changes + others + harm}
     update = update_alerts(store.alerts(monitor_id=monitor.id, states=ACTIVE), changes + harm, present,
                            monitor_id=monitor.id, run_id=run_id, at=now())
-    store.save_alerts(update.changed)
     url = (monitor.alerts or {}).get("webhook")
     run = store.get_run(run_id)
     run_info = {"id": run_id, "audit_id": run.audit_id, "n_rows": run.n_rows, "verdict": run.verdict,
                 "started_at": run.started_at, "report": f"/v1/monitors/{monitor.id}/report"}
     info = {"id": monitor.id, "name": monitor.name, "benchmark": monitor.benchmark_id, "domain": monitor.domain}
-    for event, rows in (("opened", update.opened), ("resolved", update.resolved)):
-        if url and rows:
-            deliver(url, payload(info, run_info, rows, event), backoff_s=backoff_s,
-                    record=lambda **kw: store.record_delivery(monitor_id=monitor.id, run_id=run_id, event=event, **kw))
+    at = now()
+    # the messages are written with the alerts they announce: none is lost if the receiver is down
+    messages = [message(monitor.id, run_id, event, [a.id for a in rows],
+                        json.loads(json.dumps(payload(info, run_info, rows, event), default=str)), at)
+                for event, rows in (("opened", update.opened), ("resolved", update.resolved)) if url and rows]
+    store.save_alerts(update.changed, messages)
     return [a.id for a in update.opened]

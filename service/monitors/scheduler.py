@@ -9,6 +9,10 @@
   queued -> running compare-and-set make sure no run is executed twice.
 * Monitors created by an API-only replica (``CONTEXTSHIFT_SCHEDULER=off``) are picked up by a
   periodic sync in every scheduling process.
+* A tick every few seconds (:meth:`MonitorService.tick`) fails the runs of processes that stopped
+  sending heartbeats, drains queued runs and retries undelivered webhook messages.
+* A firing only creates the run and hands it to the service's pool: the scheduler's threads
+  never execute runs, so one slow monitor does not hold up the others' firings.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from service.monitors.definitions import make_trigger
+from service.monitors.service import heartbeat_interval
 
 log = logging.getLogger("contextshift.monitors")
 _HOSTS: dict[str, Any] = {}  # database key -> MonitorService of this process
@@ -67,6 +72,9 @@ class MonitorScheduler:
         self.sync()
         self.scheduler.add_job(self.sync, "interval", seconds=self.sync_seconds, id="monitor-sync",
                                jobstore="local", replace_existing=True)
+        # a few seconds apart: dead processes' runs are failed within a lease, webhooks retried
+        self.scheduler.add_job(self.service.tick, "interval", seconds=heartbeat_interval(self.service.lease_s),
+                               id="monitor-tick", jobstore="local", replace_existing=True)
 
     def sync(self) -> None:
         """Every monitor has a job, no job outlives its monitor; queued runs get drained."""
@@ -78,7 +86,6 @@ class MonitorScheduler:
                     self.add(monitor_id, monitor.schedule)
             for job_id in jobs - set(monitors):
                 self.scheduler.remove_job(job_id, jobstore="default")
-            self.service.store.recover()  # runs of a process that died (lease expired) are failed
             self.service.drain_queued()
         except Exception:  # a passing database fault must not stop the scheduler
             log.exception("monitor schedule sync failed")
@@ -135,3 +142,19 @@ def next_run_time(engine: Any, monitor_id: str) -> datetime | None:
     except Exception:  # no job table yet: no scheduler has ever run on this database
         return None
     return None if value is None else datetime.fromtimestamp(float(value), tz=timezone.utc)
+
+
+def next_run_times(engine: Any, monitor_ids: list[str]) -> dict[str, datetime]:
+    """:func:`next_run_time` of a page of monitors in one query."""
+    if not monitor_ids:
+        return {}
+    from sqlalchemy import bindparam
+
+    query = text(f"SELECT id, next_run_time FROM {JOB_TABLE} WHERE id IN :ids").bindparams(
+        bindparam("ids", expanding=True))
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(query, {"ids": list(monitor_ids)}).all()
+    except Exception:  # no job table yet
+        return {}
+    return {i: datetime.fromtimestamp(float(v), tz=timezone.utc) for i, v in rows if v is not None}

@@ -112,13 +112,17 @@ class RunOut(BaseModel):
     verdict: dict[str, Any] | None = None
     alerts: list[str] = Field(default_factory=list)
     error: dict[str, Any] | None = None
+    no_data_runs: int | None = Field(default=None, description="A no-data row stands for this many consecutive "
+                                     "no-data runs (one row is kept, not one per check).")
+    no_data_since: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> "RunOut":
         return cls(id=row.id, monitor_id=row.monitor_id, status=row.status, trigger=row.trigger,
                    created_at=row.created_at, started_at=row.started_at, finished_at=row.finished_at,
                    n_rows=row.n_rows, audit_id=row.audit_id, alpha=row.alpha, verdict=row.verdict,
-                   alerts=list(row.alert_ids or []), error=row.error)
+                   alerts=list(row.alert_ids or []), error=row.error, no_data_runs=row.no_data_count,
+                   no_data_since=row.no_data_since)
 
 
 class RunList(BaseModel):

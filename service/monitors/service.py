@@ -1,4 +1,12 @@
-"""The monitors of one running service: definitions, runs (in a background thread) and the scheduler."""
+"""The monitors of one running service: definitions, runs (a bounded pool of threads), the
+heartbeat of its runs, the webhook outbox and the scheduler.
+
+Runs of different monitors execute side by side (``CONTEXTSHIFT_MONITOR_WORKERS`` threads), so a
+slow source stalls only its own monitor; one monitor never runs twice at once (its lease). A
+heartbeat thread refreshes this process's running runs and its monitor leases every few seconds,
+so a run whose process died is failed as interrupted by any live instance within one lease
+(``CONTEXTSHIFT_MONITOR_RUN_LEASE_S``) and the monitor's schedule goes on.
+"""
 from __future__ import annotations
 
 import logging
@@ -10,29 +18,67 @@ from service.errors import InvalidRequest
 from service.monitors import budget
 from service.monitors.definitions import check_schedule, check_source, check_webhook, min_gap_s
 from service.monitors.models import MonitorRow, MonitorRunRow
+from service.monitors.outbox import Outbox
 from service.monitors.runner import BenchmarkCache, execute
 from service.monitors.schemas import MonitorCreate
 from service.monitors.store import MonitorStore, now
 
 log = logging.getLogger("contextshift.monitors")
-LEASE_S = 900.0
+
+
+def heartbeat_interval(lease_s: float) -> float:
+    """A sixth of the lease (so a few missed beats are not a death), between 0.2 and 10 s."""
+    return min(max(lease_s / 6, 0.2), 10.0)
 
 
 class MonitorService:
     def __init__(self, runtime: Any, *, webhook_backoff_s: float = 0.5) -> None:
+        settings = runtime.settings
         self.runtime = runtime
         self.store = MonitorStore(runtime.sessions)
         self.cache = BenchmarkCache()
-        self.webhook_backoff_s = webhook_backoff_s
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="monitor")
+        self.lease_s = float(settings.monitor_run_lease_s)
+        self.outbox = Outbox(runtime.sessions, allow_private=settings.webhook_allow_private,
+                             retry_s=settings.webhook_retry_s, backoff_s=webhook_backoff_s)
+        self.pool = ThreadPoolExecutor(max_workers=settings.monitor_workers, thread_name_prefix="monitor")
         self.scheduler = None
         self._draining: set[str] = set()
         self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, name="monitor-heartbeat", daemon=True)
+        self._beat.start()
+
+    @property
+    def webhook_backoff_s(self) -> float:
+        return self.outbox.backoff_s
+
+    @webhook_backoff_s.setter
+    def webhook_backoff_s(self, value: float) -> None:
+        self.outbox.backoff_s = value
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(heartbeat_interval(self.lease_s)):
+            try:
+                self.store.heartbeat(self.lease_s)
+            except Exception:  # a passing database fault: the next beat tries again
+                log.exception("monitor heartbeat failed")
+
+    def tick(self) -> None:
+        """Each scheduler tick: fail runs of dead processes, retry webhooks, run what is queued."""
+        try:
+            recovered = self.store.recover(self.lease_s)
+            if recovered:
+                log.warning("marked %d monitor run(s) interrupted: their process stopped sending heartbeats",
+                            recovered)
+            self.drain_queued()
+        except Exception:
+            log.exception("monitor tick failed")
+        self.outbox.deliver_pending()
 
     @classmethod
     def start(cls, runtime: Any) -> "MonitorService":
         service = cls(runtime)
-        recovered = service.store.recover()
+        recovered = service.store.recover(service.lease_s)
         if recovered:
             log.info("marked %d monitor runs failed: their process stopped", recovered)
         if runtime.settings.scheduler:
@@ -43,6 +89,7 @@ class MonitorService:
         return service
 
     def close(self) -> None:
+        self._stop.set()
         if self.scheduler is not None:
             self.scheduler.shutdown()
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -61,7 +108,7 @@ class MonitorService:
         runtime.packs.get(body.domain)
         source = check_source(body.source, settings)
         schedule = check_schedule(body.schedule, settings.monitor_min_interval_s)
-        check_webhook(body.alerts.webhook)
+        check_webhook(body.alerts.webhook, allow_private=settings.webhook_allow_private)
         options = body.options.model_dump()
         row = self.store.create(name=body.name, benchmark_id=bench.id, domain=body.domain, source=source,
                                 schedule=schedule, options=options, alerts=body.alerts.model_dump(),
@@ -88,7 +135,7 @@ class MonitorService:
         if not self.store.claim_firing(monitor_id, now(), min_gap_s(monitor.schedule)):
             return None
         run = self.store.create_run(monitor_id, "schedule")
-        self.drain(monitor_id)
+        self.pool.submit(self.drain, monitor_id)  # the pool, not the scheduler's thread: monitors run side by side
         return run
 
     def run_now(self, monitor_id: str) -> tuple[MonitorRunRow, Future]:
@@ -103,13 +150,12 @@ class MonitorService:
                 return
             self._draining.add(monitor_id)
         try:
-            while self.store.acquire_lease(monitor_id, LEASE_S):
+            while self.store.acquire_lease(monitor_id, self.lease_s):
                 try:
                     queued = sorted(self.store.runs(monitor_id, status="queued"), key=lambda r: r.created_at)
                     for run in queued:
                         if self.store.claim_run(run.id):
-                            execute(self.runtime, self.store, self.cache, run.id,
-                                    webhook_backoff_s=self.webhook_backoff_s)
+                            execute(self.runtime, self.store, self.cache, run.id, outbox=self.outbox)
                 finally:
                     self.store.release_lease(monitor_id)
                 if not self.store.runs(monitor_id, status="queued", limit=1):
@@ -120,9 +166,11 @@ class MonitorService:
 
     def drain_queued(self) -> None:
         """Runs left queued (e.g. posted to a replica without the scheduler) get executed here."""
-        for monitor in self.store.list():
-            if self.store.runs(monitor.id, status="queued", limit=1):
-                self.pool.submit(self.drain, monitor.id)
+        for monitor_id in self.store.queued_monitors():
+            with self._lock:
+                if monitor_id in self._draining:
+                    continue
+            self.pool.submit(self.drain, monitor_id)
 
     def next_run_time(self, monitor_id: str):
         from service.monitors.scheduler import next_run_time

@@ -7,17 +7,21 @@ import socket
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import NotFound
-from service.monitors.models import AlertRow, DeliveryRow, MonitorFileRow, MonitorRow, MonitorRunRow
+from service.monitors.models import AlertRow, DeliveryRow, MonitorFileRow, MonitorRow, MonitorRunRow, OutboxRow
 from service.store import new_id, storable_key
 
 WORKER_ID = f"{socket.gethostname()[:40]}:{os.getpid()}"
 INTERRUPTED = {"code": "interrupted", "message": "The service stopped during this run; the next run takes its rows "
                "only if they were not recorded as taken.", "details": {}}
+
+
+class _NotRunning(Exception):
+    """Aborts a finish_run transaction whose run is no longer running."""
 
 
 def now() -> datetime:
@@ -42,14 +46,15 @@ class MonitorStore:
             raise NotFound(f"No monitor with id {monitor_id!r}.", details={"monitor": monitor_id})
         return row
 
-    def list(self) -> list[MonitorRow]:
+    def list(self, *, limit: int | None = None, offset: int = 0) -> list[MonitorRow]:
+        query = select(MonitorRow).order_by(MonitorRow.created_at, MonitorRow.id).offset(offset)
         with self.sessions() as s:
-            return list(s.scalars(select(MonitorRow).order_by(MonitorRow.created_at)))
+            return list(s.scalars(query if limit is None else query.limit(limit)))
 
     def delete(self, monitor_id: str) -> None:
         self.get(monitor_id)
         with self.sessions.begin() as s:
-            for table in (DeliveryRow, AlertRow, MonitorFileRow, MonitorRunRow):
+            for table in (DeliveryRow, OutboxRow, AlertRow, MonitorFileRow, MonitorRunRow):
                 s.execute(delete(table).where(table.monitor_id == monitor_id))
             if s.execute(delete(MonitorRow).where(MonitorRow.id == monitor_id)).rowcount == 0:
                 raise NotFound(f"No monitor with id {monitor_id!r}.", details={"monitor": monitor_id})
@@ -95,15 +100,51 @@ class MonitorStore:
         """queued -> running, for exactly one caller."""
         with self.sessions.begin() as s:
             done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id, MonitorRunRow.status == "queued")
-                             .values(status="running", started_at=now(), executed_by=owner))
+                             .values(status="running", started_at=now(), heartbeat_at=now(), executed_by=owner))
         return done.rowcount == 1
 
-    def finish_run(self, run_id: str, status: str, **values: Any) -> bool:
-        """running -> final; False when the run was already ended (e.g. marked interrupted)."""
+    def heartbeat(self, lease_s: float, owner: str = WORKER_ID) -> int:
+        """This process is alive: its running runs' heartbeats and its monitor leases move on."""
+        t = now()
         with self.sessions.begin() as s:
-            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id, MonitorRunRow.status == "running")
-                             .values(status=status, finished_at=now(), **values))
-        return done.rowcount == 1
+            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.status == "running",
+                                                         MonitorRunRow.executed_by == owner)
+                             .values(heartbeat_at=t))
+            s.execute(update(MonitorRow).where(MonitorRow.lease_owner == owner)
+                      .values(lease_until=t + timedelta(seconds=lease_s)))
+        return done.rowcount
+
+    def finish_run(self, run_id: str, status: str, **values: Any) -> bool:
+        """running -> final; False when the run was already ended (e.g. marked interrupted).
+
+        A no-data run right after another no-data run of its monitor takes that run's place: the
+        older row is deleted and its count carried over, so an idle monitor keeps one row, not one
+        per check.
+        """
+        try:
+            with self.sessions.begin() as s:
+                done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id,
+                                                             MonitorRunRow.status == "running")
+                                 .values(status=status, finished_at=now(), **values))
+                if done.rowcount != 1:
+                    raise _NotRunning
+                if status == "no_new_data":
+                    self._compact(s, s.get(MonitorRunRow, run_id))
+        except _NotRunning:
+            return False
+        return True
+
+    @staticmethod
+    def _compact(s: Session, run: MonitorRunRow) -> None:
+        previous = s.scalars(select(MonitorRunRow).where(
+            MonitorRunRow.monitor_id == run.monitor_id, MonitorRunRow.id != run.id,
+            MonitorRunRow.status.notin_(("queued", "running"))).order_by(MonitorRunRow.finished_at.desc())
+            .limit(1)).first()
+        run.no_data_count, run.no_data_since = 1, run.started_at or run.created_at
+        if previous is not None and previous.status == "no_new_data":
+            run.no_data_count = (previous.no_data_count or 1) + 1
+            run.no_data_since = previous.no_data_since or previous.started_at or previous.created_at
+            s.delete(previous)
 
     def interrupt_own(self, owner: str = WORKER_ID) -> int:
         """At shutdown: this process's running runs are failed and its leases released."""
@@ -133,17 +174,51 @@ class MonitorStore:
         with self.sessions() as s:
             return list(s.scalars(query.order_by(MonitorRunRow.created_at.desc()).limit(limit)))
 
+    def last_runs(self, monitor_ids: list[str]) -> dict[str, MonitorRunRow]:
+        """The newest run of each monitor, in one query (a page of monitors)."""
+        if not monitor_ids:
+            return {}
+        newest = (select(MonitorRunRow.monitor_id, func.max(MonitorRunRow.created_at).label("at"))
+                  .where(MonitorRunRow.monitor_id.in_(monitor_ids)).group_by(MonitorRunRow.monitor_id).subquery())
+        query = select(MonitorRunRow).join(newest, (MonitorRunRow.monitor_id == newest.c.monitor_id)
+                                           & (MonitorRunRow.created_at == newest.c.at))
+        with self.sessions() as s:
+            return {r.monitor_id: r for r in s.scalars(query)}
+
+    def open_alerts(self, monitor_ids: list[str]) -> dict[str, list[AlertRow]]:
+        out: dict[str, list[AlertRow]] = {m: [] for m in monitor_ids}
+        if not monitor_ids:
+            return out
+        with self.sessions() as s:
+            for row in s.scalars(select(AlertRow).where(AlertRow.monitor_id.in_(monitor_ids), AlertRow.state == "open")
+                                 .order_by(AlertRow.created_at, AlertRow.id)):
+                out[row.monitor_id].append(row)
+        return out
+
+    def queued_monitors(self) -> list[str]:
+        with self.sessions() as s:
+            return list(s.scalars(select(MonitorRunRow.monitor_id).where(MonitorRunRow.status == "queued")
+                                  .distinct()))
+
     def all_runs(self) -> list[MonitorRunRow]:
         with self.sessions() as s:
             return list(s.scalars(select(MonitorRunRow)))
 
-    def recover(self) -> int:
-        """Runs left ``running`` by a process that died (its lease expired) are marked failed."""
+    def recover(self, lease_s: float) -> int:
+        """Runs left ``running`` by a process that died are failed as interrupted.
+
+        Dead means: no heartbeat (or, before the first one, no start) for ``lease_s``, or the
+        monitor's lease expired. Any live instance calls this on each scheduler tick, so a killed
+        process blocks its monitors for about one lease, not until something restarts.
+        """
         t = now()
+        stale = t - timedelta(seconds=lease_s)
         with self.sessions.begin() as s:
             dead = select(MonitorRow.id).where(or_(MonitorRow.lease_owner.is_(None), MonitorRow.lease_until < t))
+            silent = or_(MonitorRunRow.heartbeat_at < stale,
+                         (MonitorRunRow.heartbeat_at.is_(None)) & (MonitorRunRow.started_at < stale))
             done = s.execute(update(MonitorRunRow).where(MonitorRunRow.status == "running",
-                                                         MonitorRunRow.monitor_id.in_(dead))
+                                                         or_(MonitorRunRow.monitor_id.in_(dead), silent))
                              .values(status="failed", finished_at=t, error=INTERRUPTED))
         return done.rowcount
 
@@ -164,7 +239,7 @@ class MonitorStore:
 
     # -- alerts -------------------------------------------------------------------------------
     def alerts(self, *, monitor_id: str | None = None, state: str | None = None,
-               states: tuple[str, ...] | None = None) -> list[AlertRow]:
+               states: tuple[str, ...] | None = None, limit: int | None = None, offset: int = 0) -> list[AlertRow]:
         query = select(AlertRow)
         if monitor_id and not storable_key(monitor_id):
             return []
@@ -174,8 +249,9 @@ class MonitorStore:
             query = query.where(AlertRow.state == state)
         if states:
             query = query.where(AlertRow.state.in_(states))
+        query = query.order_by(AlertRow.created_at, AlertRow.id).offset(offset)
         with self.sessions() as s:
-            return list(s.scalars(query.order_by(AlertRow.created_at)))
+            return list(s.scalars(query if limit is None else query.limit(limit)))
 
     def get_alert(self, alert_id: str) -> AlertRow:
         with self.sessions() as s:
@@ -184,10 +260,12 @@ class MonitorStore:
             raise NotFound(f"No alert with id {alert_id!r}.", details={"alert": alert_id})
         return row
 
-    def save_alerts(self, rows: list[AlertRow]) -> None:
+    def save_alerts(self, rows: list[AlertRow], messages: list[OutboxRow] = ()) -> None:
+        """The alerts and the webhook messages announcing them, in one transaction."""
         with self.sessions.begin() as s:
             for row in rows:
                 s.merge(row)
+            s.add_all(list(messages))
 
     def set_alert_state(self, alert_id: str, state: str) -> AlertRow:
         self.get_alert(alert_id)

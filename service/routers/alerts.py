@@ -1,18 +1,26 @@
 """Alerts raised by monitors: list by state, acknowledge, resolve (issue 14)."""
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
 
 from service.monitors.deps import MonitorsDep
 from service.monitors.schemas import AlertList, AlertOut, AlertState
+from service.routers.monitors import MAX_OFFSET, PAGED, page_headers
 from service.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/alerts", tags=["alerts"], responses=ERROR_RESPONSES)
 
 
-@router.get("", response_model=AlertList)
-def list_alerts(monitors: MonitorsDep, state: AlertState | None = None, monitor: str | None = None) -> AlertList:
-    return AlertList(items=[AlertOut.from_row(a) for a in monitors.store.alerts(monitor_id=monitor, state=state)])
+@router.get("", response_model=AlertList, responses=PAGED)
+def list_alerts(monitors: MonitorsDep, request: Request, response: Response, state: AlertState | None = None,
+                monitor: str | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0) -> AlertList:
+    """Alerts, oldest first, ``limit`` at a time; ``X-Next-Offset``/``Link`` name the next page."""
+    rows = monitors.store.alerts(monitor_id=monitor, state=state, limit=limit + 1, offset=offset)
+    page_headers(response, request.url, offset, limit, len(rows) > limit)
+    return AlertList(items=[AlertOut.from_row(a) for a in rows[:limit]])
 
 
 @router.post("/{alert_id}/acknowledge", response_model=AlertOut)

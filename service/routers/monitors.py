@@ -1,7 +1,9 @@
 """Monitors: define, list, inspect, delete, run now, list runs, the trend page (issue 14)."""
 from __future__ import annotations
 
-from fastapi import APIRouter, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
 from service.monitors.deps import MonitorsDep
@@ -12,17 +14,38 @@ from service.monitors.schemas import (
 from service.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/monitors", tags=["monitors"], responses=ERROR_RESPONSES)
+MAX_OFFSET = 1_000_000_000
+PAGED = {200: {"headers": {
+    "X-Next-Offset": {"description": "The offset of the next page; absent on the last page.",
+                      "schema": {"type": "integer"}},
+    "Link": {"description": 'The next page as `<url>; rel="next"`; absent on the last page.',
+             "schema": {"type": "string"}}}}}
+
+
+def page_headers(response: Response, url, offset: int, limit: int, more: bool) -> None:
+    """A page of a list: the body stays ``{"items": [...]}``, the next page is in the headers."""
+    if more:
+        response.headers["X-Next-Offset"] = str(offset + limit)
+        response.headers["Link"] = f'<{url.include_query_params(offset=offset + limit, limit=limit)}>; rel="next"'
+
+
+def monitors_out(monitors: MonitorsDep, rows: list[MonitorRow]) -> list[MonitorOut]:
+    """Monitors with their last run, open alerts and next run time: three queries for the page."""
+    from service.monitors.scheduler import next_run_times
+
+    ids = [r.id for r in rows]
+    last, open_alerts = monitors.store.last_runs(ids), monitors.store.open_alerts(ids)
+    next_times = next_run_times(monitors.runtime.engine, ids)
+    return [MonitorOut(id=row.id, name=row.name, benchmark=row.benchmark_id, domain=row.domain, source=row.source,
+                       schedule=row.schedule, options=row.options, alerts=row.alerts, created_at=row.created_at,
+                       next_run_time=next_times.get(row.id),
+                       last_run=RunOut.from_row(last[row.id]) if row.id in last else None,
+                       open_alerts=[AlertOut.from_row(a) for a in open_alerts[row.id]],
+                       budget=Budget(**monitors.budget(row))) for row in rows]
 
 
 def monitor_out(monitors: MonitorsDep, row: MonitorRow) -> MonitorOut:
-    runs = monitors.store.runs(row.id, limit=1)
-    open_alerts = monitors.store.alerts(monitor_id=row.id, state="open")
-    return MonitorOut(id=row.id, name=row.name, benchmark=row.benchmark_id, domain=row.domain, source=row.source,
-                      schedule=row.schedule, options=row.options, alerts=row.alerts, created_at=row.created_at,
-                      next_run_time=monitors.next_run_time(row.id),
-                      last_run=RunOut.from_row(runs[0]) if runs else None,
-                      open_alerts=[AlertOut.from_row(a) for a in open_alerts],
-                      budget=Budget(**monitors.budget(row)))
+    return monitors_out(monitors, [row])[0]
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=MonitorOut)
@@ -31,9 +54,14 @@ def create_monitor(body: MonitorCreate, monitors: MonitorsDep) -> MonitorOut:
     return monitor_out(monitors, monitors.create(body))
 
 
-@router.get("", response_model=MonitorList)
-def list_monitors(monitors: MonitorsDep) -> MonitorList:
-    return MonitorList(items=[monitor_out(monitors, m) for m in monitors.store.list()])
+@router.get("", response_model=MonitorList, responses=PAGED)
+def list_monitors(monitors: MonitorsDep, request: Request, response: Response,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                  offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0) -> MonitorList:
+    """Monitors, oldest first, ``limit`` at a time; ``X-Next-Offset``/``Link`` name the next page."""
+    rows = monitors.store.list(limit=limit + 1, offset=offset)
+    page_headers(response, request.url, offset, limit, len(rows) > limit)
+    return MonitorList(items=monitors_out(monitors, rows[:limit]))
 
 
 @router.get("/{monitor_id}", response_model=MonitorOut)
@@ -55,12 +83,14 @@ def run_monitor(monitor_id: str, monitors: MonitorsDep) -> RunAccepted:
 
 
 @router.get("/{monitor_id}/runs", response_model=RunList)
-def list_runs(monitor_id: str, monitors: MonitorsDep, limit: int = 100) -> RunList:
+def list_runs(monitor_id: str, monitors: MonitorsDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> RunList:
+    """The newest runs first; consecutive no-data runs are one row (``no_data_runs`` counts them)."""
     monitors.store.get(monitor_id)
-    return RunList(items=[RunOut.from_row(r) for r in monitors.store.runs(monitor_id, limit=min(max(limit, 1), 1000))])
+    return RunList(items=[RunOut.from_row(r) for r in monitors.store.runs(monitor_id, limit=limit)])
 
 
-@router.get("/{monitor_id}/report", response_class=HTMLResponse)
+@router.get("/{monitor_id}/report", response_class=HTMLResponse,
+            responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}})
 def monitor_report(monitor_id: str, monitors: MonitorsDep) -> HTMLResponse:
     """The trend page: one offline HTML file, inline SVG, every user string escaped."""
     from reports.monitor_html import render_monitor_html

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _settings(tmp_path, **extra):
     return Settings(data_dir=tmp_path / "data", monitor_roots=[tmp_path / "drop"], monitor_min_interval_s=0.5,
+                    webhook_allow_private=True,  # the receiver is on 127.0.0.1
                     **extra)
 
 

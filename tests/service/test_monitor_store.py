@@ -13,7 +13,7 @@ from service.monitors.models import AlertRow
 from service.monitors.store import MonitorStore, now
 from service.store import DatasetStore
 
-TABLES = {"monitors", "monitor_runs", "monitor_files", "alerts", "alert_deliveries"}
+TABLES = {"monitors", "monitor_runs", "monitor_files", "alerts", "alert_deliveries", "alert_outbox"}
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ def roots(tmp_path):
 @pytest.fixture
 def client(tmp_path, roots):
     settings = Settings(data_dir=tmp_path / "data", monitor_roots=[roots[0]], monitor_min_interval_s=1,
+                        webhook_allow_private=True,  # the receiver is on 127.0.0.1
                         monitor_databases={"warehouse": "sqlite:///" + str(tmp_path / "w.db")})
     with TestClient(create_app(settings)) as c:
         c.app.state.monitors.webhook_backoff_s = 0.01
