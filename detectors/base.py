@@ -67,11 +67,14 @@ def check_alpha(alpha: Any) -> None:
     check_fraction("alpha", alpha)
 
 
+# The multiple-testing corrections :mod:`detectors.correction` implements (it checks it has each one);
+# named here so that validating a parameter does not import the corrections (no import cycle).
+CORRECTION_NAMES = ("bh", "bonferroni", "holm")
+
+
 def check_correction(correction: Any) -> None:
     """Raise :class:`DetectorInputError` unless ``correction`` names a known correction."""
-    from detectors.correction import CORRECTIONS
-
-    check_in("correction", correction, sorted(CORRECTIONS))
+    check_in("correction", correction, sorted(CORRECTION_NAMES))
 
 
 def _is_real(value: Any) -> bool:

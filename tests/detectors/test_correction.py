@@ -83,3 +83,11 @@ def test_readjust_corrects_a_family_with_per_test_floors():
     assert [t.p_value_adjusted for t in out] == pytest.approx([0.003, 0.06, 0.003])
     assert [t.drifted for t in out] == [True, False, False]
     assert tests[0].drifted is False, "records are immutable: readjust returns new ones"
+
+
+def test_parameter_validation_knows_every_correction():
+    """``check_correction`` names the corrections without importing them (no import cycle): keep the lists equal."""
+    from detectors.base import CORRECTION_NAMES
+    from detectors.correction import CORRECTIONS
+
+    assert sorted(CORRECTION_NAMES) == sorted(CORRECTIONS)
