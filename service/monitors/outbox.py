@@ -115,7 +115,7 @@ class Outbox:
         with self.sessions.begin() as s:
             done = s.execute(update(OutboxRow).where(
                 OutboxRow.id == message_id, OutboxRow.state == "pending",
-                or_(OutboxRow.claimed_until.is_(None), OutboxRow.claimed_until < t))
+                or_(OutboxRow.claimed_until.is_(None), OutboxRow.claimed_until < t, OutboxRow.claimed_by == self.owner))
                 .values(claimed_by=self.owner, claimed_until=t + timedelta(seconds=CLAIM_S)))
         return done.rowcount == 1
 

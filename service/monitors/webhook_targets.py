@@ -161,7 +161,7 @@ def _check_name(host: str, *, allow_private: bool) -> None:
         raise TargetRefused(f"{host} is a loopback name")
 
 
-def resolve_target(url: str, *, allow_private: bool, resolve=socket.getaddrinfo) -> Target:
+def resolve_target(url: str, *, allow_private: bool, resolve=None) -> Target:
     """Resolve once, check every address the name has, and return the first one to connect to.
 
     Raises :class:`TargetRefused` for a URL the rules refuse and :class:`OSError` when the name
@@ -172,7 +172,7 @@ def resolve_target(url: str, *, allow_private: bool, resolve=socket.getaddrinfo)
         check_address(parts.literal, allow_private=allow_private)
         return Target(parts.scheme, parts.host, parts.port, parts.path, str(parts.literal))
     _check_name(parts.host, allow_private=allow_private)
-    infos = resolve(parts.host, parts.port, type=socket.SOCK_STREAM)
+    infos = (resolve or socket.getaddrinfo)(parts.host, parts.port, type=socket.SOCK_STREAM)
     addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
     if not addresses:
         raise OSError(f"{parts.host} has no address")
@@ -181,7 +181,7 @@ def resolve_target(url: str, *, allow_private: bool, resolve=socket.getaddrinfo)
     return Target(parts.scheme, parts.host, parts.port, parts.path, str(addresses[0]))
 
 
-def check_webhook_url(url: str | None, *, allow_private: bool, resolve=socket.getaddrinfo) -> None:
+def check_webhook_url(url: str | None, *, allow_private: bool, resolve=None) -> None:
     """At definition: refuse a URL the rules refuse (422 naming ``alerts.webhook``).
 
     A name that does not resolve now is accepted (delivery checks it again, and a receiver's DNS
