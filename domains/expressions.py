@@ -56,7 +56,7 @@ ExpressionError.__module__ = __name__  # users see domains.expressions.Expressio
 __all__ = [
     "COLUMN_TYPES", "ExpressionError", "Problem", "Token", "Node", "Operand", "Column", "Literal",
     "Abs", "Compare", "InList", "IsMissing", "Between", "Truthy", "And", "Or", "Not",
-    "tokenize", "parse", "validate", "check", "evaluate", "columns_used", "literals_by_column",
+    "tokenize", "parse", "validate", "check", "evaluate", "columns_used", "count_terms", "literals_by_column",
     "to_text",
 ]
 
@@ -91,6 +91,15 @@ def _walk(node):
     yield node
     for child in _children(node):
         yield from _walk(child)
+
+
+_TERMS = (Compare, InList, IsMissing, Between, Truthy)
+
+
+def count_terms(node: Node) -> int:
+    """How many predicates (comparisons, ``in``, ``is missing``, ``between``, boolean columns)
+    ``node`` combines: what an audit evaluates per slice, so what a limit on expressions counts."""
+    return sum(1 for n in _walk(node) if isinstance(n, _TERMS))
 
 
 def columns_used(node: Node) -> tuple[str, ...]:

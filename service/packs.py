@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.errors import Conflict, InvalidRequest, NotFound
 from service.models import DomainPackRow
 from service.models_hardening import DomainPackVersionRow
+from service.pack_limits import PackLimits, check_pack_limits, fast_loader
 from service.store import storable_key
 
 MAX_YAML_DEPTH = 64  # a pack is a handful of levels deep; deeper is an attack on the parser
@@ -64,7 +65,7 @@ def check_yaml_shape(text: str) -> None:
 
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in yaml.parse(text, Loader=fast_loader()):  # libyaml's events: same stream, 5x faster
             if isinstance(event, yaml.AliasEvent):
                 raise InvalidRequest("Domain packs may not use YAML aliases (*name).", code="invalid_domain_pack")
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
@@ -133,9 +134,9 @@ class PackRegistry:
             raise self._unknown(name)
         return row.yaml, row.version
 
-    def add(self, text: str) -> Any:
+    def add(self, text: str, *, limits: PackLimits | None = None) -> Any:
         """Validate and store a custom pack (version 1, or the next after a retired one)."""
-        pack = self._parse_custom(text)
+        pack = self._parse_custom(text, limits)
         with self.sessions.begin() as s:
             row = s.get(DomainPackRow, pack.name)
             if row is not None and row.retired_at is None:
@@ -144,9 +145,9 @@ class PackRegistry:
         self._store_version(pack.name, text, previous=row.version if row is not None else None)
         return pack
 
-    def update(self, name: str, text: str) -> tuple[Any, int]:
+    def update(self, name: str, text: str, *, limits: PackLimits | None = None) -> tuple[Any, int]:
         """Store ``text`` as the next version of the custom pack ``name``."""
-        pack = self._parse_custom(text)
+        pack = self._parse_custom(text, limits)
         if pack.name != name:
             raise InvalidRequest(f"The pack is named {pack.name!r}, not {name!r}.", code="invalid_domain_pack",
                                  details={"domain": name, "pack_name": pack.name})
@@ -170,9 +171,11 @@ class PackRegistry:
         except InvalidRequest as exc:
             raise NotFound(exc.message, code=exc.code, details=exc.details) from None
 
-    def _parse_custom(self, text: str) -> Any:
+    def _parse_custom(self, text: str, limits: PackLimits | None = None) -> Any:
         from domains import list_builtin
 
+        check_pack_limits(text, limits or PackLimits())  # first: it stops reading at the first fault
+        check_yaml_shape(text)
         pack = self.cache.parse(text)
         if pack.name in list_builtin():
             raise Conflict(f"{pack.name!r} is a built-in domain; choose another name.",

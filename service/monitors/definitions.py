@@ -6,7 +6,9 @@ from typing import Any
 
 from service.errors import InvalidRequest
 from service.paths import Roots, inside_roots, resolve_dir  # noqa: F401  (one rule for every root check)
+from service.monitors.cron_check import check_cron_fires
 from service.monitors.schemas import DirectorySource, Schedule, SqlSource
+from service.monitors.sql_source import check_sql_definition  # one read-only SELECT; warnings on its user
 from service.monitors.webhook_targets import check_webhook_url
 
 
@@ -27,7 +29,7 @@ def check_source(source: DirectorySource | SqlSource, settings: Any) -> dict[str
         raise InvalidRequest(f"Unknown database {source.database!r}; configured: "
                              f"{sorted(settings.monitor_databases)} (CONTEXTSHIFT_MONITOR_DATABASES).",
                              code="unknown_database", details={"database": source.database})
-    return source.model_dump()
+    return check_sql_definition(source.model_dump(), settings.monitor_databases[source.database])
 
 
 def make_trigger(schedule: dict[str, Any], *, timezone: str = "UTC") -> Any:
@@ -58,6 +60,7 @@ def check_schedule(schedule: Schedule, min_interval_s: float) -> dict[str, Any]:
         except Exception as exc:  # APScheduler raises several types for bad fields
             raise InvalidRequest(f"Invalid cron expression {schedule.cron!r}: {exc}", code="invalid_cron",
                                  details={"cron": schedule.cron}) from None
+        check_cron_fires(schedule.cron)  # valid syntax that never fires, e.g. 31 February
     return schedule.model_dump(exclude_none=True)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from service.schemas import AuditOptions
 
@@ -148,6 +148,17 @@ class MonitorOut(BaseModel):
     last_run: RunOut | None = None
     open_alerts: list[AlertOut] = Field(default_factory=list)
     budget: Budget
+    source_warnings: list[str] = Field(default_factory=list, description="What is unsafe about the source, "
+                                       "e.g. a SQL source whose database user is a superuser or can write.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _warnings_of_source(cls, data: Any) -> Any:
+        # stored with the source at definition (sql_source.check_sql_definition), shown beside it
+        if isinstance(data, dict) and isinstance(data.get("source"), dict) and "warnings" in data["source"]:
+            source = dict(data["source"])
+            data = {**data, "source": source, "source_warnings": list(source.pop("warnings") or [])}
+        return data
 
 
 class MonitorList(BaseModel):

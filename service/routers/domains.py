@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response, status
 
 from service.deps import RuntimeDep
 from service.errors import InvalidRequest, NotFound, UploadTooLarge
+from service.pack_limits import PackLimits
 from service.schemas import ERROR_RESPONSES, DomainList, DomainSummary
 
 router = APIRouter(prefix="/v1/domains", tags=["domains"], responses=ERROR_RESPONSES)
@@ -69,7 +70,7 @@ def _max_bytes(runtime) -> int:
 async def add_domain(request: Request, runtime: RuntimeDep) -> dict[str, Any]:
     """Add a custom pack, posted as YAML text (``Content-Type: application/yaml``)."""
     text = await _read_pack(request, _max_bytes(runtime))
-    pack = runtime.packs.add(text)
+    pack = runtime.packs.add(text, limits=PackLimits.from_settings(runtime.settings))
     return {**pack.to_dict(), "version": runtime.packs.get_text(pack.name)[1]}
 
 
@@ -77,7 +78,7 @@ async def add_domain(request: Request, runtime: RuntimeDep) -> dict[str, Any]:
 async def update_domain(name: str, request: Request, runtime: RuntimeDep) -> dict[str, Any]:
     """Store a new version of the custom pack ``name``; audits keep the version they started with."""
     text = await _read_pack(request, _max_bytes(runtime))
-    pack, version = runtime.packs.update(name, text)
+    pack, version = runtime.packs.update(name, text, limits=PackLimits.from_settings(runtime.settings))
     return {**pack.to_dict(), "version": version}
 
 
