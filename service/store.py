@@ -1,9 +1,12 @@
 """Persistence of datasets: metadata in the database, data as Parquet parts written atomically.
 
-The database row is the commit point. Parts are written to ``tmp/<staging>/`` first, fsynced,
-and the folder is renamed to ``datasets/<id>/``; only then is the row committed. A crash
-before the commit leaves at most an unreferenced folder, which
-:meth:`DatasetStore.remove_orphans` deletes at start-up. A *registered* dataset is the user's
+The database row is the commit point. Parts are written to a staging folder first, fsynced,
+and the folder is renamed to ``datasets/<id>/``; only then is the row committed. A crash before
+the commit leaves at most an unreferenced folder, which :meth:`DatasetStore.remove_orphans`
+deletes at start-up. Several instances may share the data dir: each keeps its scratch files
+(spooled uploads, spilled ids, staging folders) in ``scratch/instance-<id>/``, locked while it
+lives, and every staging folder carries a lock of its own (:mod:`service.scratch`) until its row
+is committed, so a restarting instance removes only what no live instance holds. A *registered* dataset is the user's
 own Parquet files inside ``CONTEXTSHIFT_DATA_ROOTS``: only its row is stored, and deleting it
 removes only the row.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,7 @@ from service.errors import Conflict, InvalidRequest, NotFound
 from service.models import AuditRow, DatasetRow
 from service.partitions import PartWriter, fingerprint, read_parts, write_frame
 from service.paths import Roots, resolve_inside
+from service.scratch import FolderLock, age_s, held, remove
 
 DATA_ROOTS = "CONTEXTSHIFT_DATA_ROOTS"
 
@@ -70,16 +75,55 @@ class Staged:
 
 
 class DatasetStore:
-    """Create, register, read and delete datasets."""
+    """Create, register, read and delete datasets.
+
+    Parameters
+    ----------
+    sessions, data_dir
+        Database sessions; data lives under ``data_dir``.
+    partition_rows : int
+        Most rows in one stored part.
+    roots : sequence of Path
+        Folders whose Parquet files may be registered.
+    orphan_grace_s : float
+        Start-up cleanup leaves scratch entries younger than this alone even when nobody holds
+        them: a folder exists for a moment before its owner locks it, and files of an older
+        version of the service carry no lock at all.
+    """
 
     def __init__(self, sessions: sessionmaker[Session], data_dir: Path, *, partition_rows: int = 1_000_000,
-                 roots: tuple[Path, ...] | list[Path] = ()) -> None:
+                 roots: tuple[Path, ...] | list[Path] = (), orphan_grace_s: float = 300.0) -> None:
         self.sessions = sessions
         self.data_dir = Path(data_dir)
         self.datasets_dir = self.data_dir / "datasets"
-        self.tmp_dir = self.data_dir / "tmp"
+        self.scratch_dir = self.data_dir / "scratch"
+        self.legacy_tmp_dir = self.data_dir / "tmp"  # scratch of older versions: no locks, age only
         self.partition_rows = int(partition_rows)
         self.roots = data_roots(roots)
+        self.orphan_grace_s = float(orphan_grace_s)
+        self.instance_id = uuid.uuid4().hex
+        self._instance_lock: FolderLock | None = None
+        self._staging_locks: dict[Path, FolderLock] = {}
+        self._guard = threading.Lock()
+
+    @property
+    def tmp_dir(self) -> Path:
+        """This instance's scratch folder (spooled uploads, spilled ids, staging), locked from first
+        use until :meth:`close` or the process ends."""
+        with self._guard:
+            if self._instance_lock is None:
+                self._instance_lock = FolderLock(self.scratch_dir / f"instance-{self.instance_id}")
+                (self._instance_lock.directory / "files").mkdir(exist_ok=True)
+        return self._instance_lock.directory / "files"
+
+    def close(self) -> None:
+        """Remove this instance's scratch folder and drop its lock."""
+        with self._guard:
+            lock, self._instance_lock = self._instance_lock, None
+        if lock is not None:
+            shutil.rmtree(lock.directory / "files", ignore_errors=True)
+            lock.release()
+            shutil.rmtree(lock.directory, ignore_errors=True)
 
     def find_duplicate(self, name: str, sha256: str) -> DatasetRow | None:
         with self.sessions() as s:
@@ -107,14 +151,18 @@ class DatasetStore:
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[PartWriter]:
-        """A writer of parts into a fresh folder under ``tmp/``, removed unless committed."""
+        """A writer of parts into a fresh locked folder under ``tmp/``, removed unless committed."""
         directory = self.tmp_dir / f"staging-{uuid.uuid4().hex}"
+        lock = FolderLock(directory)  # held until the row is committed, wherever the folder moves
+        self._staging_locks[directory] = lock
         writer = PartWriter(directory, self.partition_rows)
         try:
             yield writer
         finally:
             writer.abort()
             shutil.rmtree(directory, ignore_errors=True)
+            self._staging_locks.pop(directory, None)
+            lock.release()
 
     @staticmethod
     def finish(writer: PartWriter) -> Staged:
@@ -129,12 +177,19 @@ class DatasetStore:
         dataset_id = new_id("ds")
         target = self.datasets_dir / dataset_id
         self.datasets_dir.mkdir(parents=True, exist_ok=True)
+        lock = self._staging_locks.get(staged.directory)
         os.replace(staged.directory, target)
+        if lock is not None:
+            lock.moved_to(target)  # still held: a neighbour's cleanup must not take the folder before the row
         row = DatasetRow(id=dataset_id, name=name, role=role, domain=domain, n_rows=staged.n_rows,
                          n_columns=n_columns, columns=columns, validation=validation, sha256=sha256,
                          path=str(target.relative_to(self.data_dir)), storage="copied",
                          n_partitions=staged.n_partitions)
-        return self._insert(row, lambda: shutil.rmtree(target, ignore_errors=True))
+        try:
+            return self._insert(row, lambda: shutil.rmtree(target, ignore_errors=True))
+        finally:
+            if lock is not None:
+                lock.release()  # only now: the row is committed (or the folder is gone)
 
     def register(self, *, name: str, role: str, domain: str | None, spec: str, n_rows: int, n_columns: int,
                  n_partitions: int, columns: list[dict[str, str]], validation: dict[str, Any],
@@ -216,28 +271,37 @@ class DatasetStore:
             path.unlink(missing_ok=True)
 
     def remove_orphans(self) -> int:
-        """Delete staging leftovers and data no committed row refers to; return how many."""
-        removed = 0
-        if self.tmp_dir.exists():
-            for leftover in self.tmp_dir.iterdir():
-                _remove(leftover)
-                removed += 1
+        """Delete what interrupted uploads left and no live instance holds; return how many.
+
+        Meant for start-up: this instance's own scratch files count as left over (none of its
+        uploads can be running yet), another's only when its lock is free and the entry is older
+        than ``orphan_grace_s``. A dataset folder no row refers to goes unless its upload still
+        holds it; the rows are read again after the lock checks, since a lock is dropped only
+        once its row is committed.
+        """
+        leftovers = [e for e in self.tmp_dir.iterdir() if not held(e)]
+        own = self.tmp_dir.parent
+        for folder in (self.scratch_dir, self.legacy_tmp_dir):
+            if folder.exists():
+                leftovers += [e for e in folder.iterdir()
+                              if e != own and not held(e) and age_s(e) > self.orphan_grace_s]
+        for leftover in leftovers:
+            remove(leftover)
+        removed = len(leftovers)
         if self.datasets_dir.exists():
-            with self.sessions() as s:
-                known = {Path(p).name for p in s.scalars(select(DatasetRow.path)
-                                                         .where(DatasetRow.storage != "registered"))}
-            for entry in self.datasets_dir.iterdir():
-                if entry.name not in known and (entry.is_dir() or entry.suffix == ".parquet"):
-                    _remove(entry)
+            known = self._stored_paths()
+            unknown = [e for e in self.datasets_dir.iterdir()
+                       if e.name not in known and (e.is_dir() or e.suffix == ".parquet") and not held(e)]
+            known = self._stored_paths() if unknown else known
+            for entry in unknown:
+                if entry.name not in known:
+                    remove(entry)
                     removed += 1
         return removed
 
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+    def _stored_paths(self) -> set[str]:
+        with self.sessions() as s:
+            return {Path(p).name for p in s.scalars(select(DatasetRow.path).where(DatasetRow.storage != "registered"))}
 
 
 def _check_unused(s: Session, dataset_id: str) -> None:
