@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 from detectors.metric_registry import is_proportion, lower_is_better
 from detectors.sequential import confidence_sequence, horizon_level, window_drop_test
 
 __all__ = ["HORIZON", "WINDOW", "SPENDING", "run_alpha", "spent", "harm_level", "HarmCheck", "track_harm",
-           "estimated_harm", "confidence_sequence"]
+           "accuracy_counts", "estimated_harm", "confidence_sequence"]
 
 HORIZON = 52  # runs the guarantee covers: a year of weekly runs
 WINDOW = 3  # labelled runs pooled by the harm test
@@ -83,31 +84,70 @@ class HarmCheck:
 
 
 def _counts(result: dict) -> tuple[str, dict[str, tuple]]:
+    """``(metric, {slice: (benchmark value, n, production value, n)})`` of the primary metric."""
     overall = result.get("overall") or {}
     metric = str(overall.get("metric") or "")
-    # a lower-is-better rate is tracked by its complement, so "worse" is always "fewer successes"
-    good = (lambda v: None if v is None else 1.0 - float(v)) if lower_is_better(metric) else (lambda v: v)
-    counts = {"overall": (good(overall.get("benchmark_value")), overall.get("n"), good(overall.get("production_value")),
+    if overall.get("production_value") is None:
+        return metric, {}
+    counts = {"overall": (overall.get("benchmark_value"), overall.get("n"), overall.get("production_value"),
                           overall.get("n_production"))}
     for s in result.get("slices") or []:
         if s.get("source") == "expert":
-            counts[s["name"]] = (good(s.get("benchmark_value")), s.get("metric_n_benchmark"),
-                                 good(s.get("production_value")), s.get("metric_n_production"))
+            counts[s["name"]] = (s.get("benchmark_value"), s.get("metric_n_benchmark"), s.get("production_value"),
+                                 s.get("metric_n_production"))
     return metric, counts
 
 
-def track_harm(state: dict, result: dict, *, alpha: float, tolerance: float,
-               horizon: int = HORIZON, window: int = WINDOW) -> tuple[dict, list[HarmCheck]]:
+def _good(metric: str, value: Any) -> Any:
+    """A lower-is-better rate is tracked by its complement, so "worse" is always "fewer successes"."""
+    return None if value is None else (1.0 - float(value) if lower_is_better(metric) else value)
+
+
+def accuracy_counts(result: dict, benchmark: Any, production: Any, *, label: str, prediction: str,
+                    production_label: str | None = None) -> tuple[str, dict[str, tuple]]:
+    """Accuracy overall and per expert slice, from the two frames: the tracked metric when the
+    primary one (balanced accuracy, macro-F1, AUC) is not a proportion of rows."""
+    from domains import evaluate
+
+    production_label = production_label or label
+    if production_label not in production.columns or prediction not in production.columns:
+        return "accuracy", {}
+
+    def rate(frame, truth, rows=None):
+        right = frame[prediction].astype(str).to_numpy() == frame[truth].astype(str).to_numpy()
+        right = right if rows is None else right[rows]
+        return (float(right.mean()) if len(right) else None), int(len(right))
+
+    counts = {"overall": (*rate(benchmark, label), *rate(production, production_label))}
+    for s in result.get("slices") or []:
+        if s.get("source") != "expert" or not s.get("definition"):
+            continue
+        try:
+            rows_b = evaluate(s["definition"], benchmark).to_numpy()
+            rows_p = evaluate(s["definition"], production).to_numpy()
+        except (ValueError, KeyError, TypeError):
+            continue
+        counts[s["name"]] = (*rate(benchmark, label, rows_b), *rate(production, production_label, rows_p))
+    return "accuracy", counts
+
+
+def track_harm(state: dict, result: dict, *, alpha: float, tolerance: float, horizon: int = HORIZON,
+               window: int = WINDOW, counts: tuple[str, dict[str, tuple]] | None = None
+               ) -> tuple[dict, list[HarmCheck]]:
     """Add this run's labelled counts to ``state`` and test every tracked slice for harm.
 
     ``state`` maps slice name to ``{"bs", "bn", "runs": [[s, n], ...]}`` (benchmark successes and
     trials; production successes and trials of the last ``window`` labelled runs). The slice set is
-    fixed by the first labelled run, so the split of the harm budget never changes.
+    fixed by the first labelled run, so the split of the harm budget never changes. ``counts``:
+    the metric and per-slice values to track (default: the primary metric from ``result`` when it
+    is a proportion; :func:`accuracy_counts` gives accuracy from the frames otherwise).
     """
-    metric, counts = _counts(result)
+    metric, values = counts if counts is not None else _counts(result)
     # a proportion of rows, so ``value * n`` counts successes
-    if not is_proportion(metric) or (result.get("overall") or {}).get("production_value") is None:
+    if not is_proportion(metric) or not values or values.get("overall", (None,) * 4)[2] is None:
         return state, []
+    counts = {name: tuple(_good(metric, v) if i in (0, 2) else v for i, v in enumerate(row))
+              for name, row in values.items()}
     state = {k: {**v, "runs": [list(r) for r in v.get("runs", [])]} for k, v in (state or {}).items()} or {
         name: {"bs": round((bv or 0) * (bn or 0)), "bn": int(bn or 0), "runs": []}
         for name, (bv, bn, _, _) in counts.items() if bv is not None and bn}

@@ -21,6 +21,7 @@ from typing import Any
 from service.errors import InvalidRequest
 from service.monitors import budget, findings
 from service.monitors.alerting import ACTIVE, deliver, payload, update_alerts
+from service.monitors.decide import decide_run
 from service.monitors.models import AlertRow
 from service.monitors.sources import take_directory, take_sql
 
@@ -128,21 +129,19 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     alpha_k = budget.run_alpha(alpha, k)
     options = {key: v for key, v in (config.get("options") or {}).items() if key != "harm_tolerance"}
     side = BenchmarkSide(frame=bench, roles=bench_roles, ref={"id": "benchmark", "name": config["benchmark"]}, pack=pack)
+    prod_roles = production_roles(batch.frame, side)
     outcome = audit_frames(bench, batch.frame, pack=pack, benchmark_roles=bench_roles,
-                           production_roles=production_roles(batch.frame, side), options={**options, "alpha": alpha_k},
+                           production_roles=prod_roles, options={**options, "alpha": alpha_k},
                            names=(Path(config["benchmark"]).name, batch.description or "new rows"),
                            reference_cache=_reference_cache(config, state_path))
     result = outcome.result
-    tolerance = float((config.get("options") or {}).get("harm_tolerance", 0.05))
-    harm_state, checks = budget.track_harm(state.get("harm_state") or {}, result, alpha=alpha, tolerance=tolerance)
-    checks += budget.estimated_harm(result, tolerance=tolerance, alpha=alpha)
-    changes, others = findings.alertable(result, (config.get("alerts") or {}).get("min_severity", "medium"))
-    harm = [findings.Finding(key=c.key, kind="harm", severity="high", statement=c.statement())
-            for c in checks if c.harmful]
     active = [_alert_row(a) for a in state["alerts"] if a["state"] in ACTIVE]
-    matched = findings.match_open_alerts(changes + others, [a.key for a in active], batch.frame)
-    changes, others = matched[:len(changes)], matched[len(changes):]
-    update = update_alerts(active, changes + harm, {f.key for f in changes + others + harm},
+    decision = decide_run(result, benchmark=bench, production=batch.frame, benchmark_roles=bench_roles,
+                          production_roles=prod_roles, harm_state=state.get("harm_state") or {},
+                          open_keys=[a.key for a in active], alpha=alpha,
+                          tolerance=float((config.get("options") or {}).get("harm_tolerance", 0.05)),
+                          min_severity=(config.get("alerts") or {}).get("min_severity", "medium"))
+    update = update_alerts(active, decision.alerting, decision.present_keys,
                            monitor_id=str(config.get("name") or "monitor"), run_id=run_id,
                            at=datetime.now(timezone.utc))
     _deliver(config, run_id, result, update, state)
@@ -155,7 +154,7 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     kept.update({a.id: a for a in update.changed})
     history = [a for a in state["alerts"] if a["state"] not in ACTIVE and a["id"] not in kept]
     state.update(taken=sorted(taken | set(batch.files)), watermark=batch.watermark or state.get("watermark"),
-                 n_tested=k, harm_state=harm_state,
+                 n_tested=k, harm_state=decision.harm_state,
                  alerts=history + [{f: getattr(a, f) for f in ALERT_FIELDS} for a in kept.values()])
     state["runs"].append({"id": run_id, "n_rows": len(batch.frame), "alpha": alpha_k, "verdict": result["verdict"],
                           "summary": findings.trend_summary(result), "opened": [a.id for a in update.opened]})
