@@ -1,4 +1,4 @@
-"""The benchmark-series page: one self-contained, offline HTML file (SPEC §7, §8).
+"""The benchmark-series page: one self-contained, offline HTML file.
 
 Same rules as the audit report (:mod:`reports.html`): no script, no external resource, Jinja2
 with autoescape on, only aggregates. The progress chart is a small hand-built inline SVG: its

@@ -23,30 +23,40 @@ BUCKETS = 256
 RECORD = np.dtype([("hash", "<u8"), ("row", "<u8")])
 
 
-def value_hashes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """64-bit hashes of the non-null values and their positions in ``series``.
-
-    Hashed as text, so that 123, 123.0 and "123" are one id, as :func:`service.coerce.coerce_columns`
-    would make them once a later chunk turns the column into text.
-    """
-    present = series.notna().to_numpy()
-    values = series[present]
+def _as_text(values: pd.Series) -> pd.Series:
     if pd.api.types.is_float_dtype(values) and len(values) and bool((values == np.floor(values)).all()) \
             and float(values.abs().max()) < 2**63:
         values = values.astype("int64")
-    hashes = pd.util.hash_pandas_object(values.astype(str), index=False).to_numpy()
+    return values.astype(str)
+
+
+def value_hashes(series: pd.Series | pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """64-bit hashes of the non-null values and their positions in ``series``.
+
+    Hashed as text, so that 123, 123.0 and "123" are one id, as :func:`service.coerce.coerce_columns`
+    would make them once a later chunk turns the column into text. A frame (e.g. id and annotator,
+    when several annotators label one item) is hashed row by row, over its rows without a null.
+    """
+    if isinstance(series, pd.DataFrame):
+        present = series.notna().all(axis=1).to_numpy()
+        values = pd.DataFrame({c: _as_text(series.loc[present, c]) for c in series.columns})
+    else:
+        present = series.notna().to_numpy()
+        values = _as_text(series[present])
+    hashes = pd.util.hash_pandas_object(values, index=False).to_numpy()
     return hashes, np.flatnonzero(present)
 
 
 class SpilledIds:
-    """Add chunks of one column with :meth:`add`; :meth:`duplicates` at the end."""
+    """Add chunks of one column (or of the columns that together must be unique) with :meth:`add`;
+    :meth:`duplicates` at the end."""
 
     def __init__(self, directory: Path | None = None) -> None:
         if directory is not None:
             Path(directory).mkdir(parents=True, exist_ok=True)
         self.directory = Path(tempfile.mkdtemp(prefix="ids-", dir=directory))
 
-    def add(self, series: pd.Series, first_row: int) -> None:
+    def add(self, series: pd.Series | pd.DataFrame, first_row: int) -> None:
         """``first_row``: the 0-based row number in the file of ``series``' first value."""
         hashes, positions = value_hashes(series)
         records = np.empty(len(hashes), dtype=RECORD)

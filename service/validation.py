@@ -32,11 +32,20 @@ class Expectation:
 
 
 def schema_expectations(frame: pd.DataFrame, roles: Mapping[str, str]) -> list[Expectation]:
-    """Expectations implied by the column roles alone."""
+    """Expectations implied by the column roles alone.
+
+    Ids are unique, or, when a column has the role ``annotator``, (id, annotator) pairs are.
+    """
     out: list[Expectation] = []
+    # several annotators may label one item: then an id repeats, once per annotator, and the pair is unique
+    annotator = next((c for c, r in roles.items() if r == "annotator"), None)
     for column, role in roles.items():
         numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
-        if role == "id":
+        if role == "id" and annotator is not None:
+            out.append(Expectation("expect_compound_columns_to_be_unique", None,
+                                   {"column_list": [column, annotator]}))
+            out.append(Expectation("expect_column_values_to_not_be_null", column))
+        elif role == "id":
             out.append(Expectation("expect_column_values_to_be_unique", column))
             out.append(Expectation("expect_column_values_to_not_be_null", column))
         elif role == "score" and numeric:

@@ -1,7 +1,14 @@
 """Per-round annotator statistics: Krippendorff's alpha, shares against the cap, near-chance
-annotators (computed by :mod:`detectors.label_quality`), and "agreement fell" between rounds."""
+annotators (computed by :mod:`detectors.label_quality`), and "agreement fell" between rounds.
+
+The statistics of a round are kept in a small cache keyed by the content of its annotations table:
+a series page recomputes every round on each request, and a round's table never changes, while
+its bootstrap and permutation tests cost about a second for a few thousand labels.
+"""
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import pandas as pd
@@ -9,6 +16,9 @@ import pandas as pd
 from detectors.base import Result
 
 SHARE_CAP = 0.2
+CACHE_SIZE = 256
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,21 @@ def summarise(annotations: pd.DataFrame | None, *, cap: float = SHARE_CAP, seed:
     """Statistics of one round's ``(item_id, annotator_id, label)`` table (``EMPTY`` when None)."""
     if annotations is None or annotations.empty:
         return EMPTY
+    digest = pd.util.hash_pandas_object(annotations.astype(str), index=False).to_numpy()
+    key = (digest.tobytes(), tuple(annotations.columns), float(cap), int(seed))
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    found = _compute(annotations, cap=cap, seed=seed)
+    with _CACHE_LOCK:
+        _CACHE[key] = found
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return found
+
+
+def _compute(annotations: pd.DataFrame, *, cap: float, seed: int) -> AnnotatorSummary:
     from detectors.label_quality import assess_label_quality
 
     quality = assess_label_quality(annotations, cap=cap, random_state=seed)

@@ -28,7 +28,7 @@ class Coverage(Result):
 
 
 def allocation_key(alloc: Mapping[str, Any]) -> str:
-    """The stable key of a planned slice (SPEC §7)."""
+    """The stable key of a planned slice."""
     return alloc.get("key") or f"{alloc['kind']}:{alloc.get('definition') or alloc['slice']}"
 
 

@@ -1,4 +1,4 @@
-"""Tables of benchmark series and their rounds (SPEC §8); migration ``0005``."""
+"""Tables of benchmark series and their rounds; migration ``0005``."""
 from __future__ import annotations
 
 from datetime import datetime

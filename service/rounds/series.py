@@ -1,21 +1,28 @@
-"""The typed summary of a benchmark series (``GET /v1/benchmarks/{name}``, SPEC §8)."""
+"""The typed summary of a benchmark series (``GET /v1/benchmarks/{name}``).
+
+Everything a round publishes (its metric, its improvement test, the level it was tested at, its
+decision, and the stall as it stood after it) is computed from that round and the rounds before
+it only: the series' metric is fixed by its first round, bootstrap seeds by round position, and
+levels by the earlier decisions (LORD++). Stored rounds never change, so recomputing a series
+from its rounds gives every earlier round the same published values, whatever came after.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-import pandas as pd
 
 from detectors.base import Result
 from service.rounds import annotators as ann
 from service.rounds import stats
 from service.rounds.coverage import Coverage, plan_allocations, plan_coverage
 from service.rounds.frames import RoundTable
+from service.rounds.statement import agreement_change, summary_sentence
 
 DEFAULT_THRESHOLD, DEFAULT_ALPHA = 0.8, 0.05
-THEORY = ("sequential rounds can stall after about three, and label noise makes it worse "
-          "(Shirali, Abebe and Hardt, 2023)")
+PROCEDURE = ("one-sided improvement test of each round over the one before, at a level fixed from the earlier "
+             "rounds' decisions (LORD++ online false-discovery-rate control; a published decision never changes)")
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,27 @@ class RoundSummary(Result):
     annotators: ann.AnnotatorSummary
     agreement_fell: bool
     plan_coverage: tuple[Coverage, ...] | None
+    stalled_at: int | None = None  # the series' stall date as published when this round arrived
+
+
+@dataclass(frozen=True)
+class StallEpisode(Result):
+    """A stall: dated at round ``since``; ``ended`` is the round whose significant gain ended it."""
+
+    since: int
+    ended: int | None
+
+
+@dataclass(frozen=True)
+class AgreementChange(Result):
+    """Krippendorff's alpha where the gains stopped and in the latest round; ``fell`` when the
+    latest round's 95 % interval lies wholly below the earlier round's."""
+
+    from_round: int
+    to_round: int
+    alpha_from: float
+    alpha_to: float
+    fell: bool
 
 
 @dataclass(frozen=True)
@@ -47,6 +75,10 @@ class SeriesSummary(Result):
     saturation_threshold: float
     alpha: float
     summary: str
+    procedure: str = PROCEDURE
+    stalls: tuple[StallEpisode, ...] = ()
+    agreement_change: AgreementChange | None = None
+    label_noise: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,73 +99,62 @@ def _rows(table: RoundTable) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]
     return items["y"].to_numpy(str), items["y_pred"].to_numpy(str), scores
 
 
+def _estimate(metric: str, rows, positive) -> stats.Estimate:
+    if metric == "auc" and rows[2] is None:  # the series is on AUC but this round has no scores
+        return stats.Estimate(None, None, None, len(rows[0]), method="bootstrap")
+    return stats.metric_estimate(metric, *rows, positive=positive)
+
+
+def _cumulative(metric: str, rows: Sequence[tuple], positive) -> stats.Estimate:
+    scored = all(r[2] is not None for r in rows)
+    pooled = (np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]),
+              np.concatenate([r[2] for r in rows]) if scored else None)
+    return _estimate(metric, pooled, positive)
+
+
 def summarise_series(name: str, domain: str, pack: Any, rounds: Sequence[RoundInput], *,
                      saturation_threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA) -> SeriesSummary:
-    """Per-round metric, cumulative metric, MER/vMER, improvement, annotators and plan coverage,
-    then the stall and saturation flags and a one-sentence summary."""
-    has_scores = all("score" in r.table.items.columns for r in rounds)
+    """Per-round metric, cumulative metric, MER/vMER, improvement and decision, annotators and plan
+    coverage, then the stall and saturation flags and a one-sentence summary.
+
+    The metric is the pack's primary one, fixed by the first round (AUC only when the first round
+    has scores), so that a later round cannot change what the earlier rounds measured.
+    """
+    has_scores = bool(rounds) and "score" in rounds[0].table.items.columns
     metric = stats.usable_metric(pack.primary_metric, has_scores)
     positive = pack.positive_class
     rows = [_rows(r.table) for r in rounds]
-    estimates = [stats.metric_estimate(metric, *rw, positive=positive) for rw in rows]
+    estimates = [_estimate(metric, rw, positive) for rw in rows]
     gains: list[stats.Improvement] = [
         stats.improvement(metric, estimates[i - 1], estimates[i], rows[i - 1], rows[i], positive=positive, seed=i)
         for i in range(1, len(rounds))]
-    gains = stats.correct_series(gains, alpha=alpha)
+    gains = stats.decide_online(gains, alpha=alpha)
+    decisions = [None] + [g.significant for g in gains]
     people = [ann.summarise(r.table.annotations, seed=r.number) for r in rounds]
     out = []
     for i, r in enumerate(rounds):
-        pooled = pd.concat([x.table.items for x in rounds[: i + 1]], ignore_index=True)
-        pooled_rows = (pooled["y"].to_numpy(str), pooled["y_pred"].to_numpy(str),
-                       pooled["score"].to_numpy(float) if has_scores else None)
         validated = r.table.items["validated"].to_numpy(bool) if r.table.has_validation else None
         mer, vmer = stats.error_rates(rows[i][0], rows[i][1], validated)
         allocations = plan_allocations(r.plan_result)
+        at = stats.stall(decisions[: i + 1])
         out.append(RoundSummary(
             number=r.number, dataset=r.dataset, model=r.model, plan=r.plan, n=len(r.table.items),
-            metric=estimates[i], cumulative=stats.metric_estimate(metric, *pooled_rows, positive=positive),
+            metric=estimates[i], cumulative=_cumulative(metric, rows[: i + 1], positive),
             mer=mer, vmer=vmer, improvement=gains[i - 1] if i else None, annotators=people[i],
             agreement_fell=bool(i and ann.agreement_fell(people[i - 1], people[i])),
-            plan_coverage=plan_coverage(allocations, r.table.items) if r.plan_result is not None else None))
-    at = stats.stall([None] + [g.significant for g in gains])
+            plan_coverage=plan_coverage(allocations, r.table.items) if r.plan_result is not None else None,
+            stalled_at=None if at is None else rounds[at].number))
+    at = stats.stall(decisions)
     stalled_at = out[at].number if at is not None else None
+    episodes = tuple(StallEpisode(out[a].number, None if b is None else out[b].number)
+                     for a, b in stats.stall_episodes(decisions))
+    change = None
+    if at is not None:
+        found = agreement_change(out, at)
+        change = None if found is None else AgreementChange(*found)
+    noise = bool(change is not None and change.fell)
     sat = bool(out) and stats.saturated(out[-1].metric, metric, saturation_threshold)
+    summary = summary_sentence(name, metric, out, stalled_at, sat, saturation_threshold,
+                               change if noise else None)
     return SeriesSummary(name, domain, metric, tuple(out), stalled_at is not None, stalled_at, sat,
-                         saturation_threshold, alpha, summary_sentence(name, metric, out, stalled_at, sat,
-                                                                       saturation_threshold))
-
-
-def _ci(est: Any) -> str:
-    if est is None or est.ci_low is None:
-        return "n/a"
-    return f"[{est.ci_low:.2f}, {est.ci_high:.2f}]"
-
-
-def summary_sentence(name: str, metric: str, rounds: Sequence[RoundSummary], stalled_at: int | None,
-                     saturated: bool, threshold: float) -> str:
-    """One sentence (with semicolons) on where the series stands."""
-    if not rounds:
-        return f"Benchmark {name!r} has no rounds yet."
-    last = rounds[-1]
-    value = "n/a" if last.metric.value is None else f"{last.metric.value:.2f}"
-    parts = [f"Benchmark {name!r} has {len(rounds)} round{'s' * (len(rounds) != 1)}, {metric} {value} "
-             f"{_ci(last.metric)} in round {last.number}"]
-    gained = [r for r in rounds if r.improvement is not None and r.improvement.significant]
-    if gained:
-        g = gained[-1]
-        parts.append(f"the last significant gain was round {g.number} ({g.improvement.difference:+.2f} "
-                     f"{_ci(g.improvement)})")
-    elif len(rounds) > 1:
-        parts.append("no round improved significantly on the one before")
-    if stalled_at is not None:
-        parts.append(f"stalled since round {stalled_at}: two consecutive rounds without a significant gain")
-    fell = [r.number for r in rounds if r.agreement_fell and (stalled_at is None or r.number >= stalled_at - 1)]
-    if stalled_at is not None and fell:
-        parts.append(f"annotator agreement fell in round{'s' * (len(fell) > 1)} {', '.join(map(str, fell))}, "
-                     "a likely cause of the stall")
-    if any(r.number >= 3 and r.improvement is not None and not r.improvement.significant for r in rounds):
-        parts.append(f"note that {THEORY}")
-    if saturated:
-        parts.append(f"saturated: the lower CI bound of {metric} in the last round is at or above {threshold:.2f}, "
-                     "so further rounds of the same kind say little")
-    return "; ".join(parts) + "."
+                         saturation_threshold, alpha, summary, PROCEDURE, episodes, change, noise)

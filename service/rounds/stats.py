@@ -1,6 +1,12 @@
 """Round statistics: the primary metric with a CI, the improvement of a round over the one before
-(Newcombe for proportions, bootstrap otherwise, one-sided test corrected across the series),
-MER / vMER with Wilson intervals, the stall and the saturation rules (SPEC §8).
+(Newcombe for proportions, bootstrap otherwise, one-sided), each round's decision at a level fixed
+from the earlier rounds (LORD++, :mod:`detectors.online_testing`), MER / vMER with Wilson
+intervals, the stall and the saturation rules.
+
+Why online: correcting the whole series at once (Holm) re-decides every earlier round each time a
+round arrives, so gains that were significant stop being so and the stall moves earlier. Here
+round k's level depends only on the decisions of rounds 2 .. k-1, and its p-value only on rounds
+k-1 and k, so a published decision, and the stall dated from those decisions, never changes.
 
 >>> est = metric_estimate("accuracy", np.array(["a", "b", "a", "a"]), np.array(["a", "b", "b", "a"]))
 >>> est.value, est.k, est.n
@@ -14,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from detectors.base import Result
+from detectors.online_testing import lord_plus_plus, proportion_gain
 
 LOWER_IS_BETTER = ("error_rate", "false_positive_rate")
 PROPORTIONS = ("accuracy", "error_rate", "sensitivity", "specificity", "precision", "false_positive_rate")
@@ -35,8 +42,12 @@ class Estimate(Result):
 
 @dataclass(frozen=True)
 class Improvement(Result):
-    """Round k minus round k-1 on the primary metric; ``p_value`` is one-sided ("round k is better")
-    and ``p_value_adjusted`` corrects it across the series' improvements (Holm)."""
+    """Round k minus round k-1 on the primary metric; ``p_value`` is one-sided ("round k is better").
+
+    ``level`` is the level round k was tested at, fixed from the decisions of the earlier rounds
+    (LORD++); ``significant`` is ``p_value <= level``. ``p_value_adjusted`` is the p-value on the
+    scale of ``alpha`` (``p_value * alpha / level``, capped at 1): significant when at most alpha.
+    """
 
     difference: float | None
     ci_low: float | None
@@ -45,6 +56,8 @@ class Improvement(Result):
     p_value_adjusted: float | None = None
     significant: bool = False
     method: str = "newcombe"
+    level: float | None = None
+    procedure: str | None = None
 
 
 def usable_metric(metric: str, has_scores: bool) -> str:
@@ -125,20 +138,8 @@ def improvement(metric: str, before: Estimate, after: Estimate, rows_before=None
 
 
 def _proportion_gain(before: Estimate, after: Estimate, sign: float) -> Improvement:
-    from scipy import stats
-
-    from detectors.intervals import newcombe_interval
-
-    k1, n1, k2, n2 = before.k, before.n, after.k, after.n
-    lo, hi = newcombe_interval(k1, n1, k2, n2)
-    pooled = (k1 + k2) / (n1 + n2)
-    se = np.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
-    diff = k2 / n2 - k1 / n1
-    if se > 0:
-        p = float(stats.norm.sf(sign * diff / se))
-    else:  # both rounds all right or all wrong: no evidence of a gain
-        p = 1.0
-    return Improvement(float(diff), float(lo), float(hi), p, method="newcombe")
+    gain = proportion_gain(before.k, before.n, after.k, after.n, lower_is_better=sign < 0)
+    return Improvement(gain.difference, gain.ci_low, gain.ci_high, gain.p_value, method="newcombe")
 
 
 def _bootstrap_gain(metric, rows_before, rows_after, sign, positive, seed) -> Improvement:
@@ -162,17 +163,22 @@ def _bootstrap_gain(metric, rows_before, rows_after, sign, positive, seed) -> Im
     return Improvement(float(diff), float(lo), float(hi), p, method="bootstrap")
 
 
-def correct_series(gains: Sequence[Improvement], *, alpha: float = 0.05) -> list[Improvement]:
-    """Holm across the series' improvements (a family: one per round after the first)."""
+def decide_online(gains: Sequence[Improvement], *, alpha: float = 0.05) -> list[Improvement]:
+    """Each round's level and decision by LORD++ over the series' improvements in round order.
+
+    Round k's level is a function of the decisions on rounds before k only, so the decisions of a
+    prefix of the series are the same whatever rounds come after it. A gain that could not be
+    tested (no p-value) is not significant and still spends its level.
+    """
     import dataclasses
 
-    from detectors.correction import holm
-
-    raw = np.array([np.nan if g.p_value is None else g.p_value for g in gains], dtype=float)
-    adjusted = holm(raw) if raw.size else raw
-    return [dataclasses.replace(g, p_value_adjusted=None if np.isnan(a) else float(a),
-                                significant=bool(np.isfinite(a) and a < alpha))
-            for g, a in zip(gains, adjusted)]
+    online = lord_plus_plus([g.p_value for g in gains], alpha=alpha)
+    out = []
+    for g, level, hit in zip(gains, online.levels, online.rejected):
+        scaled = None if g.p_value is None else float(min(1.0, g.p_value * alpha / level))
+        out.append(dataclasses.replace(g, p_value_adjusted=scaled, significant=bool(hit), level=float(level),
+                                       procedure=online.procedure))
+    return out
 
 
 def error_rates(y: np.ndarray, y_pred: np.ndarray, validated: np.ndarray | None) -> tuple[Estimate, Estimate | None]:
@@ -188,7 +194,9 @@ def stall(significant: Sequence[bool | None]) -> int | None:
 
     ``significant[i]`` says whether round i improved significantly on round i-1 (None for the
     first round). A stall is two consecutive rounds without a significant gain; it holds while
-    the newest rounds still have none, and dates from the second round of the run.
+    the newest rounds still have none, and dates from the second round of the run. On published
+    (never re-decided) decisions the date of an ongoing stall never moves: a new round either
+    extends the run or, with a significant gain, ends the stall.
     """
     run_start = None
     for i, sig in enumerate(significant):
@@ -203,9 +211,24 @@ def stall(significant: Sequence[bool | None]) -> int | None:
     return run_start + 1
 
 
+def stall_episodes(significant: Sequence[bool | None]) -> list[tuple[int, int | None]]:
+    """Every stall of the series as ``(since, ended)`` 0-based positions: ``since`` as :func:`stall`
+    dates it, ``ended`` the round whose significant gain ended it (None while it holds)."""
+    episodes: list[tuple[int, int | None]] = []
+    for k in range(1, len(significant) + 1):
+        at = stall(significant[:k])
+        ongoing = bool(episodes) and episodes[-1][1] is None
+        if at is not None and not ongoing:
+            episodes.append((at, None))
+        elif at is None and ongoing:
+            episodes[-1] = (episodes[-1][0], k - 1)
+    return episodes
+
+
 def saturated(estimate: Estimate, metric: str, threshold: float) -> bool:
-    """Primary metric's lower bound at or above ``threshold`` (upper bound at or below 1 - threshold
-    for a lower-is-better metric such as the error rate)."""
+    """Saturation has one meaning: the primary metric's lower 95 % bound is at or above
+    ``threshold`` (for a lower-is-better metric such as the error rate, its upper bound at or below
+    1 - threshold), i.e. the metric is credibly at or above the threshold, not just its point value."""
     if estimate.ci_low is None or estimate.ci_high is None:
         return False
     if metric in LOWER_IS_BETTER:

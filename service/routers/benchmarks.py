@@ -1,4 +1,4 @@
-"""Benchmarks: named series of labelled rounds, their statistics, report and exports (SPEC §8, §9)."""
+"""Benchmarks: named series of labelled rounds, their statistics, report and exports."""
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -21,7 +21,9 @@ def get_rounds(runtime: RuntimeDep) -> RoundStore:
 RoundsDep = Annotated[RoundStore, Depends(get_rounds)]
 SeriesName = Annotated[str, Path(pattern=SERIES_NAME, description="Name of the benchmark series.")]
 Threshold = Annotated[float, Query(gt=0, le=1, description="Saturation threshold of the primary metric.")]
-Alpha = Annotated[float, Query(gt=0, lt=0.5, description="Significance level of the improvement tests.")]
+Alpha = Annotated[float, Query(gt=0, lt=0.5, description="Target false discovery rate of the rounds' improvement "
+                                                        "tests (LORD++: each round's level is fixed from the earlier "
+                                                        "rounds' decisions, so a published decision never changes).")]
 
 
 @router.post("/{name}/rounds", status_code=status.HTTP_201_CREATED, response_model=RoundOut)
@@ -49,8 +51,9 @@ def series_summary(rounds: RoundStore, name: str, *, saturation_threshold: float
 
 
 @router.get("/{name}", response_model=dict[str, Any],
-            description="Per-round metric, cumulative metric, MER/vMER, improvement, annotators, plan coverage; "
-                        "stall and saturation flags and a one-sentence summary.")
+            description="Per-round metric, cumulative metric, MER/vMER, improvement with its test level and "
+                        "decision (fixed when the round arrived), annotators, plan coverage; stall (with its history) "
+                        "and saturation flags, label noise, and a one-sentence summary.")
 def get_benchmark(name: SeriesName, rounds: RoundsDep, saturation_threshold: Threshold = 0.8,
                   alpha: Alpha = 0.05) -> JSONResponse:
     summary = series_summary(rounds, name, saturation_threshold=saturation_threshold, alpha=alpha)

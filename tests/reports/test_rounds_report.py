@@ -54,3 +54,29 @@ def test_chart_and_grid_follow_the_rounds():
 def test_page_stays_small_with_many_rounds():
     html = render_rounds_html(_summary(n_rounds=70, n=60, plan=False))
     assert len(html.encode()) < 1_000_000 and "earlier rounds are not shown" in html
+
+
+def _noisy_summary():
+    """Gains for two rounds, then a stall while three annotators agree less and less."""
+    rng = np.random.default_rng(8)
+    inputs = []
+    for k, (acc, agree) in enumerate(((0.6, 0.97), (0.8, 0.97), (0.8, 0.6), (0.8, 0.55))):
+        y = rng.choice(["a", "b", "c"], 500)
+        pred = np.where(rng.random(500) < acc, y, np.where(y == "a", "b", "a"))
+        rows = [(f"{k}-{i}", who, t if rng.random() < agree else rng.choice(["a", "b", "c"]), p)
+                for i, (t, p) in enumerate(zip(y, pred)) for who in ("p", "q", "r")]
+        frame = pd.DataFrame(rows, columns=["id", "annotator_id", "label", "prediction"])
+        roles = {"id": "id", "annotator_id": "annotator", "label": "label", "prediction": "prediction"}
+        inputs.append(RoundInput(k + 1, f"ds{k}", None, None, round_table(frame, roles)))
+    return summarise_series("noisy", "generic", load_builtin("generic"), inputs).to_dict()
+
+
+def test_page_states_the_online_levels_the_published_stall_and_label_noise():
+    summary = _noisy_summary()
+    assert summary["stalled"] and summary["label_noise"]
+    html = render_rounds_html(summary)
+    assert "Holm" not in html and "LORD++" in html and "never change" in html
+    assert "label noise</span>" in html and "fell from" in html
+    assert f"since round {summary['stalled_at']}" in html
+    level = summary["rounds"][1]["improvement"]["level"]
+    assert f"{level:.4f}" in html

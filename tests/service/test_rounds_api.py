@@ -1,4 +1,4 @@
-"""Benchmark rounds through the API (SPEC §8, §9): from an audit's plan to a registered round
+"""Benchmark rounds through the API: from an audit's plan to a registered round
 that fills the plan's top slice, the series page, exports, and an audit against the series.
 
 SYNTHETIC data from :func:`domains.examples.make_example` (planted untested clinical site).
