@@ -1,5 +1,6 @@
-"""``/docs`` served entirely from this server: Swagger UI's files come from the
-``swagger-ui-bundle`` package, so the page works offline and under ``script-src 'self'``."""
+"""``/docs`` served entirely from this server: Swagger UI 5 (which reads OpenAPI 3.1, the version
+FastAPI writes; Swagger UI 4 refuses it with "does not specify a valid version field") comes from
+the ``fastapi-offline`` package's files, so the page works offline and under ``script-src 'self'``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,9 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 router = APIRouter(include_in_schema=False)
-ASSETS = ("swagger-ui-bundle.js", "swagger-ui.css", "favicon-32x32.png")
+# the names the page asks for -> the package's file names
+ASSETS = {"swagger-ui-bundle.js": "swagger-ui-bundle.js", "swagger-ui.css": "swagger-ui.css",
+          "favicon-32x32.png": "favicon.png"}
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>contextshift API</title>
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"><link rel="icon" href="/docs/assets/favicon-32x32.png">
 </head><body><div id="swagger-ui"></div><script src="/docs/assets/swagger-ui-bundle.js"></script>
@@ -19,9 +22,12 @@ INIT = """window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-u
 
 
 def _assets_dir() -> Path:
-    import swagger_ui_bundle
+    from importlib.util import find_spec
 
-    return Path(swagger_ui_bundle.swagger_ui_path)
+    spec = find_spec("fastapi_offline")  # located, not imported: only its static files are used
+    if spec is None or not spec.submodule_search_locations:
+        raise HTTPException(status_code=404, detail="Swagger UI is not installed (package fastapi-offline).")
+    return Path(list(spec.submodule_search_locations)[0]) / "static"
 
 
 @router.get("/docs", response_class=HTMLResponse)
@@ -38,4 +44,4 @@ def docs_init() -> Response:
 def docs_asset(name: str) -> FileResponse:
     if name not in ASSETS:  # a fixed list: no path from the request reaches the file system
         raise HTTPException(status_code=404, detail=f"No asset {name!r}.")
-    return FileResponse(_assets_dir() / name, headers={"Cache-Control": "public, max-age=86400"})
+    return FileResponse(_assets_dir() / ASSETS[name], headers={"Cache-Control": "public, max-age=86400"})
