@@ -79,6 +79,7 @@ class SeriesSummary(Result):
     stalls: tuple[StallEpisode, ...] = ()
     agreement_change: AgreementChange | None = None
     label_noise: bool = False
+    min_gain: float | None = None
 
 
 @dataclass(frozen=True)
@@ -113,12 +114,15 @@ def _cumulative(metric: str, rows: Sequence[tuple], positive) -> stats.Estimate:
 
 
 def summarise_series(name: str, domain: str, pack: Any, rounds: Sequence[RoundInput], *,
-                     saturation_threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA) -> SeriesSummary:
+                     saturation_threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
+                     min_gain: float | None = None) -> SeriesSummary:
     """Per-round metric, cumulative metric, MER/vMER, improvement and decision, annotators and plan
     coverage, then the stall and saturation flags and a one-sentence summary.
 
     The metric is the pack's primary one, fixed by the first round (AUC only when the first round
-    has scores), so that a later round cannot change what the earlier rounds measured.
+    has scores), so that a later round cannot change what the earlier rounds measured. With
+    ``min_gain``, a stall starts only on rounds whose interval rules out a gain of that size, so
+    that rounds too small to see a real gain are not read as a stall.
     """
     has_scores = bool(rounds) and "score" in rounds[0].table.items.columns
     metric = stats.usable_metric(pack.primary_metric, has_scores)
@@ -130,13 +134,14 @@ def summarise_series(name: str, domain: str, pack: Any, rounds: Sequence[RoundIn
         for i in range(1, len(rounds))]
     gains = stats.decide_online(gains, alpha=alpha)
     decisions = [None] + [g.significant for g in gains]
+    ruled = None if min_gain is None else [True] + [stats.gain_ruled_out(g, metric, min_gain) for g in gains]
     people = [ann.summarise(r.table.annotations, seed=r.number) for r in rounds]
     out = []
     for i, r in enumerate(rounds):
         validated = r.table.items["validated"].to_numpy(bool) if r.table.has_validation else None
         mer, vmer = stats.error_rates(rows[i][0], rows[i][1], validated)
         allocations = plan_allocations(r.plan_result)
-        at = stats.stall(decisions[: i + 1])
+        at = stats.stall(decisions[: i + 1], None if ruled is None else ruled[: i + 1])
         out.append(RoundSummary(
             number=r.number, dataset=r.dataset, model=r.model, plan=r.plan, n=len(r.table.items),
             metric=estimates[i], cumulative=_cumulative(metric, rows[: i + 1], positive),
@@ -144,10 +149,10 @@ def summarise_series(name: str, domain: str, pack: Any, rounds: Sequence[RoundIn
             agreement_fell=bool(i and ann.agreement_fell(people[i - 1], people[i])),
             plan_coverage=plan_coverage(allocations, r.table.items) if r.plan_result is not None else None,
             stalled_at=None if at is None else rounds[at].number))
-    at = stats.stall(decisions)
+    at = stats.stall(decisions, ruled)
     stalled_at = out[at].number if at is not None else None
     episodes = tuple(StallEpisode(out[a].number, None if b is None else out[b].number)
-                     for a, b in stats.stall_episodes(decisions))
+                     for a, b in stats.stall_episodes(decisions, ruled))
     change = None
     if at is not None:
         found = agreement_change(out, at)
@@ -155,6 +160,6 @@ def summarise_series(name: str, domain: str, pack: Any, rounds: Sequence[RoundIn
     noise = bool(change is not None and change.fell)
     sat = bool(out) and stats.saturated(out[-1].metric, metric, saturation_threshold)
     summary = summary_sentence(name, metric, out, stalled_at, sat, saturation_threshold,
-                               change if noise else None)
+                               change if noise else None, min_gain=min_gain)
     return SeriesSummary(name, domain, metric, tuple(out), stalled_at is not None, stalled_at, sat,
-                         saturation_threshold, alpha, summary, PROCEDURE, episodes, change, noise)
+                         saturation_threshold, alpha, summary, PROCEDURE, episodes, change, noise, min_gain)

@@ -35,18 +35,20 @@ def _ci(est: Any) -> str:
     return f"[{est.ci_low:.2f}, {est.ci_high:.2f}]"
 
 
-def _stall_part(rounds: Sequence[Any], stalled_at: int) -> str:
+def _stall_part(rounds: Sequence[Any], stalled_at: int, min_gain: float | None) -> str:
     """The stall, with the largest gain the flat rounds cannot rule out (their upper bounds)."""
     flat = [r.improvement for r in rounds if r.number >= stalled_at - 1 and r.improvement is not None
             and r.improvement.ci_high is not None]
     text = f"stalled since round {stalled_at}: two consecutive rounds without a significant gain"
-    if flat:
+    if min_gain is not None:
+        text += f", each ruling out a gain of {min_gain:.2f} or more"
+    elif flat:
         text += f" (gains of up to {max(g.ci_high for g in flat):+.2f} a round are not ruled out)"
     return text
 
 
 def summary_sentence(name: str, metric: str, rounds: Sequence[Any], stalled_at: int | None,
-                     saturated: bool, threshold: float, noise: Any = None) -> str:
+                     saturated: bool, threshold: float, noise: Any = None, *, min_gain: float | None = None) -> str:
     """One sentence (with semicolons) on where the series stands; ``noise`` is the
     :class:`~service.rounds.series.AgreementChange` when the stall coincides with falling agreement."""
     if not rounds:
@@ -63,7 +65,11 @@ def summary_sentence(name: str, metric: str, rounds: Sequence[Any], stalled_at: 
     elif len(rounds) > 1:
         parts.append("no round improved significantly on the one before")
     if stalled_at is not None:
-        parts.append(_stall_part(rounds, stalled_at))
+        parts.append(_stall_part(rounds, stalled_at, min_gain))
+    elif min_gain is not None and len(rounds) > 2 and all(
+            r.improvement is not None and not r.improvement.significant for r in rounds[-2:]):
+        parts.append(f"the last two rounds show no significant gain but cannot rule out a gain of {min_gain:.2f}: "
+                     "too few items to call a stall")
     if stalled_at is not None and noise is not None:
         parts.append(f"gains stopped while agreement fell from {noise.alpha_from:.2f} to {noise.alpha_to:.2f} "
                      f"(Krippendorff's alpha, round {noise.from_round} to round {noise.to_round}): "

@@ -189,7 +189,7 @@ def error_rates(y: np.ndarray, y_pred: np.ndarray, validated: np.ndarray | None)
     return mer, vmer
 
 
-def stall(significant: Sequence[bool | None]) -> int | None:
+def stall(significant: Sequence[bool | None], ruled_out: Sequence[bool] | None = None) -> int | None:
     """Index (0-based round position) at which the current stall began to hold, or None.
 
     ``significant[i]`` says whether round i improved significantly on round i-1 (None for the
@@ -197,32 +197,53 @@ def stall(significant: Sequence[bool | None]) -> int | None:
     the newest rounds still have none, and dates from the second round of the run. On published
     (never re-decided) decisions the date of an ongoing stall never moves: a new round either
     extends the run or, with a significant gain, ends the stall.
+
+    ``ruled_out[i]`` (optional) says whether round i's interval rules out a gain of the smallest
+    size that matters: then only such rounds can *start* a stall (a round that merely lacked the
+    power to see a gain breaks the run), while a stall already dated continues through any round
+    without a significant gain.
     """
-    run_start = None
+    run_start = stalled = None
     for i, sig in enumerate(significant):
         if i == 0:
             continue
         if sig:
+            run_start = stalled = None
+        elif stalled is not None:
+            continue
+        elif ruled_out is not None and not ruled_out[i]:
             run_start = None
         elif run_start is None:
             run_start = i
-    if run_start is None or len(significant) - 1 - run_start < 1:
-        return None
-    return run_start + 1
+        else:
+            stalled = i
+    return stalled
 
 
-def stall_episodes(significant: Sequence[bool | None]) -> list[tuple[int, int | None]]:
+def stall_episodes(significant: Sequence[bool | None],
+                   ruled_out: Sequence[bool] | None = None) -> list[tuple[int, int | None]]:
     """Every stall of the series as ``(since, ended)`` 0-based positions: ``since`` as :func:`stall`
     dates it, ``ended`` the round whose significant gain ended it (None while it holds)."""
     episodes: list[tuple[int, int | None]] = []
     for k in range(1, len(significant) + 1):
-        at = stall(significant[:k])
+        at = stall(significant[:k], None if ruled_out is None else ruled_out[:k])
         ongoing = bool(episodes) and episodes[-1][1] is None
         if at is not None and not ongoing:
             episodes.append((at, None))
         elif at is None and ongoing:
             episodes[-1] = (episodes[-1][0], k - 1)
     return episodes
+
+
+def gain_ruled_out(gain: Improvement | None, metric: str, min_gain: float | None) -> bool:
+    """The improvement's 95 % interval excludes a gain of ``min_gain`` or more (always True
+    without a ``min_gain``; False when the gain could not be estimated)."""
+    if min_gain is None:
+        return True
+    if gain is None or gain.ci_low is None or gain.ci_high is None:
+        return False
+    largest = -gain.ci_low if metric in LOWER_IS_BETTER else gain.ci_high
+    return bool(largest < min_gain)
 
 
 def saturated(estimate: Estimate, metric: str, threshold: float) -> bool:

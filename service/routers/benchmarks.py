@@ -19,6 +19,8 @@ def get_rounds(runtime: RuntimeDep) -> RoundStore:
 
 
 RoundsDep = Annotated[RoundStore, Depends(get_rounds)]
+MinGain = Annotated[float | None, Query(gt=0, lt=1, description="Smallest gain that matters: a stall then starts only "
+                                                               "on rounds whose interval rules out a gain this large.")]
 SeriesName = Annotated[str, Path(pattern=SERIES_NAME, description="Name of the benchmark series.")]
 Threshold = Annotated[float, Query(gt=0, le=1, description="Saturation threshold of the primary metric.")]
 Alpha = Annotated[float, Query(gt=0, lt=0.5, description="Target false discovery rate of the rounds' improvement "
@@ -40,14 +42,15 @@ def list_benchmarks(rounds: RoundsDep) -> SeriesList:
                              for s in rounds.list_series()])
 
 
-def series_summary(rounds: RoundStore, name: str, *, saturation_threshold: float, alpha: float) -> Any:
+def series_summary(rounds: RoundStore, name: str, *, saturation_threshold: float, alpha: float,
+                   min_gain: float | None = None) -> Any:
     from service.rounds.series import RoundInput, summarise_series  # scientific stack, loaded on first use
 
     series = rounds.series(name)
     inputs = [RoundInput(r.number, r.dataset_id, r.model, r.plan_audit_id, rounds.table(r), rounds.plan_result(r))
               for r in rounds.rounds(name)]
     return summarise_series(name, series.domain, rounds.packs.get(series.domain), inputs,
-                            saturation_threshold=saturation_threshold, alpha=alpha)
+                            saturation_threshold=saturation_threshold, alpha=alpha, min_gain=min_gain)
 
 
 @router.get("/{name}", response_model=dict[str, Any],
@@ -55,18 +58,20 @@ def series_summary(rounds: RoundStore, name: str, *, saturation_threshold: float
                         "decision (fixed when the round arrived), annotators, plan coverage; stall (with its history) "
                         "and saturation flags, label noise, and a one-sentence summary.")
 def get_benchmark(name: SeriesName, rounds: RoundsDep, saturation_threshold: Threshold = 0.8,
-                  alpha: Alpha = 0.05) -> JSONResponse:
-    summary = series_summary(rounds, name, saturation_threshold=saturation_threshold, alpha=alpha)
+                  alpha: Alpha = 0.05, min_gain: MinGain = None) -> JSONResponse:
+    summary = series_summary(rounds, name, saturation_threshold=saturation_threshold, alpha=alpha,
+                             min_gain=min_gain)
     return JSONResponse(summary.to_dict())
 
 
 @router.get("/{name}/report", response_class=HTMLResponse)
 def get_benchmark_report(name: SeriesName, rounds: RoundsDep, saturation_threshold: Threshold = 0.8,
-                         alpha: Alpha = 0.05) -> HTMLResponse:
+                         alpha: Alpha = 0.05, min_gain: MinGain = None) -> HTMLResponse:
     """Offline HTML: progress curve, plan coverage heat map, annotator shares, stall and saturation."""
     from reports.rounds_html import render_rounds_html
 
-    summary = series_summary(rounds, name, saturation_threshold=saturation_threshold, alpha=alpha)
+    summary = series_summary(rounds, name, saturation_threshold=saturation_threshold, alpha=alpha,
+                             min_gain=min_gain)
     return HTMLResponse(render_rounds_html(summary.to_dict()))
 
 

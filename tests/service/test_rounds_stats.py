@@ -245,3 +245,37 @@ def test_the_metric_is_fixed_by_the_first_round():
     assert one.metric == two.metric == "auc"
     assert two.rounds[0].metric == one.rounds[0].metric and two.rounds[1].metric.value is None
     assert two.rounds[1].improvement.p_value is None and not two.rounds[1].improvement.significant
+
+
+def test_stall_rule_with_gains_ruled_out():
+    # a round that could not rule out the smallest gain that matters cannot start a stall ...
+    assert stats.stall([None, True, False, False], [True, True, False, True]) is None
+    assert stats.stall([None, True, False, False, False], [True, True, False, True, True]) == 4
+    # ... but a stall already dated continues through it
+    assert stats.stall([None, False, False, False], [True, True, True, False]) == 2
+    assert stats.stall_episodes([None, False, False, True, False, False],
+                                [True] * 6) == [(2, 3), (5, None)]
+
+
+def test_rounds_too_small_to_see_a_real_gain_are_not_called_a_stall():
+    """Gains of 5 points on rounds of 300 items are invisible (the test has little power): without
+    ``min_gain`` most such series read as stalled early; with ``min_gain`` = 0.05 a stall needs
+    intervals that exclude a 5-point gain, which rounds that truly gained 5 points rarely give."""
+    early_plain = early_guarded = 0
+    for seed in range(12):
+        rng = np.random.default_rng(300 + seed)
+        frames = [_round(rng, 300, acc) for acc in (0.60, 0.65, 0.70, 0.75)]
+        plain, guarded = _series(frames), _series(frames, min_gain=0.05)
+        early_plain += plain.stalled
+        early_guarded += guarded.stalled
+        if not guarded.stalled and not any(r.improvement.significant for r in guarded.rounds[-2:]):
+            assert "too few items to call a stall" in guarded.summary
+    assert early_plain >= 6 and early_guarded <= 1, (early_plain, early_guarded)
+
+
+def test_min_gain_still_finds_a_real_stall():
+    rng = np.random.default_rng(12)
+    frames = [_round(rng, 4000, acc) for acc in (0.60, 0.70, 0.80, 0.80, 0.80)]
+    out = _series(frames, min_gain=0.05)
+    assert out.stalled_at == 5 and out.min_gain == 0.05
+    assert "ruling out a gain of 0.05 or more" in out.summary

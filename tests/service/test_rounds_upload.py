@@ -60,6 +60,9 @@ def test_a_round_with_several_annotators_per_item_uploads_and_reports_agreement(
     assert first["annotators"]["alpha_ci_low"] < first["annotators"]["alpha"] < first["annotators"]["alpha_ci_high"]
     assert last["annotators"]["alpha"] < 0.6 and last["agreement_fell"]
     assert {"level", "procedure"} <= set(last["improvement"]) and "stalls" in body and "label_noise" in body
+    guarded = client.get("/v1/benchmarks/multi", params={"min_gain": 0.05})
+    assert guarded.status_code == 200 and guarded.json()["min_gain"] == 0.05
+    assert client.get("/v1/benchmarks/multi", params={"min_gain": 0}).status_code == 422
 
 
 def test_an_annotator_labelling_an_item_twice_is_refused(client):
