@@ -4,16 +4,19 @@ A *context* is a semantically meaningful condition of data generation (skin type
 compression, generator...). This detector answers three questions:
 
 * did the mix of each **context column** change? Categorical and boolean columns (and
-  numeric ones with at most ``discrete_max_unique`` values) get the two-sample chi-square
-  test on the 2 x k contingency table (missing values are a category of their own; sparse
-  categories pooled), effect Cramér's V; numeric columns the two-sample KS test, effect the
-  Wasserstein-1 distance over the benchmark standard deviation;
+  undeclared numeric ones with at most ``discrete_max_unique`` values) get the two-sample
+  chi-square test on the 2 x k contingency table (missing values are a category of their own;
+  values with fewer than ``min_slice_size`` rows in both datasets together merged into one
+  cell, so a column of thousands of values is a small table), effect Cramér's V; numeric
+  columns (every column a domain pack declares numeric, whatever its number of values) the
+  two-sample KS test, effect the Wasserstein-1 distance over the benchmark standard deviation;
 * did the **share of each slice** change? Shares with Wilson intervals, the difference with
   a Newcombe interval, the pooled two-proportion z test (Fisher's exact test when an
   expected count is below 5), effect the absolute difference in shares;
-* which contexts are **untested**: category values present in production but absent from
-  the benchmark or with fewer than ``min_slice_size`` benchmark rows, and slices in the
-  same situation. These are coverage facts, not hypothesis tests.
+* which contexts are **untested**: category values, slices and numeric ranges present in
+  production but absent from the benchmark or with fewer than ``min_slice_size`` benchmark rows.
+  Each is a claim decided by a test (below); the candidates that are not claimed are kept in
+  ``not_claimed_contexts`` with their reason.
 
 Every hypothesis is a :class:`~detectors.base.ShiftTest` (``kind="context"`` or
 ``"slice_share"``) so an audit can correct them together with everything else. Within one
@@ -26,6 +29,7 @@ cramers_v         0.1     Cohen's "small" association (same floor as covariate c
 wasserstein_normed 0.1    a 0.1-sigma change of the column's distribution
 share_difference  0.02    two percentage points of the data moved in or out of the slice
 beyond_range_share 0.01   one percent of production beyond the benchmark's observed range
+untested_share    0.01    one percent of production in a context the benchmark lacks
 ================  ======  ==============================================================
 
 **Untested numeric ranges.** Even with no shift at all about ``n_p / (n_b + 1)`` production
@@ -35,6 +39,15 @@ with ``N = n_b + n_p`` pooled continuous values, ``P(K >= k) = C(n_p, k) / C(N, 
 (the k largest pooled values all from production; :func:`exceedance_pvalue`; ties only make
 it conservative). That p-value joins the correction (``kind="untested_range"``), and the
 share beyond the range must pass ``beyond_range_share`` and the count ``min_slice_size``.
+
+**Untested values and slices: size and chance first.** Under no shift, with a benchmark of 500
+rows, dozens of rare category values have fewer than ``min_slice_size`` benchmark rows by chance
+alone. So a category value or slice is claimed untested only when (a) it has at least
+``min_slice_size`` production rows, (b) its benchmark count is improbably low given its pooled
+count — the exact hypergeometric ``P(K_bench <= k_bench | k_bench + k_prod, n_bench, n_prod)``
+(:func:`rarity_pvalue`, ``kind="untested_context"``), which joins the correction — and (c) its
+production share passes ``untested_share``. The values of one column too small to be candidates
+of their own are pooled into one candidate, "rare or new values of <column>", tested once.
 """
 from __future__ import annotations
 
@@ -49,18 +62,18 @@ from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_co
 # result types and pure helpers live in detectors.context_results and detectors.context_tests; they
 # stay importable from here (exceedance_pvalue, literal_text and _share_stats are used elsewhere)
 from detectors.context_results import ContextShiftResult, SliceShare, UntestedContext
-from detectors.context_tests import _as_mask, _share_stats, exceedance_pvalue, literal_text, untested_ranges
+from detectors.context_tests import (MISSING, _as_mask, _share_stats, exceedance_pvalue, literal_text,
+                                     pool_rare_categories, rarity_pvalue, rarity_test, untested_ranges,
+                                     untested_values)
 from detectors.correction import readjust
 from detectors.covariate import categorical_shift_test
-from detectors.intervals import wilson_interval
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
 
 __all__ = ["ContextShiftDetector", "ContextShiftResult", "ContextCounts", "SliceShare", "UntestedContext",
-           "CONTEXT_EFFECT_FLOORS", "literal_text", "exceedance_pvalue"]
+           "CONTEXT_EFFECT_FLOORS", "literal_text", "exceedance_pvalue", "rarity_pvalue"]
 
 CONTEXT_EFFECT_FLOORS = {"cramers_v": 0.1, "wasserstein_normed": 0.1, "share_difference": 0.02,
-                         "beyond_range_share": 0.01}
-MISSING = "<missing>"
+                         "beyond_range_share": 0.01, "untested_share": 0.01}
 
 
 class ContextShiftDetector:
@@ -71,13 +84,17 @@ class ContextShiftDetector:
     alpha : float, default 0.05
     correction : {"bh", "holm", "bonferroni"}, default "bh"
     min_slice_size : int, default 30
-        Benchmark rows a context value or slice needs to count as tested.
+        Benchmark rows a context value or slice needs to count as tested, and production rows an
+        untested one needs to be claimed.
     min_production_count : int, default 1
-        Production rows a context value or slice needs to be reported as untested.
+        Production rows a category value needs to be a candidate untested context at all.
     min_samples : int, default 30
         Fewest non-missing rows per dataset for a column or slice share to be tested.
     discrete_max_unique : int, default 12
-        Numeric columns with at most this many distinct values are tested as categorical.
+        Numeric columns with at most this many distinct benchmark values are tested as categorical,
+        unless declared ``numeric`` (a declared numeric context is always tested as numbers).
+    max_listed_values : int, default 50
+        Values a pooled untested candidate lists in its definition; the rest are in ``other_values``.
     effect_floors : dict, optional
         Overrides of :data:`CONTEXT_EFFECT_FLOORS`.
     random_state : int, default 0
@@ -89,18 +106,19 @@ class ContextShiftDetector:
     >>> bench = pd.DataFrame({"site": rng.choice(["a", "b"], 1000)})
     >>> prod = pd.DataFrame({"site": rng.choice(["a", "b", "c"], 1000, p=[.45, .45, .1])})
     >>> res = ContextShiftDetector().fit(bench).test(prod)
-    >>> res.is_shift, [(u.name, u.kind) for u in res.untested_contexts]
-    (True, [('site == "c"', 'unseen_value')])
+    >>> res.is_shift, [(u.name, u.kind, u.claimed) for u in res.untested_contexts]
+    (True, [('site == "c"', 'unseen_value', True)])
     """
 
     def __init__(self, *, alpha=0.05, correction="bh", min_slice_size=30, min_production_count=1,
-                 min_samples=30, discrete_max_unique=12, effect_floors=None, random_state=0):
+                 min_samples=30, discrete_max_unique=12, max_listed_values=50, effect_floors=None, random_state=0):
         self.alpha = alpha
         self.correction = correction
         self.min_slice_size = min_slice_size
         self.min_production_count = min_production_count
         self.min_samples = min_samples
         self.discrete_max_unique = discrete_max_unique
+        self.max_listed_values = max_listed_values
         self.effect_floors = effect_floors
         self.random_state = random_state
 
@@ -111,6 +129,7 @@ class ContextShiftDetector:
         check_int("min_production_count", self.min_production_count, minimum=1)
         check_int("min_samples", self.min_samples, minimum=1)
         check_int("discrete_max_unique", self.discrete_max_unique, minimum=0)
+        check_int("max_listed_values", self.max_listed_values, minimum=1)
         check_effect_floors("effect_floors", self.effect_floors, CONTEXT_EFFECT_FLOORS)
         check_random_state(self.random_state)
 
@@ -133,18 +152,12 @@ class ContextShiftDetector:
         types = {}
         for name in benchmark.columns:
             declared = (column_types or {}).get(name)
-            col = benchmark[name]
-            numeric = pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
             if declared is not None and declared not in ("numeric", "categorical", "boolean"):
                 raise DetectorInputError(f"column {name!r}: unknown type {declared!r}.")
-            declared = declared or ("numeric" if numeric else "categorical")
-            # few distinct values: the chi-square test uses them all (KS is conservative with ties)
-            discrete = col.nunique(dropna=True) <= self.discrete_max_unique
-            types[name] = "numeric" if declared == "numeric" and numeric and not discrete else "categorical"
+            types[name] = declared_kind(benchmark[name], declared, self.discrete_max_unique)
         self.column_types_ = types
         self.benchmark_counts_ = {c: self._counts(benchmark[c]) for c, t in types.items() if t == "categorical"}
-        self.benchmark_sorted_ = {c: np.sort(benchmark[c].dropna().to_numpy(float))
-                                  for c, t in types.items() if t == "numeric"}
+        self.benchmark_sorted_ = {c: np.sort(_numbers(benchmark[c])) for c, t in types.items() if t == "numeric"}
         self.n_benchmark_ = int(benchmark.shape[0])
         return self
 
@@ -180,24 +193,35 @@ class ContextShiftDetector:
         n2 = int(production.shape[0])
         if n2 == 0:
             raise DetectorInputError("production has no rows.")
+        n1 = self.n_benchmark_ if counts is None else counts.n_benchmark
+        n2 = n2 if counts is None else counts.n_production
         columns, untested, ranges = [], [], []
         for name, kind in self.column_types_.items():
             if kind == "numeric":
-                columns.append(self._numeric_test(name, production[name]))
-                ranges += self._untested_range(name, production[name], n2)
+                values = _numbers(production[name])
+                columns.append(self._numeric_test(name, values))
+                ranges += self._untested_range(name, pd.Series(values), n2)
             else:
                 found = self._counts(production[name]) if counts is None else counts.production[name]
-                reference = None if counts is None else counts.benchmark[name]
+                reference = self.benchmark_counts_[name] if counts is None else counts.benchmark[name]
                 columns.append(self._categorical_test(name, found, reference))
-                untested += self._untested_values(name, found, int(found.sum()), reference)
+                untested += untested_values(name, reference, found, n2, min_slice_size=self.min_slice_size,
+                                            min_production_count=self.min_production_count,
+                                            max_listed=self.max_listed_values)
         shares = self._slice_shares(slices or {}, n2) if counts is None else self._shares_from_counts(
-            counts.slices, counts.n_benchmark, counts.n_production)
+            counts.slices, n1, n2)
         untested += [u for u in (self._untested_slice(s) for s in shares) if u is not None]
+        claimable = [u for u in untested if u.n_production >= self.min_slice_size]
+        too_small = tuple(replace(u, claimed=False, reason=(
+            f"not claimed: {u.n_production:,} production rows, fewer than the {self.min_slice_size:,} a claim needs"))
+            for u in untested if u.n_production < self.min_slice_size)
+        floor = self._floor("untested_share")
         result = ContextShiftResult(
-            is_shift=False, contexts=tuple(columns), slice_shares=tuple(shares),
-            untested_contexts=tuple(untested) + tuple(u for u, _ in ranges), alpha=float(self.alpha),
-            correction=self.correction, n_benchmark=self.n_benchmark_ if counts is None else counts.n_benchmark,
-            n_production=n2 if counts is None else counts.n_production, range_candidates=tuple(u for u, _ in ranges), range_tests=tuple(t for _, t in ranges))
+            is_shift=False, contexts=tuple(columns), slice_shares=tuple(shares), untested_contexts=(),
+            alpha=float(self.alpha), correction=self.correction, n_benchmark=n1, n_production=n2,
+            candidates=tuple(claimable) + tuple(u for u, _ in ranges),
+            candidate_tests=tuple(rarity_test(u, n1, n2, floor=floor) for u in claimable) + tuple(t for _, t in ranges),
+            too_small=too_small)
         return result.with_tests(readjust(list(result.tests), alpha=self.alpha, correction=self.correction))
 
     # ------------------------------------------------------------------ columns
@@ -206,19 +230,20 @@ class ContextShiftDetector:
         return ShiftTest(name, method, nan, nan, nan, nan, effect, self._floor(effect), int(n1), int(n2), False,
                          kind=kind, status="insufficient_data", details=details or {})
 
-    def _categorical_test(self, name: str, counts: pd.Series, reference: pd.Series | None = None) -> ShiftTest:
-        reference = self.benchmark_counts_[name] if reference is None else reference
+    def _categorical_test(self, name: str, counts: pd.Series, reference: pd.Series) -> ShiftTest:
         n1, n2 = int(reference.sum()), int(counts.sum())
         if min(n1, n2) < self.min_samples:
             return self._insufficient(name, "chi2", "cramers_v", n1, n2)
+        reference, counts, merged = pool_rare_categories(reference, counts, self.min_slice_size)
         test = categorical_shift_test(name, reference, counts, floor=self._floor("cramers_v"), kind="context")
-        shares = {str(k): (float(reference.get(k, 0) / n1), float(counts.get(k, 0) / n2))
-                  for k in list(reference.index) + [c for c in counts.index if c not in reference.index]}
-        return replace(test, details={**test.details, "shares": shares})
+        labels = reference.index.union(counts.index, sort=False)
+        ref, cur = reference.reindex(labels, fill_value=0), counts.reindex(labels, fill_value=0)
+        shares = {str(k): (float(a / n1), float(b / n2)) for k, a, b in zip(labels, ref.to_numpy(), cur.to_numpy())}
+        return replace(test, details={**test.details, "shares": shares, "n_values_pooled": merged})
 
-    def _numeric_test(self, name: str, values: pd.Series) -> ShiftTest:
+    def _numeric_test(self, name: str, values: np.ndarray) -> ShiftTest:
         ref = self.benchmark_sorted_[name]
-        cur = np.sort(values.dropna().to_numpy(float))
+        cur = np.sort(values[~np.isnan(values)])
         if min(ref.size, cur.size) < self.min_samples:
             return self._insufficient(name, "ks", "wasserstein_normed", ref.size, cur.size)
         ks, _, wasserstein = ecdf_gap_statistics(ref, cur)
@@ -232,19 +257,6 @@ class ContextShiftDetector:
                    "median_production": float(np.median(cur)), "std_benchmark": float(ref.std())}
         return ShiftTest(name, "ks" if tied is None else ks_method, ks, p, p, effect, "wasserstein_normed", self._floor("wasserstein_normed"),
                          ref.size, cur.size, False, kind="context", details=details)
-
-    def _untested_values(self, name: str, counts: pd.Series, n2: int,
-                         reference: pd.Series | None = None) -> list[UntestedContext]:
-        reference = self.benchmark_counts_[name] if reference is None else reference
-        out = []
-        for value, k2 in counts.items():
-            k1 = int(reference.get(value, 0))
-            if value == MISSING or k2 < self.min_production_count or k1 >= self.min_slice_size:
-                continue
-            label = f"{name} == {literal_text(value)}"
-            out.append(UntestedContext(label, "unseen_value" if k1 == 0 else "rare_value", name, value, k1,
-                                       int(k2), k2 / n2, wilson_interval(k2, n2), int(self.min_slice_size)))
-        return out
 
     def _untested_range(self, name: str, values: pd.Series, n2: int) -> list[tuple[UntestedContext, ShiftTest]]:
         """Candidate untested ranges of a numeric column with their tests (:func:`untested_ranges`)."""
@@ -286,12 +298,31 @@ class ContextShiftDetector:
         return out
 
     def _untested_slice(self, share: SliceShare) -> UntestedContext | None:
-        if share.n_benchmark >= self.min_slice_size or share.n_production < self.min_production_count:
+        if share.n_benchmark >= self.min_slice_size or share.n_production < max(self.min_production_count, 1) \
+                or share.n_production == 0:
             return None
         kind = "unseen_slice" if share.n_benchmark == 0 else "rare_slice"
         return UntestedContext(share.name, kind, None, None, share.n_benchmark, share.n_production,
                                share.production_share, share.production_share_ci, int(self.min_slice_size))
 
+
+def declared_kind(column: pd.Series, declared: str | None, discrete_max_unique: int) -> str:
+    """``"numeric"`` or ``"categorical"``: how a context column is tested. A column declared
+    numeric is tested as numbers whatever its number of values (ranges, KS); an undeclared numeric
+    column with at most ``discrete_max_unique`` distinct values is tested as categories."""
+    if declared == "numeric":
+        return "numeric"
+    if declared in ("categorical", "boolean"):
+        return "categorical"
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    return "numeric" if numeric and column.nunique(dropna=True) > discrete_max_unique else "categorical"
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    """A numeric context as floats (missing and non-numbers as NaN)."""
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        return column.to_numpy(float, na_value=np.nan)
+    return pd.to_numeric(column, errors="coerce").to_numpy(float, na_value=np.nan)
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,24 @@
-"""Pure helpers of :class:`detectors.context.ContextShiftDetector`: the exact exceedance p-value,
-slice-expression literals, slice-share statistics, mask checks and untested numeric ranges."""
+"""Pure helpers of :class:`detectors.context.ContextShiftDetector`: the exact exceedance and rarity
+p-values, slice-expression literals, slice-share statistics, mask checks, untested numeric ranges and
+untested category values (rare values of one column pooled into one candidate)."""
 from __future__ import annotations
 
 import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
+from scipy import stats
 
 from detectors.base import DetectorInputError, ShiftTest
 from detectors.context_results import UntestedContext
 from detectors.intervals import newcombe_interval, wilson_interval
 
-__all__ = ["exceedance_pvalue", "literal_text", "untested_ranges"]
+__all__ = ["exceedance_pvalue", "rarity_pvalue", "literal_text", "untested_ranges", "untested_values", "rarity_test",
+           "pool_rare_categories"]
+
+MISSING = "<missing>"
+OTHER = "<other values>"
 
 
 def exceedance_pvalue(n_reference: int, n_current: int, k: int) -> float:
@@ -28,6 +35,19 @@ def exceedance_pvalue(n_reference: int, n_current: int, k: int) -> float:
     big = n + m
     log_p = (math.lgamma(m + 1) - math.lgamma(m - k + 1)) - (math.lgamma(big + 1) - math.lgamma(big - k + 1))
     return float(min(1.0, math.exp(log_p)))
+
+
+def rarity_pvalue(k_benchmark, k_production, n_benchmark: int, n_production: int) -> np.ndarray:
+    """``P(K_bench <= k_bench)`` given ``k_bench + k_prod`` pooled rows of a context (vectorised).
+
+    Under exchangeability of the ``n_bench + n_prod`` rows, the benchmark's share of the context's
+    rows is hypergeometric; a small p-value says the benchmark lacks the context beyond chance.
+    With ``k_bench = 0`` it is ``C(n_prod, k) / C(N, k)``, the same shape as
+    :func:`exceedance_pvalue` (all ``k`` rows from production).
+    """
+    k1, k2 = np.asarray(k_benchmark, dtype=np.int64), np.asarray(k_production, dtype=np.int64)
+    n1, n2 = int(n_benchmark), int(n_production)
+    return np.clip(stats.hypergeom.cdf(k1, n1 + n2, k1 + k2, n1), 0.0, 1.0)
 
 
 def literal_text(value: Any) -> str:
@@ -91,3 +111,82 @@ def untested_ranges(name: str, reference: np.ndarray, values, n_production: int,
         out.append((UntestedContext(label, kind, name, float(bound), 0, k2, k2 / n2, wilson_interval(k2, n2),
                                     int(min_slice_size)), test))
     return out
+
+
+def rarity_test(u: UntestedContext, n_benchmark: int, n_production: int, *, floor: float) -> ShiftTest:
+    """The exact test that decides whether untested context ``u`` is claimed (``kind="untested_context"``):
+    :func:`rarity_pvalue`, effect its production share against ``floor``."""
+    p = float(rarity_pvalue(u.n_benchmark, u.n_production, n_benchmark, n_production))
+    expected = (u.n_benchmark + u.n_production) * n_benchmark / max(n_benchmark + n_production, 1)
+    return ShiftTest(u.name, "hypergeometric_exact", float(u.n_benchmark), p, p, u.production_share,
+                     "untested_share", floor, int(n_benchmark), int(n_production), False, kind="untested_context",
+                     details={"column": u.column, "k_benchmark": int(u.n_benchmark), "k_production": int(u.n_production),
+                              "expected_benchmark_by_chance": float(expected), "n_values": int(u.n_values)})
+
+
+def untested_values(name: str, reference: pd.Series, counts: pd.Series, n_production: int, *, min_slice_size: int,
+                    min_production_count: int, max_listed: int) -> list[UntestedContext]:
+    """Untested category values of one column: each value with fewer than ``min_slice_size``
+    benchmark rows is a candidate of its own when it has at least ``min_slice_size`` production
+    rows; the smaller ones are pooled into one candidate, "rare or new values of <column>"
+    (``kind="pooled_values"``, the ``max_listed`` most frequent values listed, the rest in
+    ``other_values``), so that a column with thousands of small values is one candidate, not thousands.
+
+    ``reference`` and ``counts`` are the benchmark and production value counts (missing values as
+    ``"<missing>"``, which is never a context value); shares are of ``n_production`` rows.
+    """
+    # every value of either dataset: a pool that left out the values only the benchmark has would
+    # lack benchmark rows by construction and claim a shortage under no change at all
+    labels = counts.index.union(reference.index, sort=False)
+    labels = labels[labels != MISSING]
+    if labels.empty:
+        return []
+    k1 = reference.reindex(labels, fill_value=0).to_numpy(np.int64)
+    k2 = counts.reindex(labels, fill_value=0).to_numpy(np.int64)
+    rare = k1 < min_slice_size
+    single = rare & (k2 >= min_slice_size)
+    # the pool is chosen symmetrically (few rows in both datasets), so it is not selected for rarity
+    pooled = rare & ~single
+    present = pooled & (k2 >= min_production_count)
+    out = [(f"{name} == {literal_text(v)}", "unseen_value" if a == 0 else "rare_value", _native(v), int(a), int(b), 1, ())
+           for v, a, b in zip(labels[single], k1[single], k2[single])]
+    if present.sum() == 1 and pooled.sum() == 1:
+        (i,) = np.flatnonzero(present)
+        out.append((f"{name} == {literal_text(labels[i])}", "unseen_value" if k1[i] == 0 else "rare_value",
+                    _native(labels[i]), int(k1[i]), int(k2[i]), 1, ()))
+    elif present.any():
+        idx = np.flatnonzero(pooled)
+        # the most frequent in production first (ties by text), values absent from production last
+        order = idx[np.lexsort((np.array([str(v) for v in labels[idx]]), -k2[idx]))]
+        values = [_native(v) for v in labels[order]]
+        listed = min(max_listed, int(present.sum()))
+        out.append((f"rare or new values of {name}", "pooled_values", tuple(values[:listed]),
+                    int(k1[pooled].sum()), int(k2[pooled].sum()), len(values), tuple(values[listed:])))
+    return [UntestedContext(label, kind, name, value, a, b, b / n_production, wilson_interval(b, n_production),
+                            int(min_slice_size), n_values=n_values, other_values=rest)
+            for label, kind, value, a, b, n_values, rest in out]
+
+
+def pool_rare_categories(reference: pd.Series, counts: pd.Series, min_count: int) -> tuple[pd.Series, pd.Series, int]:
+    """Both count Series with every value seen fewer than ``min_count`` times in the two datasets
+    together merged into one ``"<other values>"`` cell (when there are at least two such values).
+
+    The pooling looks only at the pooled counts, which a relabelling of rows leaves unchanged, so
+    the chi-square test on the merged table keeps its level; a 3,000-value column becomes a small table.
+    Returns the merged reference counts, current counts and the number of values merged.
+    """
+    labels = reference.index.union(counts.index, sort=False) if len(counts) else reference.index
+    ref = reference.reindex(labels, fill_value=0)
+    cur = counts.reindex(labels, fill_value=0)
+    small = (ref.to_numpy() + cur.to_numpy()) < min_count
+    if small.sum() < 2:
+        return reference, counts, 0
+    keep = ~small
+    ref_out = pd.concat([ref[keep], pd.Series({OTHER: ref[small].sum()})])
+    cur_out = pd.concat([cur[keep], pd.Series({OTHER: cur[small].sum()})])
+    # categories absent from one side stay absent there (unseen / vanished stay visible)
+    return ref_out[ref_out > 0], cur_out[cur_out > 0], int(small.sum())
+
+
+def _native(value):
+    return value.item() if isinstance(value, np.generic) else value

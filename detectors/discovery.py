@@ -2,9 +2,12 @@
 
 Every context column is encoded once into integer *conditions*: each category value
 (``col == v``; at most ``max_categories`` most frequent values, the rest never form a
-condition), numeric columns with few values likewise, other numeric columns binned at
-benchmark-free quantiles of the data (``q1 <= col < q2``), and missing values
-(``col is missing``). Candidates are all single conditions and all conjunctions of up to
+condition), undeclared numeric columns with few values likewise, other numeric columns (and
+every column declared numeric) binned at quantiles of the ``reference`` data — the benchmark,
+which stays fixed across a monitor's runs — rounded to three significant digits
+(``q1 <= col < q2``), and missing values (``col is missing``). Edges taken from each run's own
+rows would move with every draw, so the same population would get a new definition (and key)
+in every audit; edges from the reference give it the same one. Candidates are all single conditions and all conjunctions of up to
 ``max_conditions`` conditions on distinct columns. Their sizes and error counts come from
 one ``np.bincount`` per column combination — no loop over rows or over candidates.
 
@@ -114,13 +117,14 @@ class DiscoveryResult(Result):
 
 
 def _encode_column(series: pd.Series, n_bins: int, max_categories: int, discrete_max_unique: int,
-                   kind: str | None) -> tuple[np.ndarray, list]:
+                   kind: str | None, reference: pd.Series | None = None) -> tuple[np.ndarray, list]:
     """Integer code per row and the Condition of each code (None: never a condition)."""
-    missing = series.isna().to_numpy()
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-    if kind == "numeric" or (kind is None and numeric):
-        if series.nunique(dropna=True) > discrete_max_unique and numeric:
-            return _encode_bins(series, missing, n_bins)
+    if kind == "numeric" or (kind is None and numeric and series.nunique(dropna=True) > discrete_max_unique):
+        values = pd.to_numeric(series, errors="coerce")
+        edges_from = values if reference is None else pd.to_numeric(reference, errors="coerce")
+        return _encode_bins(values, values.isna().to_numpy(), n_bins, edges_from.dropna().to_numpy(float))
+    missing = series.isna().to_numpy()
     values = series.astype(object).where(~missing, None)
     counts = values.value_counts(dropna=True)
     top = list(counts.index[:max_categories])
@@ -137,11 +141,13 @@ def _native(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _encode_bins(series: pd.Series, missing: np.ndarray, n_bins: int) -> tuple[np.ndarray, list]:
+def _encode_bins(series: pd.Series, missing: np.ndarray, n_bins: int, edges_from: np.ndarray) -> tuple[np.ndarray, list]:
+    """Bins at the quantiles of ``edges_from`` (the reference's values), rounded (:func:`_round_edge`)."""
     v = series.to_numpy(float)
-    edges = np.unique(np.quantile(v[~missing], np.linspace(0, 1, n_bins + 1)[1:-1]))
-    edges = np.array([_round_edge(e) for e in edges])
-    edges = np.unique(edges)
+    if edges_from.size == 0:
+        edges_from = v[~missing]
+    edges = np.quantile(edges_from, np.linspace(0, 1, n_bins + 1)[1:-1]) if edges_from.size else np.empty(0)
+    edges = np.unique(np.array([_round_edge(e) for e in edges], dtype=float))
     codes = np.searchsorted(edges, np.where(missing, 0, v), side="right")
     bounds = [None, *edges.tolist(), None]
     conditions = [Condition(series.name, "range", low=bounds[i], high=bounds[i + 1]) for i in range(len(edges) + 1)]
@@ -158,8 +164,8 @@ def _round_edge(x: float) -> float:
 def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int = 2, min_support: int = 30,
                          n_bins: int = 4, max_categories: int = 30, discrete_max_unique: int = 12,
                          min_gap: float = 0.05, alpha: float = 0.05, correction: str = "bh",
-                         max_results: int = 50, column_types: Mapping[str, str] | None = None
-                         ) -> DiscoveryResult:
+                         max_results: int = 50, column_types: Mapping[str, str] | None = None,
+                         reference: pd.DataFrame | None = None) -> DiscoveryResult:
     """Find context conjunctions where the model errs more often than elsewhere.
 
     Parameters
@@ -170,7 +176,11 @@ def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int =
     min_support : rows a candidate needs inside and outside to be tested
     n_bins : quantile bins of numeric columns with more than ``discrete_max_unique`` values
     min_gap : error-rate difference a slice needs over the rest (and over its sub-slices)
-    column_types : optional declared types (``numeric`` / ``categorical`` / ``boolean``)
+    column_types : optional declared types (``numeric`` / ``categorical`` / ``boolean``); a column
+        declared numeric is binned whatever its number of values
+    reference : DataFrame with the same columns, optional
+        The benchmark: numeric bin edges are its quantiles, so that the same population gets the
+        same definition in every run against it (default: the quantiles of ``context`` itself)
 
     Returns
     -------
@@ -187,8 +197,11 @@ def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int =
         raise DetectorInputError("discovery needs at least one row and one context column.")
     e = e.astype(float)
     n, total_errors = len(e), float(e.sum())
-    encoded = [_encode_column(context[c], n_bins, max_categories, discrete_max_unique,
-                              (column_types or {}).get(c)) for c in context.columns]
+    if reference is not None and (not isinstance(reference, pd.DataFrame)
+                                  or [c for c in context.columns if c not in reference.columns]):
+        raise DetectorInputError("reference must be a DataFrame with every column of context.")
+    encoded = [_encode_column(context[c], n_bins, max_categories, discrete_max_unique, (column_types or {}).get(c),
+                              None if reference is None else reference[c]) for c in context.columns]
     cand = _Candidates(encoded, e, max_conditions)
     counts, errs = cand.n, cand.errors
     testable = cand.valid & (counts >= min_support) & (n - counts >= min_support)

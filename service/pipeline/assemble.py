@@ -162,6 +162,8 @@ def untested_definition(u: Any, slice_definitions: dict[str, str]) -> str | None
         return f"{column} < {literal_text(u.value)}"
     if u.kind == "above_range":
         return f"{column} > {literal_text(u.value)}"
+    if u.kind == "pooled_values":  # lists the most frequent values (u.other_values holds the rest)
+        return f"{column} in [{', '.join(literal_text(v) for v in u.value)}]"
     if u.value == MISSING_VALUE:
         return f"{column} is missing"
     return f"{column} == {literal_text(u.value)}"
@@ -224,6 +226,9 @@ def audit_json(inp: Any, state: Any) -> dict[str, Any]:
     semantic = semantic_block(state.context, state.embedding, state.attribution, state.conditional,
                               columns.contexts_only_in_production)
     semantic["untested_contexts"] = _untested_list(state.context, state.definitions, state.measured_by)
+    # candidates that are not claimed (too few rows, within chance, too small a share): kept, with the reason
+    semantic["not_claimed_contexts"] = [{**u.to_dict(), "definition": untested_definition(u, state.definitions)}
+                                        for u in getattr(state.context, "not_claimed_contexts", ())]
     pack = inp.pack
     return {
         "id": inp.audit_id, "status": "succeeded", "created_at": datetime.now(timezone.utc).isoformat(),

@@ -23,12 +23,38 @@ def attribution(ctx: StageContext, context_result, bench: Outputs, prod: Outputs
     columns = [t.name for t in ranked[:ATTRIBUTION_MAX_CONTEXTS]]
     if not columns:
         return None, None
-    cells_b, cells_p, labels = context_cells(ctx.benchmark, ctx.production, columns)
+    bench_ctx, prod_ctx = pool_rare_values(ctx.benchmark, ctx.production, columns, ctx.min_slice_size)
+    cells_b, cells_p, labels = context_cells(bench_ctx, prod_ctx, columns)
     metric, rows_b, values_b = metric_rows(ctx.pack, bench)
     _, rows_p, values_p = metric_rows(ctx.pack, prod)
     result = attribute_performance(cells_b[rows_b], values_b, cells_p[rows_p], values_p, labels=labels, metric=metric,
                                    min_cell_size=ctx.min_slice_size, random_state=ctx.seed)
     return result, (cells_b, cells_p)
+
+
+POOLED = "<other values>"  # the cell of a column's rare values (as in the context-mix chi-square)
+
+
+def pool_rare_values(benchmark, production, columns, min_count: int):
+    """The ``columns`` of both frames with each category value that has fewer than ``min_count``
+    rows in the two together replaced by ``"<other values>"``: crossing two columns of 3,000
+    values each would make tens of thousands of one-row cells (and a bootstrap over all of them);
+    pooled, the cells are the values that can be evaluated plus one "other" cell per column. The
+    choice looks at the pooled counts only, so it is the same under any relabelling of rows."""
+    import pandas as pd
+
+    bench, prod = benchmark[columns].copy(), production[columns].copy()
+    for c in columns:
+        numeric = pd.api.types.is_numeric_dtype(bench[c]) and not pd.api.types.is_bool_dtype(bench[c])
+        if numeric and bench[c].nunique(dropna=True) > 12:
+            continue  # binned at benchmark quantiles by context_cells
+        counts = pd.concat([bench[c], prod[c]], ignore_index=True).value_counts(dropna=True)
+        small = counts.index[counts.to_numpy() < min_count]
+        if len(small) < 2:
+            continue
+        for frame in (bench, prod):
+            frame[c] = frame[c].astype(object).where(~frame[c].isin(small), POOLED)
+    return bench, prod
 
 
 # the pack's metrics that are a mean over some rows: (rows it is measured on, value of a row)

@@ -37,8 +37,11 @@ def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
         return None, None
     types = {c.name: c.type for c in ctx.pack.context if c.name in contexts}
     errors = data.y_true != data.y_pred
+    # bin edges from the benchmark, which a monitor's runs share: the same population, the same key
+    reference = ctx.benchmark[contexts] if all(c in ctx.benchmark.columns for c in contexts) else None
     return discover_weak_slices(frame[contexts], errors, min_support=ctx.min_slice_size,
-                                alpha=ctx.alpha, correction=ctx.correction, column_types=types), errors
+                                alpha=ctx.alpha, correction=ctx.correction, column_types=types,
+                                reference=reference), errors
 
 
 def novel_discoveries(ctx: StageContext, discovered, slices: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -148,27 +151,21 @@ def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, pr
 
 
 def merge_untested(ctx: StageContext, context_result, slices):
-    """One entry per untested context: a slice that selects exactly the rows of an unseen or
-    rare value (``diffusion_generated`` = ``generator == "diffusion"``) is folded into it."""
-    from dataclasses import replace
-
+    """One candidate per untested context: a slice that selects exactly the rows of an unseen or
+    rare value (``diffusion_generated`` = ``generator == "diffusion"``) is folded into it, so the
+    same rows are tested (and claimed) once."""
     if context_result is None:
         return None
-    values, merged = {}, []
-    for u in context_result.untested_contexts:
-        if u.column is not None and u.column in ctx.production.columns:
-            values[u.name] = context_rows(ctx.production, u.column, u.value, u.kind)
-    for u in context_result.untested_contexts:
-        if u.column is None and u.name in slices:
-            twin = next((name for name, mask in values.items() if np.array_equal(mask, slices[u.name][1])), None)
-            if twin is not None:
-                continue
-        merged.append(u)
-    return replace(context_result, untested_contexts=tuple(merged))
+    everything = tuple(context_result.candidates) + tuple(context_result.too_small)
+    values = {u.name: context_rows(ctx.production, u.column, u.value, u.kind, u.values) for u in everything
+              if u.column is not None and u.column in ctx.production.columns}
+    twins = [u.name for u in everything if u.column is None and u.name in slices
+             and any(np.array_equal(mask, slices[u.name][1]) for mask in values.values())]
+    return context_result.without_candidates(twins) if twins else context_result
 
 
 def mix_shifted(ctx: StageContext, context_result, slices) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
-    """Rows in contexts whose share moved (slice share test) or that the benchmark lacks."""
+    """Rows in contexts whose share moved (slice share test) or that the benchmark lacks (claimed)."""
     if context_result is None:
         return None
     mix_b = np.zeros(len(ctx.benchmark), bool)
@@ -181,16 +178,18 @@ def mix_shifted(ctx: StageContext, context_result, slices) -> tuple[np.ndarray, 
             names.append(share.name)
     for u in context_result.untested_contexts:
         if u.column is not None and u.column in ctx.production.columns:
-            mix_b |= context_rows(ctx.benchmark, u.column, u.value, u.kind)
-            mix_p |= context_rows(ctx.production, u.column, u.value, u.kind)
+            mix_b |= context_rows(ctx.benchmark, u.column, u.value, u.kind, u.values)
+            mix_p |= context_rows(ctx.production, u.column, u.value, u.kind, u.values)
             names.append(u.name)
     return mix_b, mix_p, names
 
 
-def context_rows(frame: pd.DataFrame, column: str, value, kind: str) -> np.ndarray:
-    """Rows of an untested context: beyond a numeric bound, or equal to a category value."""
+def context_rows(frame: pd.DataFrame, column: str, value, kind: str, values=()) -> np.ndarray:
+    """Rows of an untested context: beyond a numeric bound, equal to a category value, or (a pool
+    of rare values) any of ``values``; one pass over the column whatever the number of values."""
     if kind in ("below_range", "above_range"):
         x = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
         with np.errstate(invalid="ignore"):
             return x < value if kind == "below_range" else x > value
-    return (frame[column].astype(str) == str(value)).to_numpy()
+    wanted = [str(v) for v in (values if kind == "pooled_values" else (value,))]
+    return frame[column].astype(str).isin(wanted).to_numpy()

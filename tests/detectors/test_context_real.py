@@ -53,9 +53,15 @@ def test_older_adults_are_an_untested_context(periods):
     older = untested['age_group == "65+"']
     assert older.kind == "rare_value" and older.n_benchmark < 30 and older.n_production > 100
     assert untested["older_adults"].kind == "rare_slice"
-    # clinics seen only late are unseen values; the list is ranked by production share
-    assert any(u.kind == "unseen_value" and u.column == "clinic_name" for u in res.untested_contexts)
-    assert res.untested_contexts[0].production_share >= res.untested_contexts[-1].production_share
+    # 21 clinics are seen only late, with 26 rows between them (1-3 each): this test used to require
+    # them to be claimed one by one, which is the size rule that made dozens of 1-row "untested
+    # contexts". They are pooled with the other small clinics into one candidate, which is not
+    # claimed: as a group those clinics are no rarer early than chance allows.
+    pool = next(u for u in res.not_claimed_contexts if u.kind == "pooled_values" and u.column == "clinic_name")
+    new = set(late["clinic_name"]) - set(early["clinic_name"])
+    assert len(new) > 10 and new <= set(pool.values) and not pool.claimed and "within chance" in pool.reason
+    assert not any(u.column == "clinic_name" for u in res.untested_contexts)
+    assert all(u.n_production >= 30 for u in res.untested_contexts)
 
 
 def test_positivity_does_not_depend_on_the_period(periods):

@@ -88,3 +88,35 @@ def test_no_discoveries_when_errors_ignore_the_context():
         res = discover_weak_slices(_context(rng, n), rng.random(n) < 0.15, min_gap=0.0)
         any_found += len(res.slices) > 0
     assert any_found / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
+
+
+def _children_err_more(rng, n):
+    """SYNTHETIC: ages uniform on [0, 90); the model errs more on ages 5-15."""
+    frame = pd.DataFrame({"age": rng.uniform(0, 90, n), "site": rng.choice(["a", "b", "c"], n)})
+    errors = rng.random(n) < np.where((frame.age >= 5) & (frame.age < 15), 0.35, 0.08)
+    return frame, errors
+
+
+def test_the_same_population_gets_the_same_definition_in_every_draw():
+    """Bin edges came from each run's own rows, so one population got `age < 21.4`, `age < 22.3`,
+    ... (seven definitions, hence seven keys, in ten draws); edges from the fixed benchmark give one."""
+    benchmark, _ = _children_err_more(np.random.default_rng(100), 4000)
+    definitions, own_edges = set(), set()
+    for seed in range(10):
+        frame, errors = _children_err_more(np.random.default_rng(seed), 4000)
+        found = discover_weak_slices(frame, errors, reference=benchmark, column_types={"age": "numeric"})
+        assert found.slices, seed
+        definitions.add(found.slices[0].definition)
+        own_edges.add(discover_weak_slices(frame, errors).slices[0].definition)
+    assert len(definitions) == 1 and definitions.pop().startswith("age < ")
+    assert len(own_edges) > 1  # what happened before
+
+
+def test_a_declared_numeric_column_is_binned_and_reference_is_checked():
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"skin": rng.integers(1, 7, 3000)})
+    errors = rng.random(3000) < np.where(frame.skin >= 5, 0.4, 0.1)
+    found = discover_weak_slices(frame, errors, column_types={"skin": "numeric"})
+    assert found.slices and all(c.op == "range" for s in found.slices for c in s.conditions)
+    with pytest.raises(DetectorInputError, match="reference"):
+        discover_weak_slices(frame, errors, reference=pd.DataFrame({"other": [1]}))
