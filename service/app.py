@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.deps import require_api_key
 from service.errors import ServiceError
 from service.limits import BodySizeLimit
+from service.openapi_content import fix_content_types
 from service.routers import docs
 from service.security import SecurityHeaders, allowed_methods
 from service.routers import alerts, audits, benchmarks, datasets, domains, health, index, metrics, monitors
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: its headers are on the 413s too
     _install_error_handlers(app)
+    _install_openapi(app, keys=bool(settings.api_keys))
     app.include_router(health.router)
     app.include_router(docs.router)
     protected = [Depends(require_api_key)]
@@ -58,6 +60,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                    monitors.router, alerts.router, metrics.router):
         app.include_router(router, dependencies=protected)
     return app
+
+
+def _install_openapi(app: FastAPI, *, keys: bool) -> None:
+    """The generated document, with the real media types of non-JSON bodies and errors, and the
+    bearer scheme and 401s when API keys are configured (service/openapi_content.py)."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = fix_content_types(build(), keys=keys)
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 def _error(status: int, code: str, message: str, details: dict | None = None) -> JSONResponse:

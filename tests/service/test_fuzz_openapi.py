@@ -12,13 +12,13 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
 from tests.service.server import ServerProcess
 
 KEY = "fuzz-key"
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
-CHECKS = [not_a_server_error, response_schema_conformance]
+CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance]
 
 
 @pytest.fixture(scope="module", params=["open", "keys"])
@@ -51,3 +51,21 @@ def _fuzz(operation, base_url: str, header_sets: list[dict], mode: str) -> None:
                 assert response.status_code in (401, 404, 405, 413, 422), (case.path, response.status_code)
 
     run()
+
+
+def test_document_states_non_json_bodies_errors_and_auth(server):
+    """HTML, Markdown, CSV and JSON Lines bodies are documented as such, error answers as JSON
+    (FastAPI filed an HTML report's 404 under text/html), and with keys every protected
+    operation's 401."""
+    mode, proc = server
+    spec = httpx.get(f"{proc.url}/openapi.json", timeout=30).json()
+    paths = spec["paths"]
+    assert set(paths["/v1/audits/{audit_id}/report"]["get"]["responses"]["200"]["content"]) == {"text/html"}
+    assert set(paths["/v1/audits/{audit_id}/report.md"]["get"]["responses"]["200"]["content"]) == {"text/markdown"}
+    assert set(paths["/v1/audits/{audit_id}/next-round"]["get"]["responses"]["200"]["content"]) == {
+        "application/json", "text/csv", "application/x-ndjson"}
+    assert set(paths["/v1/monitors/{monitor_id}/report"]["get"]["responses"]["404"]["content"]) == {"application/json"}
+    protected = [op for path, ops in paths.items() if path.startswith(("/v1/", "/metrics")) for op in ops.values()]
+    if mode == "keys":
+        assert all(op["security"] and set(op["responses"]["401"]["content"]) == {"application/json"}
+                   for op in protected)
