@@ -24,6 +24,7 @@ import pandas as pd
 from service.errors import ServiceError, ValidationFailed
 from service.monitors import budget, findings
 from service.monitors.alerting import ACTIVE, payload, update_alerts
+from service.monitors.decide import RunDecision, decide_run
 from service.monitors.models import MonitorRow
 from service.monitors.outbox import Outbox, message
 from service.monitors.sources import Batch, take_directory, take_sql
@@ -174,15 +175,19 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
         alpha_k = budget.run_alpha(monitor.alpha, k)
         audit_id, result = audit(runtime, monitor, dataset, column_roles, batch.frame, side, alpha_k)
         audited = lap()
-        harm_state, checks = budget.track_harm(monitor.harm_state, result, alpha=monitor.alpha,
-                                               tolerance=float(monitor.options.get("harm_tolerance", 0.05)))
-        checks += budget.estimated_harm(result, tolerance=float(monitor.options.get("harm_tolerance", 0.05)))
-        store.update(monitor.id, n_tested=k, alpha_spent=budget.spent(monitor.alpha, k), harm_state=harm_state)
-        summary = {**findings.trend_summary(result), "harm": [c.__dict__ for c in checks],
+        active = store.alerts(monitor_id=monitor.id, states=ACTIVE)
+        decision = decide_run(result, benchmark=side.frame, production=batch.frame, benchmark_roles=side.roles,
+                              production_roles=column_roles, harm_state=monitor.harm_state,
+                              open_keys=[a.key for a in active], alpha=monitor.alpha,
+                              tolerance=float(monitor.options.get("harm_tolerance", 0.05)),
+                              min_severity=(monitor.alerts or {}).get("min_severity", "medium"))
+        store.update(monitor.id, n_tested=k, alpha_spent=budget.spent(monitor.alpha, k),
+                     harm_state=decision.harm_state)
+        summary = {**findings.trend_summary(result), "harm": [c.__dict__ for c in decision.checks],
                    "timings": {"take_s": took, "benchmark_s": cached, "register_s": registered, "audit_s": audited}}
         store.update_run(run_id, n_rows=len(batch.frame), audit_id=audit_id, alpha=alpha_k,
                          verdict=result.get("verdict"), summary=summary)
-        alert_ids = _alerts(store, monitor, run_id, result, checks)
+        alert_ids = _alerts(store, monitor, run_id, decision, active)
         if outbox is not None:  # never raises: a dead receiver or a refused URL fails nothing else
             outbox.deliver_pending(monitor_id=monitor.id, due_only=False)
         store.finish_run(run_id, "succeeded", alert_ids=alert_ids)
@@ -197,15 +202,10 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
         return "failed"
 
 
-def _alerts(store: MonitorStore, monitor: MonitorRow, run_id: str, result: dict[str, Any],
-            checks: list[budget.HarmCheck]) -> list[str]:
-    min_severity = (monitor.alerts or {}).get("min_severity", "medium")
-    changes, others = findings.alertable(result, min_severity)
-    harm = [findings.Finding(key=c.key, kind="harm", severity="high", statement=c.statement())
-            for c in checks if c.harmful]
-    present = {f.key for f in changes + others + harm}
-    update = update_alerts(store.alerts(monitor_id=monitor.id, states=ACTIVE), changes + harm, present,
-                           monitor_id=monitor.id, run_id=run_id, at=now())
+def _alerts(store: MonitorStore, monitor: MonitorRow, run_id: str, decision: RunDecision,
+            active: list[Any]) -> list[str]:
+    update = update_alerts(active, decision.alerting, decision.present_keys, monitor_id=monitor.id, run_id=run_id,
+                           at=now())
     url = (monitor.alerts or {}).get("webhook")
     run = store.get_run(run_id)
     run_info = {"id": run_id, "audit_id": run.audit_id, "n_rows": run.n_rows, "verdict": run.verdict,

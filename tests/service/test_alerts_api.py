@@ -33,7 +33,8 @@ def test_webhook_retries_then_resolution_message(setup):
         monitor = client.post("/v1/monitors", json={
             "name": "retry", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
             "schedule": {"cron": "0 * * * *"}, "options": {"discovery": False},
-            "alerts": {"webhook": hook.url, "min_severity": "high"}}).json()["id"]
+            # x1 is a feature the model ignores: its shift is a measured-loss-free, low-severity change claim
+            "alerts": {"webhook": hook.url, "min_severity": "low"}}).json()["id"]
         shifted = _run(client, monitor, drop, "s1", 1.0)
         assert len(shifted["alerts"]) == 1
         deliveries = client.app.state.monitors.store.deliveries(monitor)
@@ -56,7 +57,8 @@ def test_acknowledge_and_resolve_by_hand(setup):
     bench = upload_benchmark(client, synthetic_frame(1200, 0))
     monitor = client.post("/v1/monitors", json={
         "name": "manual", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
-        "schedule": {"interval_seconds": 3600}, "options": {"discovery": False}}).json()["id"]
+        "schedule": {"interval_seconds": 3600}, "options": {"discovery": False},
+        "alerts": {"min_severity": "low"}}).json()["id"]  # x1's shift costs the model nothing: a low change claim
     (alert_id,) = _run(client, monitor, drop, "s1", 1.0)["alerts"]
     acked = client.post(f"/v1/alerts/{alert_id}/acknowledge")
     assert acked.status_code == 200 and acked.json()["state"] == "acknowledged"
@@ -77,6 +79,6 @@ def test_harm_alert_when_labelled_production_is_worse(setup):
     run = wait_run(client, monitor, client.post(f"/v1/monitors/{monitor}/run").json()["run_id"])
     alerts = {a["key"]: a for a in client.get(f"/v1/alerts?monitor={monitor}").json()["items"]}
     assert "harm:overall" in alerts and alerts["harm:overall"]["id"] in run["alerts"]
-    assert "anytime-valid" in alerts["harm:overall"]["statement"]
+    assert "labelled runs" in alerts["harm:overall"]["statement"]
     budget = client.get(f"/v1/monitors/{monitor}").json()["budget"]
     assert budget["spent"] <= budget["alpha"]
