@@ -10,7 +10,8 @@
 * Monitors created by an API-only replica (``CONTEXTSHIFT_SCHEDULER=off``) are picked up by a
   periodic sync in every scheduling process.
 * A tick every few seconds (:meth:`MonitorService.tick`) fails the runs of processes that stopped
-  sending heartbeats, drains queued runs and retries undelivered webhook messages.
+  sending heartbeats and drains queued runs; a job of its own retries undelivered webhook
+  messages.
 * A firing only creates the run and hands it to the service's pool: the scheduler's threads
   never execute runs, so one slow monitor does not hold up the others' firings.
 """
@@ -65,7 +66,7 @@ class MonitorScheduler:
         ensure_job_table(jobs.jobs_t, self.service.runtime.engine)
         self.scheduler = BackgroundScheduler(
             jobstores={"default": jobs, "local": MemoryJobStore()},
-            executors={"default": ThreadPoolExecutor(2)},
+            executors={"default": ThreadPoolExecutor(4)},  # runs go to the pool; a slow webhook pass holds one
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
             timezone="UTC")
         self.scheduler.start()
@@ -73,8 +74,11 @@ class MonitorScheduler:
         self.scheduler.add_job(self.sync, "interval", seconds=self.sync_seconds, id="monitor-sync",
                                jobstore="local", replace_existing=True)
         # a few seconds apart: dead processes' runs are failed within a lease, webhooks retried
-        self.scheduler.add_job(self.service.tick, "interval", seconds=heartbeat_interval(self.service.lease_s),
-                               id="monitor-tick", jobstore="local", replace_existing=True)
+        tick_s = heartbeat_interval(self.service.lease_s)
+        self.scheduler.add_job(self.service.tick, "interval", seconds=tick_s, id="monitor-tick", jobstore="local",
+                               replace_existing=True)
+        self.scheduler.add_job(self.service.deliver_webhooks, "interval", seconds=tick_s, id="monitor-webhooks",
+                               jobstore="local", replace_existing=True)
 
     def sync(self) -> None:
         """Every monitor has a job, no job outlives its monitor; queued runs get drained."""

@@ -64,7 +64,7 @@ class MonitorService:
                 log.exception("monitor heartbeat failed")
 
     def tick(self) -> None:
-        """Each scheduler tick: fail runs of dead processes, retry webhooks, run what is queued."""
+        """Each scheduler tick: fail runs of dead processes, run what is queued."""
         try:
             recovered = self.store.recover(self.lease_s)
             if recovered:
@@ -73,6 +73,9 @@ class MonitorService:
             self.drain_queued()
         except Exception:
             log.exception("monitor tick failed")
+
+    def deliver_webhooks(self) -> None:
+        """Retry due webhook messages (a job of its own: a receiver timing out never delays a tick)."""
         self.outbox.deliver_pending()
 
     @classmethod
