@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from service.models import AuditRow
-from service.monitors.models import AlertRow, MonitorRow, MonitorRunRow
+from service.monitors.models import AlertRow, MonitorRow, MonitorRunRow, OutboxRow
 
 
 class ServiceCollector:
@@ -27,6 +27,7 @@ class ServiceCollector:
                              .group_by(MonitorRunRow.monitor_id, MonitorRunRow.status)).all()
             alerts = s.execute(select(AlertRow.severity, AlertRow.state, func.count())
                                .group_by(AlertRow.severity, AlertRow.state)).all()
+            messages = s.execute(select(OutboxRow.state, func.count()).group_by(OutboxRow.state)).all()
             monitors = list(s.scalars(select(MonitorRow)))
             last_ok = dict(s.execute(select(MonitorRunRow.monitor_id, func.max(MonitorRunRow.finished_at))
                                      .where(MonitorRunRow.status == "succeeded")
@@ -41,6 +42,9 @@ class ServiceCollector:
                                         labels=["monitor", "status"]), [((m, st), n) for m, st, n in runs])
         yield _family(GaugeMetricFamily("contextshift_alerts", "Alerts by severity and state.",
                                         labels=["severity", "state"]), [((sev, st), n) for sev, st, n in alerts])
+        yield _family(GaugeMetricFamily("contextshift_webhook_messages", "Webhook messages by delivery state "
+                                        "(pending: not delivered yet, retried).", labels=["state"]),
+                      [((st,), n) for st, n in messages])
         open_by_monitor = {m.id: 0 for m in monitors}
         with self.sessions() as s:
             for monitor_id, n in s.execute(select(AlertRow.monitor_id, func.count()).where(AlertRow.state == "open")

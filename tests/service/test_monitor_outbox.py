@@ -86,6 +86,8 @@ def test_alert_opened_while_the_receiver_is_down_is_delivered_when_it_is_back(tm
         for detail in ("refused", "Errno", "URLError", "ConnectionRefused", "timed out", "[Errno"):
             assert detail not in page, detail
 
+        metrics = httpx.get(f"{proc.url}/metrics", timeout=30).text
+        assert 'contextshift_webhook_messages{state="pending"} 1.0' in metrics
         receiver = PortReceiver(port, fail_first=2)  # back, but answering 500 twice first
         wait_for(lambda: receiver.bodies, timeout=60, step=0.2)
         assert receiver.hits == 3
@@ -94,6 +96,8 @@ def test_alert_opened_while_the_receiver_is_down_is_delivered_when_it_is_back(tm
         page = wait_for(lambda: (lambda t: t if "delivered (200)" in t else None)(
             httpx.get(f"{proc.url}/v1/monitors/{monitor}/report", timeout=30).text), timeout=10)
         assert "500" not in page.split("Webhook deliveries", 1)[1].split("</table>", 1)[0]
+        metrics = httpx.get(f"{proc.url}/metrics", timeout=30).text
+        assert 'contextshift_webhook_messages{state="delivered"} 1.0' in metrics
     finally:
         proc.stop()
         if receiver is not None:
