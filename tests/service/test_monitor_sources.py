@@ -9,7 +9,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.monitors import directory_source
 from service.monitors.sources import take_directory
 from service.settings import Settings
 from tests.service.monitor_support import synthetic_frame, upload_benchmark
@@ -34,6 +33,8 @@ def _write(folder, name, n, seed):
 def test_a_file_swapped_for_a_symlink_after_listing_is_not_read(layout, monkeypatch):
     """The race: the folder is listed while a.csv is a plain file; before it is opened it is
     replaced by a symlink to a file outside the roots. The source must not read the secret."""
+    from service.monitors import directory_source
+
     root, drop, secret = layout
     _write(drop, "a.csv", 20, 1)
     _write(drop, "b.csv", 20, 2)
@@ -54,6 +55,8 @@ def test_a_file_swapped_for_a_symlink_after_listing_is_not_read(layout, monkeypa
 def test_the_hashed_bytes_are_the_parsed_bytes(layout, monkeypatch):
     """A file swapped for another regular file after it is opened: the open file is hashed and
     parsed, so the digest recorded is the digest of the rows taken."""
+    from service.monitors import directory_source
+
     root, drop, _ = layout
     frame = _write(drop, "a.csv", 20, 1)
     original = hashlib.sha256((drop / "a.csv").read_bytes()).hexdigest()

@@ -164,7 +164,7 @@ def test_a_plain_select_with_comments_quotes_and_casts_still_runs(attacked):
     from service.monitors.sources import take_sql
 
     url, engine, _ = attacked
-    query = ("SELECT ts, x1, 'a;b -- c /* d' AS note, \"region\" AS place -- the region\n"
+    query = ("SELECT ts, x1, 'a;b -- c /* d' AS note, '10:30' AS clock, \"region\" AS place -- the region\n"
              "FROM events /* all rows */ WHERE label IN (0, 1) AND note_or_not IS NULL;")
     with engine.begin() as conn:
         from sqlalchemy import text
@@ -172,6 +172,7 @@ def test_a_plain_select_with_comments_quotes_and_casts_still_runs(attacked):
         conn.execute(text("ALTER TABLE events ADD COLUMN note_or_not integer"))
     batch = take_sql({"query": query, "timestamp_column": "ts"}, url, None, timeout_s=10)
     assert len(batch.frame) == 50 and set(batch.frame["note"]) == {"a;b -- c /* d"}
+    assert set(batch.frame["clock"]) == {"10:30"}  # a ':' in a string is no bind parameter
 
 
 def test_writes_the_check_cannot_see_fail_in_the_read_only_transaction(attacked):
@@ -199,7 +200,8 @@ def test_writes_the_check_cannot_see_fail_in_the_read_only_transaction(attacked)
 
 def _slow_query(dialect: str) -> str:
     if dialect == "postgresql":
-        return "SELECT count(*) AS ts FROM generate_series(1, 100000000000) AS g"
+        # CPU only: two small series, 10^10 pairs (one huge series would be spooled to disk)
+        return "SELECT count(*) AS ts FROM generate_series(1, 100000) AS a, generate_series(1, 100000) AS b"
     return "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) AS ts FROM c"
 
 
