@@ -4,17 +4,21 @@ The upload cap (``MAX_UPLOAD_MB``) counts the bytes sent; a 10 MB gzip file can 
 10 GB. So every reader goes through :class:`CountingReader`, which raises a 413 as soon as
 more than ``max_decompressed_bytes`` have come out of the decompressor, and the table
 readers count rows x columns (``max_cells``) and the longest text cell (``max_cell_chars``)
-chunk by chunk, before the next chunk is read.
+chunk by chunk, before the next chunk is read. The shape limits (columns, column-name length,
+bytes in one line) are checked before any parser sees a whole header or line: see
+:mod:`service.line_scan`.
 """
 from __future__ import annotations
 
 import gzip
 import io
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from service.errors import UploadTooLarge
+from service.errors import InvalidRequest, UploadTooLarge
 
 MB = 1024 * 1024
 
@@ -31,16 +35,60 @@ class UploadLimits:
         Rows x columns of the parsed table (a row with no columns counts as one cell).
     max_cell_chars : int
         Characters in one text cell.
+    max_columns : int
+        Columns of the table (CSV header, JSON keys over all records, Parquet schema).
+    max_column_name_chars : int
+        Characters in one column name.
+    max_line_bytes : int
+        Bytes of one CSV record (quoted newlines included) or JSON line, once decompressed.
     """
 
     max_decompressed_bytes: int = 1024 * MB
     max_cells: int = 20_000_000
     max_cell_chars: int = 1 * MB
+    max_columns: int = 2000
+    max_column_name_chars: int = 256
+    max_line_bytes: int = 8 * MB
 
     @classmethod
     def from_settings(cls, settings) -> "UploadLimits":
         return cls(max_decompressed_bytes=int(settings.max_decompressed_mb * MB),
-                   max_cells=int(settings.max_cells), max_cell_chars=int(settings.max_cell_chars))
+                   max_cells=int(settings.max_cells), max_cell_chars=int(settings.max_cell_chars),
+                   max_columns=int(settings.max_columns),
+                   max_column_name_chars=int(settings.max_column_name_chars),
+                   max_line_bytes=int(settings.max_line_bytes))
+
+    def too_many_columns(self, filename: str, n_columns: int, *, at_least: bool = False) -> InvalidRequest:
+        count = f"at least {n_columns:,}" if at_least else f"{n_columns:,}"
+        return InvalidRequest(
+            f"File {filename!r} has {count} columns; the limit is {self.max_columns:,} "
+            "(CONTEXTSHIFT_MAX_COLUMNS): drop columns or raise the limit.", code="too_many_columns",
+            details={"file": filename, "limit": "CONTEXTSHIFT_MAX_COLUMNS", "max_columns": self.max_columns,
+                     "columns_at_least" if at_least else "columns": n_columns})
+
+    def check_columns(self, filename: str, names) -> None:
+        """422 past ``max_columns`` columns or for a name longer than ``max_column_name_chars``."""
+        if len(names) > self.max_columns:
+            raise self.too_many_columns(filename, len(names))
+        for name in names:
+            if len(str(name)) > self.max_column_name_chars:
+                raise self.column_name_too_long(filename, str(name))
+
+    def column_name_too_long(self, filename: str, name: str) -> InvalidRequest:
+        return InvalidRequest(
+            f"File {filename!r} has a column name of {len(name):,} characters ({name[:40]!r}...); the "
+            f"limit is {self.max_column_name_chars:,} (CONTEXTSHIFT_MAX_COLUMN_NAME_CHARS).",
+            code="column_name_too_long",
+            details={"file": filename, "limit": "CONTEXTSHIFT_MAX_COLUMN_NAME_CHARS",
+                     "max_column_name_chars": self.max_column_name_chars, "length": len(name),
+                     "name_start": name[:40]})
+
+    def line_too_long(self, filename: str, line: int) -> UploadTooLarge:
+        return UploadTooLarge(
+            f"File {filename!r}, line {line:,}: longer than {self.max_line_bytes:,} bytes "
+            "(CONTEXTSHIFT_MAX_LINE_BYTES); a line holds one record.", code="line_too_long",
+            details={"file": filename, "limit": "CONTEXTSHIFT_MAX_LINE_BYTES", "line": line,
+                     "max_line_bytes": self.max_line_bytes})
 
     def too_many_cells(self, filename: str, n_rows: int, n_columns: int) -> UploadTooLarge:
         return UploadTooLarge(
@@ -113,3 +161,14 @@ def decompress_to(path: Path, target: Path, limits: UploadLimits, filename: str)
     with open_bounded(path, True, limits, filename) as src, open(target, "wb") as out:
         while chunk := src.read(MB):
             out.write(chunk)
+
+
+def scratch_copy(path: Path, suffix: str) -> Path:
+    """A fresh empty file beside ``path`` (an upload's scratch folder, which its instance's lock
+    protects), or in the system's temp folder when that is not writable (``/proc/self/fd/<n>``)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=suffix, dir=path.parent)
+    except OSError:
+        fd, name = tempfile.mkstemp(prefix="contextshift-", suffix=suffix)
+    os.close(fd)
+    return Path(name)

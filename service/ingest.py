@@ -3,7 +3,9 @@
 Formats (SPEC §3): CSV, Parquet, JSON Lines, each optionally gzip-compressed. The format
 comes from the file name; the content must agree with it. Every reader is bounded
 (:mod:`service.bounded`): decompressed bytes, rows x columns and cell size are counted
-while reading, so an expansion bomb is refused before it can exhaust memory. Every reader
+while reading, and the columns, column names and line lengths are checked on the raw bytes
+before a parser sees them (:mod:`service.line_scan`), so a bomb is refused before it can
+exhaust memory. Every reader
 is also a generator of chunks of about ``chunk_cells`` cells: :func:`iter_chunks` feeds the
 streamed upload (:mod:`service.upload`), :func:`read_table` concatenates them in memory.
 """
@@ -22,6 +24,7 @@ import pandas as pd
 from service.bounded import UploadLimits, open_bounded
 from service.coerce import check_text_cells, coerce_columns
 from service.errors import BadUpload, UnsupportedFormat, UploadTooLarge
+from service.line_scan import encoding_error, scanned, sniff_csv_header
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
            ".ndjson": "jsonl"}
@@ -29,8 +32,8 @@ CHUNK = 1024 * 1024
 CHUNK_CELLS = 1_000_000  # cells parsed between two limit checks
 GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
-# the csv module's own 128 KiB field cap would refuse valid wide headers; our limits are
-# the decompressed-bytes counter and max_cell_chars, checked separately
+# the csv module's own 128 KiB field cap would refuse valid long cells; our limits are
+# max_line_bytes (checked on the bytes first) and max_cell_chars
 csv.field_size_limit(2**31 - 1)
 
 
@@ -140,33 +143,27 @@ def check_text_start(path: Path, gzipped: bool, limits: UploadLimits, filename: 
                         "its content?", code="invalid_content", details={"file": filename})
 
 
-def _csv_header(path: Path, gzipped: bool, limits: UploadLimits, filename: str) -> list[str]:
-    """The first CSV record, however long (a 20,000-column header is well past 64 KiB)."""
-    with open_bounded(path, gzipped, limits, filename) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-        try:
-            return next(csv.reader(text), [])
-        except UnicodeDecodeError as exc:
-            raise encoding_error(filename, exc, line=1) from None
-        except csv.Error as exc:
-            raise BadUpload(f"File {filename!r} has an unreadable header: {exc}", code="invalid_csv",
-                            details={"file": filename, "line": 1}) from None
-
-
 def _iter_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
               chunk_cells: int) -> Iterator[pd.DataFrame]:
     check_text_start(path, gzipped, limits, filename)
-    header = _csv_header(path, gzipped, limits, filename)
-    duplicates = sorted({c for c in header if header.count(c) > 1}) if len(header) < 5000 else \
-        sorted(c for c, n in pd.Series(header).value_counts().items() if n > 1)
+    header = sniff_csv_header(path, gzipped, limits, filename)
+    duplicates = sorted(c for c, n in pd.Series(header).value_counts().items() if n > 1)
     if duplicates:
         raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates[:20]}.",
                         code="duplicate_columns", details={"file": filename, "columns": duplicates[:100]})
     limits.check_cells(filename, 1, len(header))
-    rows_per_chunk = max(1, chunk_cells // max(len(header), 1))
+    # every record's length and the row count, on the bytes: pandas holds a whole line at once
+    with scanned(path, gzipped, limits, filename, quoted=True, n_columns=len(header), header_records=1) as plain:
+        yield from _parse_csv(plain, limits, filename, len(header), chunk_cells)
+
+
+def _parse_csv(path: Path, limits: UploadLimits, filename: str, n_columns: int,
+               chunk_cells: int) -> Iterator[pd.DataFrame]:
+    """pandas on the plain file that :func:`service.line_scan.scanned` checked, chunk by chunk."""
+    rows_per_chunk = max(1, chunk_cells // max(n_columns, 1))
     n_rows, has_nulls = 0, False
     try:
-        with open_bounded(path, gzipped, limits, filename) as fh:
+        with open_bounded(path, False, limits, filename) as fh:
             for chunk in pd.read_csv(fh, encoding="utf-8-sig", low_memory=False, chunksize=rows_per_chunk):
                 check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
                 n_rows += len(chunk)
@@ -182,7 +179,7 @@ def _iter_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
         raise BadUpload(f"File {filename!r} is not valid CSV: {exc}", code="invalid_csv",
                         details={"file": filename, "parser": str(exc)}) from None
     if has_nulls:  # a short row parses as trailing nulls: find it, name it
-        _check_ragged(path, gzipped, limits, filename, len(header))
+        _check_ragged(path, False, limits, filename, n_columns)
 
 
 def _check_ragged(path: Path, gzipped: bool, limits: UploadLimits, filename: str, n_columns: int) -> None:
@@ -195,12 +192,6 @@ def _check_ragged(path: Path, gzipped: bool, limits: UploadLimits, filename: str
                     f"File {filename!r}, line {line}: {len(record)} field(s) where the header has "
                     f"{n_columns}.", code="ragged_row",
                     details={"file": filename, "line": line, "fields": len(record), "expected": n_columns})
-
-
-def encoding_error(filename: str, exc: UnicodeDecodeError, line: int | None = None) -> BadUpload:
-    return BadUpload(f"File {filename!r} is not UTF-8 text (byte offset {exc.start}); save it as "
-                     "UTF-8.", code="invalid_encoding",
-                     details={"file": filename, "byte_offset": exc.start, "line": line})
 
 
 def _check_frame(frame: pd.DataFrame, filename: str) -> pd.DataFrame:

@@ -2,33 +2,52 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Iterator
 
 import pandas as pd
 
-from service.bounded import UploadLimits, decompress_to, open_bounded
+from service.bounded import MB, UploadLimits, decompress_to, open_bounded, scratch_copy
 from service.coerce import check_text_cells
-from service.errors import BadUpload, InvalidRequest
+from service.errors import BadUpload, InvalidRequest, UploadTooLarge
+from service.line_scan import encoding_error, scanned
 
 JSONL_CHUNK_ROWS = 50_000
+# a column's share of a Parquet footer: its schema entry plus one chunk entry (with min/max
+# statistics, at most 4 KB each by default) per row group; 8 KB x 2,000 columns = 16 MB
+FOOTER_BYTES_PER_COLUMN = 8 * 1024
 
 
 def iter_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
                chunk_cells: int) -> Iterator[pd.DataFrame]:
     """One JSON object per line; records become a frame every ``JSONL_CHUNK_ROWS`` lines (fewer
-    for wide records: about ``chunk_cells`` cells), so only one chunk of records is in memory."""
-    from service.ingest import check_text_start, encoding_error
+    for wide records: about ``chunk_cells`` cells), so only one chunk of records is in memory.
+
+    The lines are scanned first (length, count: :func:`service.line_scan.scanned`), then
+    read with a bounded ``readline`` (a gzipped file from its plain copy); the keys seen so far are the columns, checked against
+    ``max_columns`` and ``max_column_name_chars`` record by record."""
+    from service.ingest import check_text_start
 
     check_text_start(path, gzipped, limits, filename)
+    with scanned(path, gzipped, limits, filename, quoted=False) as plain:
+        yield from _parse_jsonl(plain, limits, filename, chunk_cells)
+
+
+def _parse_jsonl(path: Path, limits: UploadLimits, filename: str, chunk_cells: int) -> Iterator[pd.DataFrame]:
     records: list[dict] = []
+    keys: set[str] = set()
     n_rows, n_columns = 0, 0
-    with open_bounded(path, gzipped, limits, filename) as fh:
-        for number, raw in enumerate(fh, start=1):
+    with open_bounded(path, False, limits, filename) as fh:
+        lines = iter(lambda: fh.readline(limits.max_line_bytes + 1), b"")
+        for number, raw in enumerate(lines, start=1):
+            if len(raw) > limits.max_line_bytes:
+                raise limits.line_too_long(filename, number)
             if not raw.strip():
                 continue
-            records.append(_parse_line(raw, number, filename, encoding_error))
+            record = _parse_line(raw, number, filename)
+            if not keys.issuperset(record):
+                _add_keys(keys, record, limits, filename)
+            records.append(record)
             if len(records) >= max(1, min(JSONL_CHUNK_ROWS, chunk_cells // max(n_columns, 1))):
                 chunk = _flush(records, limits, filename, n_rows, n_columns)
                 n_rows, n_columns = n_rows + len(chunk), max(n_columns, chunk.shape[1])
@@ -39,7 +58,15 @@ def iter_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
             yield pd.DataFrame()
 
 
-def _parse_line(raw: bytes, number: int, filename: str, encoding_error) -> dict:
+def _add_keys(keys: set[str], record: dict, limits: UploadLimits, filename: str) -> None:
+    new = record.keys() - keys
+    if len(keys) + len(new) > limits.max_columns:
+        raise limits.too_many_columns(filename, len(keys) + len(new), at_least=True)
+    limits.check_columns(filename, list(new))
+    keys.update(new)
+
+
+def _parse_line(raw: bytes, number: int, filename: str) -> dict:
     where = {"file": filename, "line": number}
     try:
         record = json.loads(raw.decode("utf-8"))
@@ -76,7 +103,7 @@ def iter_parquet(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
     if not gzipped:
         yield from _iter_parquet_file(path, filename, limits, chunk_cells)
         return
-    plain = path.with_name(f"{path.name}.{uuid.uuid4().hex}.parquet")
+    plain = scratch_copy(path, ".parquet")
     try:
         decompress_to(path, plain, limits, filename)
         yield from _iter_parquet_file(plain, filename, limits, chunk_cells)
@@ -91,12 +118,14 @@ def _iter_parquet_file(path: Path, filename: str, limits: UploadLimits, chunk_ce
     from service.partitions import decimals_as_float
 
     try:
-        meta = pq.ParquetFile(path)
+        metadata = _footer(path, filename, limits)
+        meta = pq.ParquetFile(path, metadata=metadata)
         schema = meta.schema_arrow
     except (pa.ArrowException, OSError) as exc:
         raise BadUpload(f"File {filename!r} is not a readable Parquet file (truncated or not "
                         f"Parquet): {exc}", code="invalid_parquet", details={"file": filename}) from None
     names = schema.names
+    limits.check_columns(filename, names)
     duplicates = sorted({c for c in names if names.count(c) > 1})
     if duplicates:
         raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates}.",
@@ -116,6 +145,32 @@ def _iter_parquet_file(path: Path, filename: str, limits: UploadLimits, chunk_ce
                         details={"file": filename}) from None
     if n_rows == 0:
         yield schema.empty_table().to_pandas()
+
+
+def _footer(path: Path, filename: str, limits: UploadLimits):
+    """The footer's metadata, refused before decoding when its length is out of bounds and before
+    the schema is built when it has too many columns (decoding 50,000 columns costs seconds)."""
+    import pyarrow.parquet as pq
+
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        fh.seek(max(size - 8, 0))
+        tail = fh.read(8)
+    bound = limits.max_columns * FOOTER_BYTES_PER_COLUMN
+    footer = int.from_bytes(tail[:4], "little") if len(tail) == 8 and tail[4:] == b"PAR1" else 0
+    if footer > bound:
+        raise UploadTooLarge(
+            f"File {filename!r} has Parquet metadata of {footer / MB:.1f} MB, more than "
+            f"{limits.max_columns:,} columns need ({FOOTER_BYTES_PER_COLUMN // 1024} KB each, "
+            "CONTEXTSHIFT_MAX_COLUMNS); write it with fewer columns or row groups.",
+            code="parquet_footer_too_large",
+            details={"file": filename, "limit": "CONTEXTSHIFT_MAX_COLUMNS", "footer_bytes": footer,
+                     "max_footer_bytes": bound})
+    metadata = pq.read_metadata(path)
+    if metadata.num_columns > limits.max_columns:
+        raise limits.too_many_columns(filename, metadata.num_columns)
+    return metadata
 
 
 def _check_footer(metadata, filename: str, limits: UploadLimits, n_columns: int) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -87,9 +89,11 @@ def test_header_longer_than_64k_with_20000_columns(tmp_path):
     names = [f"column_{i:05d}" for i in range(20_000)]
     data = (",".join(names) + "\n" + ",".join("1" for _ in names) + "\n").encode()
     assert len(data) > 200_000
-    frame = outcome(tmp_path, "wide.csv", data)
+    wide = UploadLimits(max_columns=25_000)
+    frame = outcome(tmp_path, "wide.csv", data, wide)
     assert isinstance(frame, pd.DataFrame) and frame.shape == (1, 20_000)
-    dup = outcome(tmp_path, "wide.csv", (",".join(names + ["column_00007"]) + "\n" + ",".join("1" * 20_001) + "\n").encode())
+    dup = outcome(tmp_path, "wide.csv", (",".join(names + ["column_00007"]) + "\n" + ",".join("1" * 20_001) + "\n").encode(),
+                  wide)
     assert dup.code == "duplicate_columns" and dup.details["columns"] == ["column_00007"]
 
 
@@ -128,3 +132,106 @@ def test_parquet_map_column_is_a_422(tmp_path):
     table = pa.table({"id": [1, 2], "m": pa.array([[("a", 1)], [("b", 2)]], type=pa.map_(pa.string(), pa.int64()))})
     err = outcome(tmp_path, "m.parquet", parquet_bytes(table))
     assert err.status_code == 422 and err.code == "invalid_column_type" and "m" in err.details["columns"]
+
+
+# --- shape limits, checked on the bytes before a parser holds a whole header or line ---------
+
+SHAPE = UploadLimits(max_columns=50, max_column_name_chars=20, max_line_bytes=4096, max_cell_chars=1000)
+
+
+def _parquet_of(columns: dict) -> bytes:
+    return parquet_bytes(pd.DataFrame(columns))
+
+
+SHAPE_CASES = [
+    ("cols.csv", b",".join(b"c%d" % i for i in range(51)) + b"\n" + b"0," * 50 + b"0\n", 422, "too_many_columns"),
+    ("million.csv.gz", gzip.compress(b",".join(b"c%d" % i for i in range(10**6)) + b"\n"), 422, "too_many_columns"),
+    ("name.csv", b"a," + b"n" * 21 + b"\n1,2\n", 422, "column_name_too_long"),
+    ("head.csv", b"a,b" + b" " * 5000 + b"\n1,2\n", 413, "line_too_long"),
+    ("quoted.csv", b'a,"b' + b",\n" * 3000 + b'"\n1,2\n', 413, "line_too_long"),  # many short lines, one record
+    ("cell.csv", b"a,b\n1,2\n3," + b"x" * 5000 + b"\n", 413, "line_too_long"),
+    ("cell.csv.gz", gzip.compress(b"a,b\n1," + b'"' + b"x\n" * 10**6 + b'"\n'), 413, "line_too_long"),
+    ("line.jsonl", b'{"a": 1}\n{"a": "' + b"x" * 5000 + b'"}\n', 413, "line_too_long"),
+    ("keys.jsonl", json.dumps({f"k{i}": 0 for i in range(51)}).encode() + b"\n", 422, "too_many_columns"),
+    ("more.jsonl", b"\n".join(json.dumps({f"k{i}": 0}).encode() for i in range(60)), 422, "too_many_columns"),
+    ("key.jsonl", b'{"a": 1}\n{"' + b"k" * 21 + b'": 1}\n', 422, "column_name_too_long"),
+    ("cols.parquet", _parquet_of({f"c{i}": [0] for i in range(51)}), 422, "too_many_columns"),
+    ("name.parquet", _parquet_of({"n" * 21: [0]}), 422, "column_name_too_long"),
+]
+
+
+@pytest.mark.parametrize("name, data, status, code", SHAPE_CASES, ids=[case[0] for case in SHAPE_CASES])
+def test_shape_limits_are_4xx_naming_the_setting(tmp_path, name, data, status, code):
+    err = outcome(tmp_path, name, data, SHAPE)
+    assert isinstance(err, ServiceError), (name, err)
+    assert (err.status_code, err.code) == (status, code), (name, err.code, err.message)
+    setting = err.details["limit"]
+    assert setting.startswith("CONTEXTSHIFT_MAX_") and setting in err.message and err.details["file"] == name
+
+
+def test_a_line_bomb_is_refused_after_reading_the_limit_not_the_line(tmp_path):
+    """One 3 GB line in a 3 MB gzip: the scan stops at max_line_bytes (8 MB by default)."""
+    import time
+
+    bomb = gzip_bomb(b"x" * 1024, 3 * 2**30)  # no newline anywhere
+    for name, header in (("line.csv.gz", b"a\n"), ("line.jsonl.gz", b"")):
+        started = time.perf_counter()
+        err = outcome(tmp_path, name, gzip.compress(header) + bomb)
+        assert err.status_code == 413 and err.code == "line_too_long" and err.details["line"] == (2 if header else 1)
+        assert time.perf_counter() - started < 5
+
+
+def test_blank_lines_count_towards_the_cells(tmp_path):
+    err = outcome(tmp_path, "blank.jsonl.gz", b"".join([gzip.compress(b'{"a": 1}\n'), gzip_bomb(b"\n", 300_000)]),
+                  SMALL)
+    assert err.status_code == 413 and err.code == "too_many_cells"
+
+
+def test_quoted_newlines_within_the_limits_read_as_before(tmp_path):
+    data = b'id,text\n1,"two\nlines, and a ""quote"""\n2,plain\n'
+    frame = outcome(tmp_path, "q.csv", data, SHAPE)
+    assert isinstance(frame, pd.DataFrame) and frame["text"].tolist() == ['two\nlines, and a "quote"', "plain"]
+    assert outcome(tmp_path, "h.csv", b'"a,b",c\n1,2\n', SHAPE).columns.tolist() == ["a,b", "c"]
+
+
+def test_parquet_footer_larger_than_the_columns_need_is_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    table = pa.table({"a": list(range(4000)), "b": [str(i) * 50 for i in range(4000)]})
+    pq.write_table(table, out, row_group_size=10)  # 400 row groups: a footer far past 2 columns' share
+    err = outcome(tmp_path, "groups.parquet", out.getvalue(), UploadLimits(max_columns=2))
+    assert err.status_code == 413 and err.code == "parquet_footer_too_large"
+    assert err.details["limit"] == "CONTEXTSHIFT_MAX_COLUMNS"
+    assert isinstance(outcome(tmp_path, "groups.parquet", out.getvalue()), pd.DataFrame)  # default limits
+
+
+def test_line_limit_must_hold_a_cell():
+    from pydantic import ValidationError
+
+    from service.settings import Settings
+
+    with pytest.raises(ValidationError, match="CONTEXTSHIFT_MAX_LINE_BYTES"):
+        Settings(max_line_bytes=1000, max_cell_chars=2000)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("name", ["t.csv.gz", "t.jsonl.gz", "t.parquet.gz"])
+def test_gzipped_file_read_through_a_descriptor_path(tmp_path, name):
+    """Directory monitors read ``/proc/self/fd/<n>``: the plain copy cannot go beside that."""
+    import tempfile
+
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    plain = {"t.csv.gz": frame.to_csv(index=False).encode(), "t.parquet.gz": parquet_bytes(frame),
+             "t.jsonl.gz": frame.to_json(orient="records", lines=True).encode()}[name]
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(plain))
+    before = set(os.listdir(tempfile.gettempdir()))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = read_table(Path(f"/proc/self/fd/{fd}"), name)
+    finally:
+        os.close(fd)
+    pd.testing.assert_frame_equal(got, frame, check_dtype=False)
+    assert not [f for f in set(os.listdir(tempfile.gettempdir())) - before if f.startswith("contextshift-")]
