@@ -27,7 +27,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from service.monitors.definitions import make_trigger
-from service.monitors.service import heartbeat_interval
+from service.monitors.heartbeat import heartbeat_interval
 
 log = logging.getLogger("contextshift.monitors")
 _HOSTS: dict[str, Any] = {}  # database key -> MonitorService of this process

@@ -17,6 +17,7 @@ from typing import Any
 from service.errors import InvalidRequest
 from service.monitors import budget
 from service.monitors.definitions import check_schedule, check_source, check_webhook, min_gap_s
+from service.monitors.heartbeat import Heartbeat
 from service.monitors.models import MonitorRow, MonitorRunRow
 from service.monitors.outbox import Outbox
 from service.monitors.runner import BenchmarkCache, execute
@@ -24,11 +25,6 @@ from service.monitors.schemas import MonitorCreate
 from service.monitors.store import MonitorStore, now
 
 log = logging.getLogger("contextshift.monitors")
-
-
-def heartbeat_interval(lease_s: float) -> float:
-    """A sixth of the lease (so a few missed beats are not a death), between 0.2 and 10 s."""
-    return min(max(lease_s / 6, 0.2), 10.0)
 
 
 class MonitorService:
@@ -44,9 +40,7 @@ class MonitorService:
         self.scheduler = None
         self._draining: set[str] = set()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._beat = threading.Thread(target=self._heartbeat, name="monitor-heartbeat", daemon=True)
-        self._beat.start()
+        self.heartbeat = Heartbeat(self.store, lease_s=self.lease_s).start()
 
     @property
     def webhook_backoff_s(self) -> float:
@@ -55,13 +49,6 @@ class MonitorService:
     @webhook_backoff_s.setter
     def webhook_backoff_s(self, value: float) -> None:
         self.outbox.backoff_s = value
-
-    def _heartbeat(self) -> None:
-        while not self._stop.wait(heartbeat_interval(self.lease_s)):
-            try:
-                self.store.heartbeat(self.lease_s)
-            except Exception:  # a passing database fault: the next beat tries again
-                log.exception("monitor heartbeat failed")
 
     def tick(self) -> None:
         """Each scheduler tick: fail runs of dead processes, run what is queued."""
@@ -92,7 +79,7 @@ class MonitorService:
         return service
 
     def close(self) -> None:
-        self._stop.set()
+        self.heartbeat.stop()
         if self.scheduler is not None:
             self.scheduler.shutdown()
         self.pool.shutdown(wait=False, cancel_futures=True)
