@@ -23,7 +23,9 @@ class ServiceCollector:
 
         with self.sessions() as s:
             audits = s.execute(select(AuditRow.status, func.count()).group_by(AuditRow.status)).all()
-            runs = s.execute(select(MonitorRunRow.monitor_id, MonitorRunRow.status, func.count())
+            # a compacted no-data row stands for no_data_count runs
+            runs = s.execute(select(MonitorRunRow.monitor_id, MonitorRunRow.status,
+                                    func.sum(func.coalesce(MonitorRunRow.no_data_count, 1)))
                              .group_by(MonitorRunRow.monitor_id, MonitorRunRow.status)).all()
             alerts = s.execute(select(AlertRow.severity, AlertRow.state, func.count())
                                .group_by(AlertRow.severity, AlertRow.state)).all()

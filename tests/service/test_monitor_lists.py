@@ -107,3 +107,5 @@ def test_consecutive_no_data_runs_are_one_row(server):
                                                                ("no_new_data", 4)]
     detail = httpx.get(f"{proc.url}/v1/monitors/{monitor}", timeout=30).json()
     assert detail["last_run"]["status"] == "no_new_data" and detail["last_run"]["no_data_runs"] == 2
+    metrics = httpx.get(f"{proc.url}/metrics", timeout=30).text  # the metric still counts every run
+    assert f'contextshift_monitor_runs{{monitor="{monitor}",status="no_new_data"}} 6.0' in metrics
