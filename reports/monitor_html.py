@@ -89,6 +89,7 @@ def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget
     tested = [r for r in runs if r.status == "succeeded" and r.summary]
     rows = [{"n": i + 1, "id": r.id, "status": r.status, "started": _when(r.started_at or r.created_at),
              "n_rows": r.n_rows, "audit_id": r.audit_id, "alpha": r.alpha,
+             "notes": list((r.summary or {}).get("notes") or []),
              "severity": (r.verdict or {}).get("severity", ""), "summary": (r.verdict or {}).get("summary", "")
              or (r.error or {}).get("message", ""),
              "worst": ", ".join(f"{w.get('name')} ({w.get('gap'):+.3f})" for w in (r.summary or {}).get(
@@ -99,7 +100,8 @@ def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget
                 "resolved": _when(a.resolved_at)} for a in alerts][-ALERT_CAP:]
     return _environment().get_template("monitor.html.j2").render(
         monitor={"id": monitor.id, "name": monitor.name, "benchmark": monitor.benchmark_id, "domain": monitor.domain,
-                 "source": monitor.source.get("type"), "schedule": monitor.schedule},
+                 "source": monitor.source.get("type"), "schedule": monitor.schedule,
+                 "warnings": list(monitor.source.get("warnings") or [])},
         runs=rows, n_runs=len(runs), alerts=history, budget=budget, charts=_charts(tested),
         standing=_standing(tested), generated=_when(datetime.now(timezone.utc)),
         deliveries=[{"run_id": d.run_id, "event": d.event, "attempt": d.attempt, "ok": d.ok,

@@ -82,11 +82,13 @@ def production_roles(frame: pd.DataFrame, side: BenchmarkSide) -> dict[str, str]
 def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
     source = monitor.source
     if source["type"] == "directory":
-        return take_directory(source, store.taken_files(monitor.id), list(settings.monitor_roots))
+        return take_directory(source, store.taken_files(monitor.id), list(settings.monitor_roots),
+                              max_rows=settings.monitor_max_rows_per_run, max_bytes=settings.monitor_max_bytes_per_run)
     url = settings.monitor_databases.get(source["database"])
     if url is None:
         raise ServiceError(f"Database {source['database']!r} is no longer configured.", code="unknown_database")
-    return take_sql(source, url, monitor.watermark)
+    return take_sql(source, url, monitor.watermark, max_rows=settings.monitor_max_rows_per_run,
+                    timeout_s=settings.monitor_query_timeout_s)
 
 
 def register(runtime: Any, monitor: MonitorRow, run_id: str, frame: pd.DataFrame,
@@ -157,14 +159,16 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
     try:
         batch = take(monitor, store, runtime.settings)
         took = lap()
+        # What was taken is taken, whatever happens next: a bad file must not fail every later run
+        # (nor be re-read by every later run when it was all the folder held).
+        if batch.files:
+            store.record_files(monitor.id, run_id, batch.files)
         if batch.empty:
             if outbox is not None:  # a quiet run is a retry point for messages still pending
                 outbox.deliver_pending(monitor_id=monitor.id, due_only=False)
-            store.finish_run(run_id, "no_new_data", n_rows=0)
+            store.finish_run(run_id, "no_new_data", n_rows=0,
+                             **({"summary": {"notes": list(batch.notes)}} if batch.notes else {}))
             return "no_new_data"
-        # What was taken is taken, whatever happens next: a bad file must not fail every later run.
-        if batch.files:
-            store.record_files(monitor.id, run_id, batch.files)
         if batch.watermark:
             store.update(monitor.id, watermark=batch.watermark)
         side = cache.get(runtime, monitor.benchmark_id, monitor.domain)
@@ -184,6 +188,7 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
         store.update(monitor.id, n_tested=k, alpha_spent=budget.spent(monitor.alpha, k),
                      harm_state=decision.harm_state)
         summary = {**findings.trend_summary(result), "harm": [c.__dict__ for c in decision.checks],
+                   "notes": list(batch.notes),
                    "timings": {"take_s": took, "benchmark_s": cached, "register_s": registered, "audit_s": audited}}
         store.update_run(run_id, n_rows=len(batch.frame), audit_id=audit_id, alpha=alpha_k,
                          verdict=result.get("verdict"), summary=summary)
