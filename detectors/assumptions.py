@@ -22,10 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from detectors.base import Result
 
-__all__ = ["UnexplainedFeature", "label_shift_unexplained", "UNEXPLAINED_FLOOR"]
+__all__ = ["UnexplainedFeature", "label_shift_unexplained", "class_conditional_unexplained", "UNEXPLAINED_FLOOR",
+           "UncoveredPopulation", "uncovered_populations", "POPULATION_SHARE_FLOOR"]
 
 UNEXPLAINED_FLOOR = 0.05
 
@@ -91,4 +93,96 @@ def label_shift_unexplained(benchmark: pd.DataFrame, y_benchmark, production: pd
             method = "weighted_tvd"
         if stat > threshold:
             out.append(UnexplainedFeature(str(name), stat, float(threshold), method))
+    return tuple(out)
+
+
+POPULATION_SHARE_FLOOR = 0.02  # a population the benchmark lacks, this large, can move BBSE's priors by its share
+
+
+@dataclass(frozen=True)
+class UncoveredPopulation(Result):
+    """A part of production the benchmark does not cover (BBSE has no ``P(yhat | y)`` for it)."""
+
+    name: str
+    production_share: float
+    source: str  # "untested_context" or "novel_region"
+
+
+def uncovered_populations(candidates, *, share_floor: float = POPULATION_SHARE_FLOOR) -> tuple[UncoveredPopulation, ...]:
+    """Populations of production that break BBSE's premise, largest first.
+
+    BBSE reads production predictions through the benchmark's confusion matrix ``P(yhat | y)``. A
+    population the benchmark lacks (an untested context, a novel embedding region) has its own,
+    unknown confusion matrix, and its predictions are read as if they were benchmark rows: a
+    population of share ``s`` can move the predicted-class mix by up to ``s``, which the inversion
+    of ``P(yhat | y)`` amplifies (a rare class estimated at twice its share, say). The estimate is
+    then not trustworthy whatever its interval says.
+
+    Parameters
+    ----------
+    candidates : iterable of (name, production share, source)
+    share_floor : float
+        Populations below this production share are ignored.
+    """
+    out = [UncoveredPopulation(str(name), float(share), str(source)) for name, share, source in candidates
+           if share is not None and np.isfinite(share) and share >= share_floor]
+    return tuple(sorted(out, key=lambda p: -p.production_share))
+
+
+def _critical(alpha: float, n_tests: int) -> float:
+    """The two-sample KS constant ``c`` of ``c sqrt(1/n + 1/m)`` at level ``alpha / n_tests``."""
+    return math.sqrt(-math.log(alpha / (2 * max(1, n_tests))) / 2)
+
+
+def _chi2_p(b: pd.Series, p: pd.Series) -> float:
+    table = pd.crosstab(np.r_[np.zeros(len(b)), np.ones(len(p))], np.r_[b.astype(str).to_numpy(), p.astype(str).to_numpy()])
+    if table.shape[1] < 2:
+        return 1.0
+    return float(stats.chi2_contingency(table.to_numpy(), correction=False)[1])
+
+
+def class_conditional_unexplained(benchmark: pd.DataFrame, y_benchmark, production: pd.DataFrame, y_production,
+                                  columns, *, floor: float = UNEXPLAINED_FLOOR, alpha: float = 0.05,
+                                  min_rows: int = 30) -> tuple[UnexplainedFeature, ...]:
+    """Features in ``columns`` whose distribution *within a class* differs between the datasets.
+
+    With production labels BBSE's assumption (``P(x | y)`` fixed) is tested directly, class by class,
+    instead of through the marginal reweighted by estimated weights (whose estimation error alone
+    makes a pure class-mix change look like covariate shift). A feature is flagged when, for some
+    class with at least ``min_rows`` rows on each side, the KS distance (numeric) or total variation
+    (categorical) exceeds both ``floor`` and the KS critical value at ``alpha`` Bonferroni-corrected
+    over features × classes (categorical: total variation past ``floor`` and a chi-square test at
+    the corrected level). The name of a flagged feature says which class moved (``"x | y=a"``).
+
+    Parameters
+    ----------
+    benchmark : DataFrame of shape (n_b, d); production : DataFrame of shape (n_p, d)
+    y_benchmark : array of shape (n_b,); y_production : array of shape (n_p,)
+    columns : the features to check (e.g. the drifted ones)
+    """
+    yb, yp = np.asarray(y_benchmark).astype(str), np.asarray(y_production).astype(str)
+    classes = [c for c in np.unique(yb) if (yb == c).sum() >= min_rows and (yp == c).sum() >= min_rows]
+    columns = list(columns)
+    c_crit = _critical(alpha, len(columns) * max(1, len(classes)))
+    out = []
+    for name in columns:
+        b_all, p_all = benchmark[name], production[name]
+        numeric = pd.api.types.is_numeric_dtype(b_all) and not pd.api.types.is_bool_dtype(b_all)
+        worst = None
+        for c in classes:
+            b, p = b_all[yb == c].dropna(), p_all[yp == c].dropna()
+            if len(b) < min_rows or len(p) < min_rows:
+                continue
+            if numeric:  # ordered values, ties included: the KS critical value is conservative for them
+                stat = _weighted_ks(b.to_numpy(float), np.ones(len(b)), p.to_numpy(float))
+                threshold = max(floor, c_crit * math.sqrt(1 / len(b) + 1 / len(p)))
+                flagged = stat > threshold
+            else:  # categories: total variation past the floor and a chi-square test past the corrected level
+                stat, threshold = _weighted_tv(b, np.ones(len(b)), p), floor
+                flagged = stat > floor and _chi2_p(b, p) < alpha / max(1, len(columns) * len(classes))
+            if flagged and (worst is None or stat - threshold > worst[1] - worst[2]):
+                worst = (c, stat, threshold)
+        if worst is not None:
+            out.append(UnexplainedFeature(f"{name} | y={worst[0]}", float(worst[1]), float(worst[2]),
+                                          "class_ks" if numeric else "class_tvd"))
     return tuple(out)

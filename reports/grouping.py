@@ -28,6 +28,8 @@ REASONS = {
     "nested": "rows inside it, and no worse",
     "explains": "explained by it: without these rows the shift disappears",
     "column_mix": "the mix change of this context column",
+    "class_mix": "explained by the class-mix change: against the benchmark with the production class mix it disappears",
+    "located": "explained by it: the change is located in these rows",
 }
 
 

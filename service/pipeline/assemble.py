@@ -10,6 +10,7 @@ import pandas as pd
 
 from detectors.base import to_jsonable
 from detectors.context import literal_text
+from service.pipeline.bbse_trust import trusted_prior
 from reports.records import SeverityPriors
 
 MISSING_VALUE = "<missing>"  # how the context detector names a missing category
@@ -78,7 +79,8 @@ def label_block(parts: dict[str, Any], overall: dict[str, Any] | None) -> dict[s
         block["is_shift"] = bool(observed_test.drifted)
         block["decided_by"] = "observed_labels"
     else:
-        block["is_shift"] = bool(block.get("is_shift"))
+        # an estimate whose premise the audit contradicts claims nothing (the reason is kept beside it)
+        block["is_shift"] = bool(block.get("is_shift")) and block.get("reliable") is not False
         block["decided_by"] = "bbse" if prior is not None else None
     return block
 
@@ -222,7 +224,8 @@ def audit_json(inp: Any, state: Any) -> dict[str, Any]:
     covariate = covariate_block(state.covariate, state.multivariate, state.outputs)
     drifted = [t["name"] for t in covariate.get("features", []) if t.get("drifted")]
     covariate["distributions"] = feature_distributions(ctx.benchmark, inp.production, drifted[:12]) if drifted else {}
-    label_parts = {"prior": state.prior, "concept": state.concept, "estimates": state.estimates}
+    prior = trusted_prior(ctx, state.prior, state.context, state.embedding)
+    label_parts = {"prior": prior, "concept": state.concept, "estimates": state.estimates}
     semantic = semantic_block(state.context, state.embedding, state.attribution, state.conditional,
                               columns.contexts_only_in_production)
     semantic["untested_contexts"] = _untested_list(state.context, state.definitions, state.measured_by)

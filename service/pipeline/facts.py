@@ -10,12 +10,19 @@ them and decides which ones are the same fact:
   significantly worse than its parent (its CI lies entirely below the parent's value);
 * **explains** — a covariate shift that disappears when the rows of one untested or mix-shifted
   context are left out is that context's shift, seen through the features. The re-test uses the
-  same detectors on the remaining rows; it only decides the grouping, never claims a shift.
+  same detectors on the remaining rows; it only decides the grouping, never claims a shift;
+* **class mix** — a covariate shift that disappears against the benchmark resampled to the
+  production class mix is the label shift seen through the inputs
+  (:mod:`service.pipeline.class_mix`), and so is an overall metric drop when no per-class metric changed;
+* **located** — a concept shift located in one slice is one ``concept_shift`` limitation with that
+  slice's definition, absorbing the overall drop, the class-mix change and the slices it explains
+  (:mod:`service.pipeline.located`).
 
 The folding itself is :func:`reports.grouping.fold`.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -24,9 +31,12 @@ import pandas as pd
 from reports.formatting import fmt_num, lower_is_better, num
 from reports.grouping import Relation, fold
 from reports.records import Limitation
+from service.pipeline.class_mix import class_mix_relations, mix_relations
+from service.pipeline.located import located_concept_shifts
 
 MIN_SCORE = 5e-5  # a limitation whose expected loss rounds to 0.000 points of the metric is not a limitation
-ROW_KINDS = ("untested_context", "underperforming_slice", "concept_shift", "context_mix_shift")
+# most telling first: a change located in a slice (concept shift) says more than the slice being weak
+ROW_KINDS = ("untested_context", "concept_shift", "underperforming_slice", "context_mix_shift")
 PARENT_KINDS = ("untested_context", "context_mix_shift")  # row groups whose share moved: they can explain inputs
 
 
@@ -37,12 +47,38 @@ def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.Da
     ctx = state.ctx
     found = [lim for lim in rank_limitations(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
                                              alpha=ctx.alpha) if lim.score >= MIN_SCORE]
+    found = _one_per_key(found)
     masks = {lim.key: m for lim in found if (m := _mask(lim, production)) is not None}
     bench_masks = {lim.key: m for lim in found if lim.key in masks and (m := _mask(lim, ctx.benchmark)) is not None}
-    relations = _row_relations(found, masks)
+    found, located = located_concept_shifts(found, masks, bench_masks, state)
+    for rel in located:  # the restated slice's rows are the located change's rows
+        if rel.parent not in masks and rel.child in masks:
+            masks[rel.parent], bench_masks[rel.parent] = masks[rel.child], bench_masks[rel.child]
+    heads = {rel.parent for rel in located}
+    relations = [r for r in _row_relations(found, masks) if r.child not in heads]
     relations += _explained_inputs(found, masks, bench_masks, state)
     relations += _explained_labels(found, masks, bench_masks, state)
-    return fold(found, relations)
+    relations += class_mix_relations(found, relations, state)
+    relations += mix_relations(found, masks, bench_masks, relations, state)
+    moved = {rel.child for rel in located}  # a located change absorbs its spill-overs, whatever else held them
+    return fold(found, [r for r in relations if r.child not in moved] + located)
+
+
+def _one_per_key(found: list[Limitation]) -> list[Limitation]:
+    """Findings with the same key are the same fact (e.g. an untested value and an expert slice with the
+    same definition): the first, highest ranked, keeps the others as related evidence."""
+    first: dict[str, int] = {}
+    out: list[Limitation] = []
+    for lim in found:
+        if lim.key not in first:
+            first[lim.key] = len(out)
+            out.append(lim)
+            continue
+        head = out[first[lim.key]]
+        extra = {"key": lim.key, "kind": lim.kind, "slice": lim.slice, "title": lim.title, "statement": lim.statement,
+                 "score": lim.score, "reason": "same_rows", "note": "the same definition"}
+        out[first[lim.key]] = dataclasses.replace(head, related=head.related + (extra,) + tuple(lim.related))
+    return out
 
 
 def _mask(lim: Limitation, frame: pd.DataFrame) -> np.ndarray | None:

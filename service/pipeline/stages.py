@@ -194,7 +194,7 @@ def _expected_performance(ctx: StageContext, bench: Outputs, prod: Outputs):
 def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
     """Flag the BBSE priors when covariate shift the label shift cannot explain was found
     (BBSE assumes P(x | y) fixed), and attach observed production class shares if labelled."""
-    from detectors.assumptions import label_shift_unexplained
+    from detectors.assumptions import class_conditional_unexplained, label_shift_unexplained
 
     if prod.y_true is not None:
         values, counts = np.unique(prod.y_true, return_counts=True)
@@ -204,13 +204,18 @@ def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
     cov = ctx.covariate_result
     if cov is None or not cov.drifted or prior.status != "ok":
         return prior
-    unexplained = label_shift_unexplained(ctx.benchmark, bench.y_true, ctx.production, prior.weights, cov.drifted)
+    if prod.y_true is not None:  # labelled: test P(x | y) class by class, not the marginal through estimated weights
+        unexplained = class_conditional_unexplained(ctx.benchmark, bench.y_true, ctx.production, prod.y_true,
+                                                    cov.drifted, alpha=ctx.alpha)
+        what = "the inputs of a class differ from the benchmark's in"
+    else:
+        unexplained = label_shift_unexplained(ctx.benchmark, bench.y_true, ctx.production, prior.weights, cov.drifted)
+        what = "covariate shift that the estimated class mix does not explain was found in"
     if not unexplained:
         return prior
     names = ", ".join(f"{u.name} ({u.method} {u.statistic:.2f} > {u.threshold:.2f})" for u in unexplained[:5])
-    reason = (f"BBSE assumes that the inputs of each class are distributed as in the benchmark, but covariate "
-              f"shift that the estimated class mix does not explain was found in {names}; the estimated "
-              f"production class shares are unreliable.")
+    reason = (f"BBSE assumes that the inputs of each class are distributed as in the benchmark, but {what} "
+              f"{names}; the estimated production class shares are unreliable.")
     return prior.with_assumption_check(reliable=False, reason=reason)
 
 
