@@ -10,24 +10,46 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 
+from detectors.intervals import wilson_interval
 from reports.formatting import (
-    as_list, capitalise, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
+    as_list, capitalise, ci_pair, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
     lower_is_better, metric_label, num, shorten,
 )
-from reports.records import Limitation, RankingContext, finding_key, flagged, severity_label
+from reports.records import Limitation, RankingContext, finding_key, flagged, make_decision, severity_label
 
-__all__ = ["data_findings", "make_limitation", "slice_gap", "slice_shares", "gap_in_production", "untested_name"]
+__all__ = ["data_findings", "make_limitation", "shift_loss", "test_decision", "credibly_worse", "slice_gap", "slice_shares", "gap_in_production", "untested_name"]
 
 
 def make_limitation(kind: str, slice_name: str | None, title: str, statement: str,
                     score: float, evidence: dict, *, definition: str | None = None,
-                    subject: str | None = None) -> Limitation:
-    """A limitation with its stable key: the rows' ``definition`` when it concerns rows, else ``subject``."""
+                    subject: str | None = None, claim: str = "change", decision: dict | None = None) -> Limitation:
+    """A limitation with its stable key: the rows' ``definition`` when it concerns rows, else ``subject``;
+    ``claim`` says whether it rests on a change test ("change") or holds on the benchmark too ("standing")."""
     score = max(0.0, float(score))
     return Limitation(rank=0, kind=kind, slice=slice_name, title=title, statement=statement,
                       score=round(score, 6), severity=severity_label(score), evidence=evidence,
                       key=finding_key(kind, definition, subject if subject is not None else slice_name),
-                      definition=definition or None)
+                      definition=definition or None, claim=claim, decision=decision)
+
+
+def test_decision(t: Mapping, ctx: RankingContext, *, statistic: str | None = None) -> dict:
+    """The decision of one flagged detector test: effect, test, adjusted p, rows, and the audit's rule."""
+    floor = num(t.get("effect_floor"))
+    effect = effect_label(t.get("effect_name"))
+    rule = (f"adjusted p < α = {fmt_num(ctx.alpha)} and {effect} ≥ the floor"
+            + (f" {fmt_num(floor)}" if floor is not None else ""))
+    n = [num(t.get("n_reference")), num(t.get("n_current"))]
+    return make_decision(statistic or effect, t.get("effect_size"), test=str(t.get("method") or "test"),
+                         p_value_adjusted=t.get("p_value_adjusted"), interval=get(t, "details", "ci"),
+                         n=sum(v for v in n if v is not None) or None, rule=rule)
+
+
+def credibly_worse(value_ci, reference: float | None, metric: str) -> bool | None:
+    """Does the interval lie entirely on the worse side of ``reference``? None when it cannot tell."""
+    lo, hi = ci_pair(value_ci)
+    if reference is None or lo is None or hi is None:
+        return None
+    return lo > reference if lower_is_better(metric) else hi < reference
 
 
 def gap_in_production(s: Mapping) -> bool:
@@ -152,16 +174,45 @@ def _weak_slice(s: Mapping, ctx: RankingContext, folded: list) -> Limitation:
     }
     title = (f"the model is weak on {name} ({metric} {fmt_num(value)} vs {fmt_num(overall)} overall; "
              f"{fmt_share(prod_share)} of production)")
+    claim, why = _weak_claim(s, ctx)
+    statement += why
+    decision = make_decision(f"{s.get('metric') or ctx.metric} gap to overall ({key})", gap, test="gap test",
+                             p_value_adjusted=s.get("gap_p_value_adjusted"), interval=s.get(f"{key}_ci"), n=n,
+                             rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and gap ≥ the floor "
+                                  f"{fmt_num(ctx.floor('slice_gap'))}; a change claim only when its benchmark → "
+                                  "production change test is significant too")
     return make_limitation("underperforming_slice", str(s.get("name")), title, statement, prevalence * gap, evidence,
-                           definition=s.get("definition"))
+                           definition=s.get("definition"), claim=claim, decision=decision)
+
+
+def _weak_claim(s: Mapping, ctx: RankingContext) -> tuple[str, str]:
+    """("change" | "standing", sentence): a weak slice is a change only when its own benchmark →
+    production change test found it significantly worse; otherwise it is as weak as the benchmark
+    shows (decided by the slice's benchmark interval, never by point values) or untested as a change."""
+    metric = s.get("metric") or ctx.metric
+    b, p = num(s.get("benchmark_value")), num(s.get("production_value"))
+    dropped = b is not None and p is not None and ((p > b) if lower_is_better(metric) else (p < b))
+    if s.get("changed") is True and dropped and s.get("p_value_test", "change") == "change":
+        return "change", (f" It got worse in production: its benchmark → production change test is significant "
+                          f"({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}).")
+    on_bench = credibly_worse(s.get("benchmark_ci"), ctx.overall_value, metric)
+    if on_bench:
+        return "standing", (" The benchmark shows the same weakness (its benchmark interval lies below the "
+                            f"benchmark's overall {fmt_num(ctx.overall_value)}): a standing limitation, not a change.")
+    if s.get("p_value_test") == "change" and num(s.get("p_value_adjusted")) is not None:
+        return "standing", (" Its benchmark → production change test is not significant "
+                            f"({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}): a standing limitation, not a change.")
+    return "standing", " No benchmark → production change test decides it, so it is stated as a standing limitation."
 
 
 def _measured_in_production(s: Mapping | None, ctx: RankingContext) -> bool:
-    return bool(s) and gap_in_production(s) and ctx.overall_production_value is not None
+    return bool(s) and num(s.get("production_value")) is not None and ctx.overall_value is not None
 
 
 def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping | None) -> Limitation:
-    """An untested context; with labelled production rows its metric there is measured and quoted."""
+    """An untested context; with labelled production rows its metric there is measured and compared
+    with the benchmark's overall metric (what the benchmark promised), never with production's own
+    overall (which these rows are part of, and which they may be all of)."""
     full_name = untested_name(u)
     name = shorten(full_name)
     share = num(u.get("production_share"))
@@ -173,27 +224,51 @@ def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping |
     bench_clause = ("the benchmark has no such cases" if n_bench == 0 else
                     f"the benchmark has only {n_bench:,}, fewer than the {min_size:,} needed to measure {metric}")
     statement = f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.get('n_production'))}), but {bench_clause}."
+    large = share is not None and share >= ctx.floor("untested_share")
     evidence = {"column": u.get("column"), "value": None, "n_benchmark": n_bench,
                 "n_production": u.get("n_production"), "production_share": share, "min_size": min_size,
-                "context_tests": [t.get("name") for t in folded], "metric": ctx.metric, "gap_measured": False}
+                "context_tests": [t.get("name") for t in folded], "metric": ctx.metric, "gap_measured": False,
+                "large_population": large}
+    decision = make_decision("production share", share, test="exact test of its benchmark count" if
+                             num(u.get("p_value_adjusted")) is not None else None,
+                             p_value_adjusted=u.get("p_value_adjusted"), interval=_share_ci(u, share, ctx),
+                             n=u.get("n_production"),
+                             rule=f"fewer than {min_size:,} benchmark rows (improbable by chance) and a production "
+                                  "share above the floor: a population new in production")
     if _measured_in_production(measured, ctx):
         value, ci = num(measured.get("production_value")), measured.get("production_ci")
-        gap = max(0.0, slice_gap(measured, ctx) or 0.0)  # the point gap, as for a weak slice
+        sign = -1.0 if lower_is_better(ctx.metric) else 1.0
+        gap = sign * (ctx.overall_value - value)
+        worse = credibly_worse(ci, ctx.overall_value, ctx.metric)
         statement += (f" Measured on the labelled production rows, {metric} there is {fmt_metric(value, ci)} "
                       f"({fmt_n(measured.get('metric_n_production', measured.get('n_production')))}) against "
-                      f"{fmt_num(ctx.overall_production_value)} overall in production.")
-        basis = f"production share {share or 0:.3f} × measured gap {gap:.3f}"
-        if gap < ctx.priors.coverage_gap:
-            statement += " It is no worse than overall here, but the benchmark still needs cases of it."
-            gap, basis = ctx.priors.coverage_gap, (f"production share {share or 0:.3f} × coverage gap "
-                                                   f"{ctx.priors.coverage_gap:.2f} (measured no worse than overall)")
-        score = (share or 0.0) * gap
-        evidence.update(value=value, ci=ci, dataset="production", overall_value=ctx.overall_production_value,
-                        gap=slice_gap(measured, ctx), gap_measured=True, severity_basis=basis)
+                      f"{fmt_metric(ctx.overall_value, ctx.overall_ci)} overall on the benchmark.")
+        if worse:
+            statement += (f" Its interval lies below the benchmark's value: a measured loss of {fmt_num(gap)} "
+                          "on these rows.")
+            basis = f"production share {share or 0:.3f} × measured gap to the benchmark {gap:.3f}"
+        elif gap > ctx.priors.coverage_gap:
+            statement += (f" It is {fmt_num(gap)} below the benchmark, within sampling error; the benchmark needs "
+                          "cases of it to tell.")
+            basis = f"production share {share or 0:.3f} × measured point gap to the benchmark {gap:.3f}"
+        else:
+            statement += " It is no worse than the benchmark here, but the benchmark still needs cases of it."
+            basis = (f"production share {share or 0:.3f} × coverage gap {ctx.priors.coverage_gap:.2f} "
+                     "(measured no worse than the benchmark)")
+        used_gap = max(gap, ctx.priors.coverage_gap)
+        score = (share or 0.0) * used_gap
+        evidence.update(value=value, ci=ci, dataset="production", overall_value=ctx.overall_value,
+                        overall_dataset="benchmark", gap=gap, gap_measured=True, credibly_worse=bool(worse),
+                        severity_basis=basis)
+        decision = make_decision(f"{ctx.metric} on these production rows", value, test=decision["test"],
+                                 p_value_adjusted=decision["p_value_adjusted"], interval=ci,
+                                 n=measured.get("metric_n_production", measured.get("n_production")),
+                                 rule=decision["rule"] + "; its loss is measured against the benchmark's overall "
+                                      "value (credible when the interval lies below it)")
         title = (f"the context {name} ({fmt_share(share)} of production) was never tested; in production its "
-                 f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_production_value)} overall"
+                 f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_value)} on the benchmark"
                  if n_bench == 0 else f"the context {name} is barely tested (n={n_bench:,}); in production its "
-                 f"{metric} is {fmt_num(value)}")
+                 f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_value)} on the benchmark")
     else:
         prior = ctx.priors.untested_gap
         statement += (f" Its {metric} there cannot be measured without labels, so the severity assumes it is "
@@ -204,7 +279,19 @@ def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping |
                  + ("was never tested" if n_bench == 0 else f"barely tested (n={n_bench:,})"))
     statement += _fold_sentence(folded)
     return make_limitation("untested_context", full_name, title, statement, score, evidence,
-                           definition=u.get("definition"))
+                           definition=u.get("definition"), claim="change", decision=decision)
+
+
+def _share_ci(u: Mapping, share: float | None, ctx: RankingContext):
+    """The untested context's production share interval: as the detector gave it, else Wilson from the counts."""
+    given = u.get("production_share_ci")
+    if ci_pair(given)[0] is not None:
+        return given
+    n = num(u.get("n_production"))
+    total = ctx.n_production or (n / share if n is not None and share else None)
+    if n is None or not total:
+        return None
+    return list(wilson_interval(n, round(total)))
 
 
 def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitation:
@@ -232,7 +319,7 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
             else f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"))
         title = f"the share of {name} changed ({fmt_share(bench)} → {fmt_share(prod)})"
         return make_limitation("context_mix_shift", str(t.get("name")), title, statement, score, evidence,
-                               definition=s.get("definition") if s else None)
+                               definition=s.get("definition") if s else None, decision=test_decision(t, ctx))
     bench_shares = get(t, "details", "benchmark_shares", default={}) or {}
     prod_shares = get(t, "details", "production_shares", default={}) or {}
     statement = f"The mix of {name} changed between benchmark and production ({note})"
@@ -243,16 +330,41 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
         top = max(sorted(keys), key=change)
         statement += (f": the largest change is {shorten(top, 40)}, {fmt_share(num(bench_shares.get(top)) or 0.0)} "
                       f"→ {fmt_share(num(prod_shares.get(top)) or 0.0)}")
-    evidence["severity_basis"] = f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"
+    score, basis, sentence = shift_loss(ctx, effect)
+    evidence["severity_basis"] = basis
     title = f"the mix of {name} has changed"
-    return make_limitation("context_mix_shift", str(t.get("name")), title, statement + "." + _assumed(ctx, effect),
-                           effect * ctx.priors.shift_gap, evidence, subject=f"column {t.get('name')}")
+    return make_limitation("context_mix_shift", str(t.get("name")), title, statement + "." + sentence,
+                           score, evidence, subject=f"column {t.get('name')}", decision=test_decision(t, ctx))
 
 
-def _assumed(ctx: RankingContext, effect: float) -> str:
+def _assumed(ctx: RankingContext, effect: float, gap: float | None = None) -> str:
     """The sentence that says a severity rests on an assumed, not a measured, loss."""
-    return (f" Nothing here measures the model's loss: the severity assumes {fmt_num(ctx.priors.shift_gap)} of "
+    gap = ctx.priors.shift_gap if gap is None else gap
+    return (f" Nothing here measures the model's loss: the severity assumes {fmt_num(gap)} of "
             f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)}).")
+
+
+def shift_loss(ctx: RankingContext, effect: float, gap: float | None = None) -> tuple[float, str, str]:
+    """``(score, basis, sentence)`` of a shift over all of production: ``effect × gap`` with ``gap`` the
+    assumed loss of a shift of effect 1 (default ``priors.shift_gap``). Measured beats assumed: with
+    labelled production the overall loss measured there (point value, at least 0, its Newcombe/MOVER
+    interval stated) caps it, since a shift cannot cost more than everything that changed did; a drop
+    beyond that is its own claim (the overall change test), not this shift's."""
+    gap = ctx.priors.shift_gap if gap is None else gap
+    assumed = effect * gap
+    m = ctx.measured
+    if m is None:
+        return (assumed, f"effect {effect:.3f} × assumed gap {gap:.2f} (assumed: nothing here measures the model's "
+                "loss)", _assumed(ctx, effect, gap))
+    loss = max(0.0, m.loss)
+    interval = f"{fmt_num(m.loss)} [{fmt_num(m.loss_ci[0])}, {fmt_num(m.loss_ci[1])}]"
+    if loss < assumed:
+        return (loss, f"measured loss {loss:.3f} over all of production (interval {interval}, labelled production)",
+                m.sentence() + " The severity uses this measured loss, not an assumed one.")
+    return (assumed, f"effect {effect:.3f} × assumed gap {gap:.2f}, below the measured overall loss {interval}",
+            m.sentence() + f" The shift itself is scored {fmt_num(assumed, 3)} (assumed {fmt_num(gap)} of "
+                           f"{metric_label(ctx.metric)} per unit of effect {fmt_num(effect)}); the drop is stated "
+                           "on its own.")
 
 
 def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reports.findings_data import _assumed, _test_note, make_limitation
-from reports.formatting import as_list, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, metric_label, num, shorten
-from reports.records import Limitation, RankingContext, flagged
+from reports.findings_data import _test_note, make_limitation, shift_loss, test_decision
+from reports.formatting import as_list, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, get, num, shorten
+from reports.records import Limitation, RankingContext, flagged, make_decision
 
 __all__ = ["covariate_findings"]
 
@@ -40,7 +40,7 @@ def _feature_phrase(t: Mapping) -> str:
         rates = f"{fmt_share(ref)} → {fmt_share(cur)}, " if ref is not None and cur is not None else ""
         return f"the missing-value rate of {name} ({rates}{fmt_p(t.get('p_value_adjusted'), 'adjusted p')})"
     ref, cur = num(details.get("mean_reference")), num(details.get("mean_current"))
-    means = f"mean {ref:.3g} → {cur:.3g}, " if ref is not None and cur is not None else ""
+    means = f"mean {fmt_mean(ref)} → {fmt_mean(cur)}, " if ref is not None and cur is not None else ""
     return f"{name} ({means}{_test_note(t)})"
 
 
@@ -65,8 +65,9 @@ def _output_sentence(tests: list) -> str:
         return ""
     phrases = []
     for t in tests[:3]:
-        what = ("the predicted-class mix" if t.get("name") == "predicted_class"
-                else f"the score {shorten(t.get('name'), 40)}")
+        name = str(t.get("name"))
+        what = ("the predicted-class mix" if name == "predicted_class" else "the model's score" if name == "score"
+                else f"the score {shorten(name, 40)}")
         phrases.append(f"{what} ({_feature_phrase(t).split(' (', 1)[-1]}")
     return f" The model's outputs changed too: {', '.join(phrases)}."
 
@@ -101,7 +102,8 @@ def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     statement += f" Rows compared: {fmt_n(ctx.n_benchmark)} benchmark, {fmt_n(ctx.n_production)} production."
     effects = [num(t.get("effect_size")) for t in drifted + outputs] or [num(mv.get("effect_size")) or 0.5]
     effect = min(max((e for e in effects if e is not None), default=0.0), 1.0)
-    score, basis, sentence, measured = _shift_severity(audit, ctx, effect)
+    score, basis, sentence = shift_loss(ctx, effect)
+    measured = ctx.measured
     statement += sentence
     evidence = {
         "n_drifted": len(drifted), "n_features": n_features,
@@ -122,22 +124,14 @@ def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
         title = "the model's outputs have changed"
     else:
         title = "the inputs have changed jointly"
-    return [make_limitation("covariate_shift", None, title, statement, score, evidence, subject="inputs")]
-
-
-def _shift_severity(audit: Mapping, ctx: RankingContext, effect: float):
-    """``(score, basis, sentence, measured)``: the assumed loss of a shift, with the overall loss measured
-    on labelled production stated beside it. The measured loss is not the shift's own: every cause in
-    the audit (weak slices, untested contexts) contributes to it, so it neither replaces nor caps the
-    assumed one (monitors alert on shifts as such; harm has its own alerts)."""
-    from reports.measured import measured_overall
-
-    score = effect * ctx.priors.shift_gap
-    basis = f"largest effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"
-    measured = measured_overall(audit, ctx.metric)
-    if measured is None:
-        return (score, f"{basis} (the metric loss assumed for a shift of effect 1; nothing here measures the "
-                "model's loss)", _assumed(ctx, effect), None)
-    sentence = (f"{measured.sentence()} The severity assumes {fmt_num(ctx.priors.shift_gap)} of "
-                f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)}) for the shift itself.")
-    return score, f"{basis} (the measured overall loss is stated beside it)", sentence, measured
+    top = max(drifted + outputs, key=lambda t: num(t.get("effect_size")) or 0.0) if drifted or outputs else None
+    if top is not None:
+        decision = test_decision(top, ctx, statistic=f"{top.get('effect_name') or 'effect'} of {top.get('name')}")
+    else:
+        decision = make_decision(str(mv.get("effect_name") or "AUC"), mv.get("statistic"),
+                                 test=str(mv.get("method") or "multivariate"),
+                                 p_value_adjusted=mv.get("p_value_adjusted", mv.get("p_value")),
+                                 interval=get(mv, "details", "auc_ci"), n=(ctx.n_benchmark or 0) + (ctx.n_production or 0),
+                                 rule=f"adjusted p < α = {ctx.alpha:g} and effect ≥ the floor")
+    return [make_limitation("covariate_shift", None, title, statement, score, evidence, subject="inputs",
+                            decision=decision)]

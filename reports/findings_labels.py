@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reports.findings_data import make_limitation, slice_shares
+from detectors.intervals import wilson_interval
+from reports.findings_data import make_limitation, shift_loss, slice_shares, test_decision
 from reports.formatting import (
     as_list, ci_pair, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, lower_is_better,
     metric_label, num, shorten,
 )
-from reports.records import Limitation, RankingContext
+from reports.records import Limitation, RankingContext, make_decision
 
-__all__ = ["label_findings", "performance_estimates", "saturation_note"]
+__all__ = ["label_findings", "performance_estimates", "saturation_note", "estimate_checks", "contradiction_sentence"]
 
 KRIPPENDORFF_TENTATIVE = 0.667  # Krippendorff's lowest alpha for tentative conclusions
 
@@ -106,13 +107,18 @@ def _label_shift(label: Mapping, ctx: RankingContext) -> list[Limitation]:
                       "covariate tests contradict" + (f" ({label.get('unreliable_reason')})"
                                                        if label.get("unreliable_reason") else "") + "; treat it as "
                       "indicative only.")
-    score = tv * ctx.priors.label_shift_gap
+    score, basis, sentence = shift_loss(ctx, tv, ctx.priors.label_shift_gap)
     evidence = {"total_variation": tv, "p_value_adjusted": num(label.get("p_value_adjusted")), "class_changes": diffs,
                 "source": "bbse_estimate",
-                "severity_basis": f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f} "
-                                  "(the assumed spread between per-class recalls)"}
-    return [make_limitation("label_shift", None, title, statement + _estimate_sentence(label, ctx), score, evidence,
-                            subject="all")]
+                "severity_basis": basis if ctx.measured is not None else
+                f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f} "
+                "(the assumed spread between per-class recalls)"}
+    decision = make_decision("total variation of the class priors (BBSE)", tv, test=str(label.get("method") or "bbse"),
+                             p_value_adjusted=label.get("p_value_adjusted", label.get("p_value")), n=ctx.n_production,
+                             rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and the prior change passes the floor")
+    return [make_limitation("label_shift", None, title, statement + _estimate_sentence(label, ctx)
+                            + (sentence if ctx.measured is not None else ""), score, evidence,
+                            subject="all", decision=decision)]
 
 
 def _top_change(diffs: Mapping) -> str:
@@ -136,13 +142,14 @@ def _observed_label_shift(label: Mapping, bench: Mapping, observed: Mapping, est
         lo, hi = ci_pair(est)
         statement += (f" The label-free BBSE estimate was {_share_ci(num(est.get('estimate')), lo, hi)}"
                       + (" (unreliable here: the inputs changed too)." if label.get("reliable") is False else "."))
+    score, basis, sentence = shift_loss(ctx, tv, ctx.priors.label_shift_gap)
     evidence = {"total_variation": tv, "p_value_adjusted": num(test.get("p_value_adjusted")), "class_changes": diffs,
-                "source": "observed_labels",
-                "severity_basis": f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f} "
-                                  "(the assumed spread between per-class recalls)"}
+                "source": "observed_labels", "severity_basis": basis}
     title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(before)} → {fmt_share(after)})"
-    return make_limitation("label_shift", None, title, statement, tv * ctx.priors.label_shift_gap, evidence,
-                           subject="all")
+    decision = test_decision(test, ctx, statistic="class-mix change (observed labels)") if test else make_decision(
+        "total variation of the class priors", tv, n=ctx.n_production, rule="observed label test flagged")
+    return make_limitation("label_shift", None, title, statement + sentence, score, evidence, subject="all",
+                           decision=decision)
 
 
 def _drop(benchmark_value, production_value, metric) -> float | None:
@@ -152,26 +159,103 @@ def _drop(benchmark_value, production_value, metric) -> float | None:
     return (p - b) if lower_is_better(metric) else (b - p)
 
 
+def estimate_checks(audit: Mapping, ctx: RankingContext) -> list[dict]:
+    """Each label-free estimate of the production metric against the observed one, when production is
+    labelled: ``contradicts`` when the observed value lies outside the estimate's interval (the
+    estimator's assumption does not hold here, so its number must not be read beside the observed one)."""
+    observed = num(get(audit, "overall", "production_value"))
+    estimated = get(audit, "label", "estimated_performance")
+    if observed is None or not isinstance(estimated, Mapping):
+        return []
+    metric = estimated.get("metric") or ctx.metric
+    if metric != (get(audit, "overall", "metric") or ctx.metric):
+        return []
+    out = []
+    for name, est, lo, hi in performance_estimates(estimated, metric):
+        if est is None:
+            continue
+        outside = lo is not None and hi is not None and not lo <= observed <= hi
+        out.append({"method": name, "metric": metric, "estimate": est, "ci": [lo, hi], "observed": observed,
+                    "contradicts": bool(outside)})
+    return out
+
+
+def contradiction_sentence(checks: list[dict]) -> str:
+    bad = [c for c in checks if c["contradicts"]]
+    if not bad:
+        return ""
+    parts = [f"the label-free estimate {fmt_metric(c['estimate'], c['ci'])} ({c['method']}) contradicts the observed "
+             f"{fmt_num(c['observed'])}" for c in bad[:3]]
+    return (" " + "; ".join(parts)[:1].upper() + "; ".join(parts)[1:]
+            + ": the estimators' assumptions (covariate or label shift only) do not hold here, so rely on the "
+              "observed value.")
+
+
+def _overall_drop(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+    """The overall metric fell significantly (two-sample test in the audit's family, beyond the floor):
+    a concept shift when it remains within the contexts both datasets share, else a drop the
+    ranking attributes to the population that explains it (``evidence["located"]``)."""
+    overall = get(audit, "overall", default={})
+    if not isinstance(overall, Mapping):
+        return []
+    if "change_test" not in overall:  # no plain change test recorded: the observed-performance block decides
+        observed = get(audit, "label", "observed_performance", default={})
+        if not isinstance(observed, Mapping) or not observed:
+            return []
+        flag = observed.get("is_shift") is True
+        overall = {**observed, "n": observed.get("n_benchmark", ctx.overall_n), "changed": flag,
+                   "within_context_changed": flag, "change_p_value_adjusted": observed.get("p_value_adjusted"),
+                   "within_context_p_value_adjusted": observed.get("p_value_adjusted")}
+    metric = overall.get("metric") or ctx.metric
+    drop = _drop(overall.get("benchmark_value"), overall.get("production_value"), metric)
+    changed = overall.get("changed") is True
+    within = overall.get("within_context_changed") is True
+    if not changed or (drop or 0) <= 0:
+        return []
+    test = overall.get("change_test") if isinstance(overall.get("change_test"), Mapping) else {}
+    diff_ci = overall.get("change_difference_ci") or get(test, "details", "difference_ci")
+    lo, hi = ci_pair(diff_ci)
+    oriented = (lo, hi) if lower_is_better(metric) else ((-hi if hi is not None else None),
+                                                         (-lo if lo is not None else None))
+    method = {"two_proportion_z": "two-proportion z-test, Newcombe interval", "delong_z": "DeLong z-test",
+              "bootstrap": "bootstrap test"}.get(str(overall.get("change_method")), "change test")
+    statement = (f"With production labels, {metric_label(metric)} fell from "
+                 f"{fmt_metric(overall.get('benchmark_value'), overall.get('benchmark_ci'))} "
+                 f"({fmt_n(overall.get('n', ctx.overall_n))}) on the benchmark to "
+                 f"{fmt_metric(overall.get('production_value'), overall.get('production_ci'))} "
+                 f"({fmt_n(overall.get('n_production'))}) in production: a drop of {fmt_metric(drop, oriented)} "
+                 f"({method}, {fmt_p(overall.get('change_p_value_adjusted'), 'adjusted p')}; floor "
+                 f"{fmt_num(overall.get('change_effect_floor', ctx.floor('performance_drop')))}).")
+    within_p = overall.get("within_context_p_value_adjusted", overall.get("change_p_value_adjusted"))
+    if within and "change_test" not in get(audit, "overall", default={}):
+        pass  # only the within-context decision is recorded: nothing more to say about where the drop lies
+    elif within:
+        statement += (f" It remains within the contexts both datasets share ({fmt_p(within_p, 'adjusted p')}, after "
+                      "reweighting to the production mix): what the model gets right has changed (concept shift).")
+    elif num(within_p) is None:
+        statement += (" It cannot be tested within shared contexts: production has too few rows in contexts the "
+                      "benchmark covers, so the drop lies in what is new in production.")
+    else:
+        statement += (f" Within the contexts both datasets share it is not significant ({fmt_p(within_p, 'adjusted p')}):"
+                      " the change of the context mix explains it.")
+    statement += contradiction_sentence(estimate_checks(audit, ctx))
+    title = (f"{metric_label(metric)} dropped in production ({fmt_num(overall.get('benchmark_value'))} → "
+             f"{fmt_num(overall.get('production_value'))})")
+    evidence = {k: overall.get(k) for k in ("metric", "benchmark_value", "benchmark_ci", "production_value",
+                                            "production_ci", "n_production", "change_p_value_adjusted")}
+    evidence.update(drop=drop, drop_ci=list(oriented), within_context=within, located=not within, gap_measured=True,
+                    severity_basis=f"all of production × measured drop {drop:.3f}")
+    decision = make_decision(f"{metric} difference (benchmark − production)", drop, test=str(overall.get("change_method")),
+                             p_value_adjusted=overall.get("change_p_value_adjusted"), interval=list(oriented),
+                             n=(num(overall.get("n")) or 0) + (num(overall.get("n_production")) or 0),
+                             rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and drop ≥ the floor "
+                                  f"{fmt_num(overall.get('change_effect_floor', ctx.floor('performance_drop')))}")
+    return [make_limitation("concept_shift", None, title, statement, drop, evidence, subject="all",
+                            decision=decision)]
+
+
 def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
-    found = []
-    observed = get(audit, "label", "observed_performance", default={})
-    if isinstance(observed, Mapping) and observed:
-        metric = observed.get("metric") or ctx.metric
-        drop = _drop(observed.get("benchmark_value"), observed.get("production_value"), metric)
-        flag = observed.get("is_shift")
-        if flag is True and (drop or 0) > 0:
-            statement = (f"With production labels, {metric_label(metric)} fell from "
-                         f"{fmt_metric(observed.get('benchmark_value'), observed.get('benchmark_ci'))} "
-                         f"({fmt_n(observed.get('n_benchmark', ctx.overall_n))}) on the benchmark to "
-                         f"{fmt_metric(observed.get('production_value'), observed.get('production_ci'))} "
-                         f"({fmt_n(observed.get('n_production'))}) in production "
-                         f"({fmt_p(observed.get('p_value_adjusted', observed.get('p_value')), 'adjusted p')}).")
-            title = (f"{metric_label(metric)} dropped in production ({fmt_num(observed.get('benchmark_value'))} → "
-                     f"{fmt_num(observed.get('production_value'))})")
-            evidence = {k: observed.get(k) for k in ("metric", "benchmark_value", "benchmark_ci", "production_value",
-                                                     "production_ci", "n_production", "p_value_adjusted")}
-            evidence["severity_basis"] = f"all of production × drop {drop:.3f}"
-            found.append(make_limitation("concept_shift", None, title, statement, drop, evidence, subject="all"))
+    found = _overall_drop(audit, ctx)
     for s in as_list(get(audit, "slices")):
         metric = s.get("metric") or ctx.metric
         drop = _drop(s.get("benchmark_value"), s.get("production_value"), metric)
@@ -189,10 +273,17 @@ def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
                      f"{fmt_share(share)} of production.")
         title = f"{metric_label(metric)} dropped on {name} in production"
         evidence = {"metric": metric, "drop": drop, "production_share": share,
-                    "p_value_adjusted": num(s.get("p_value_adjusted")),
+                    "p_value_adjusted": num(s.get("p_value_adjusted")), "value": num(s.get("production_value")),
+                    "ci": s.get("production_ci"),
                     "severity_basis": f"production share {share or 0:.3f} × drop {drop:.3f}"}
+        decision = make_decision(f"{metric} difference (benchmark − production) on the slice", drop,
+                                 test="change test", p_value_adjusted=s.get("p_value_adjusted"),
+                                 interval=s.get("production_ci"), n=s.get("n_production"),
+                                 rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and drop ≥ the floor "
+                                      f"{fmt_num(ctx.floor('performance_drop'))}")
         found.append(make_limitation("concept_shift", str(s.get("name")), title, statement,
-                                     (share or 0.0) * drop, evidence, definition=s.get("definition")))
+                                     (share or 0.0) * drop, evidence, definition=s.get("definition"),
+                                     decision=decision))
     return found
 
 
@@ -208,7 +299,10 @@ def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
                                      (1 - alpha) * ctx.priors.shift_gap,
                                      {"krippendorff_alpha": alpha, "alpha_ci": [lo, hi],
                                       "severity_basis": f"(1 − α {alpha:.2f}) × assumed gap {ctx.priors.shift_gap:.2f}"},
-                                     subject="agreement"))
+                                     subject="agreement", claim="standing", decision=make_decision(
+                                         "Krippendorff's alpha", alpha, interval=[lo, hi],
+                                         n=lq.get("n_items_agreement") or lq.get("n_items"),
+                                         rule=f"upper end of the interval below {KRIPPENDORFF_TENTATIVE}")))
     annotators = as_list(lq.get("annotators"))
     cap = num(lq.get("annotator_cap")) or 0.2
     over = [a for a in annotators if a.get("over_cap") is True
@@ -223,7 +317,10 @@ def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
                                      {"annotator": a.get("id"), "share": share, "cap": cap,
                                       "severity_basis": f"(share {share:.2f} − cap {cap:.2f}) × assumed gap "
                                                         f"{ctx.priors.shift_gap:.2f}"},
-                                     subject=f"annotator {a.get('id')}"))
+                                     subject=f"annotator {a.get('id')}", claim="standing",
+                                     decision=make_decision("annotator's share of the labels", share,
+                                                            n=a.get("n_labels"), interval=_share_interval(a, share),
+                                                            rule=f"share above the {fmt_share(cap)} cap")))
     chance = [a for a in annotators if a.get("near_chance") is True]
     if chance:
         share = sum(num(a.get("share")) or 0.0 for a in chance)
@@ -237,7 +334,13 @@ def _label_quality(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
                                      statement, share * (1 - mean_agreement),
                                      {"annotators": [a.get("id") for a in chance[:20]], "label_share": share,
                                       "severity_basis": f"label share {share:.3f} × (1 − agreement {mean_agreement:.2f})"},
-                                     subject="near_chance_annotators"))
+                                     subject="near_chance_annotators", claim="standing",
+                                     decision=make_decision("agreement with the consensus", mean_agreement,
+                                                            test="label permutation test",
+                                                            p_value_adjusted=max((num(a.get("p_value")) or 0.0
+                                                                                  for a in chance), default=None),
+                                                            rule="not significantly better than chance, or kappa "
+                                                                 "interval below the floor")))
     found += _source_disagreement(lq, ctx)
     return found
 
@@ -257,7 +360,18 @@ def _source_disagreement(lq: Mapping, ctx: RankingContext) -> list[Limitation]:
     return [make_limitation("label_quality", None, f"labelling sources disagree on {fmt_share(rate)} of items",
                             statement, rate / 2, {"rate": rate, "ci": [lo, hi], "n": sd.get("n"),
                                                   "severity_basis": f"disagreement rate {rate:.3f} / 2"},
-                            subject="labelling_sources")]
+                            subject="labelling_sources", claim="standing",
+                            decision=make_decision("disagreement rate", rate, interval=[lo, hi], n=sd.get("n"),
+                                                   rule=f"rate ≥ the floor {fmt_num(ctx.floor('label_disagreement'))} "
+                                                        "and interval above 0"))]
+
+
+def _share_interval(a: Mapping, share: float) -> list | None:
+    """Wilson interval of an annotator's share of the labels, from their count."""
+    n_labels = num(a.get("n_labels"))
+    if not n_labels or share <= 0:
+        return None
+    return list(wilson_interval(n_labels, round(n_labels / share)))
 
 
 def _majority_baseline(audit: Mapping, ctx: RankingContext) -> tuple[str, float] | None:
@@ -300,7 +414,12 @@ def _saturation(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     evidence = {"metric": ctx.metric, "benchmark_value": value, "benchmark_ci": ctx.overall_ci,
                 "threshold": ctx.saturation_threshold, "severity_basis": "fixed informational score"}
     return [make_limitation("benchmark_saturation", None, title, statement,
-                            ctx.priors.saturation_score, evidence, subject="all")]
+                            ctx.priors.saturation_score, evidence, subject="all", claim="standing",
+                            decision=make_decision(f"benchmark {ctx.metric}", value, interval=ctx.overall_ci,
+                                                   n=ctx.overall_n,
+                                                   rule=f"value ≥ the saturation threshold "
+                                                        f"{fmt_num(ctx.saturation_threshold)} and interval above the "
+                                                        "majority-class share"))]
 
 
 def label_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:

@@ -10,6 +10,8 @@ when the caller skipped serialisation, a float NaN. Everything here treats both 
 ('18 %', '0.4 %', 'p < 0.001', 'n=7,000')
 >>> fmt_num(-0.001), fmt_value(0.49429999999999996), fmt_value(2.0), fmt_seconds(0.476)
 ('0.00', '0.4943', '2', '0.476 s')
+>>> fmt_mean(1998.4), fmt_mean(0.0675), fmt_mean(1548.7)
+('1,998', '0.0675', '1,549')
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any
 __all__ = [
     "num", "get", "as_list", "ci_pair", "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
     "fmt_p", "fmt_n", "metric_label", "effect_label", "lower_is_better", "shorten", "capitalise",
-    "fmt_value", "fmt_seconds", "no_negative_zero",
+    "fmt_value", "fmt_seconds", "no_negative_zero", "fmt_mean", "fmt_decision",
 ]
 
 # Metrics where a smaller value is better; every other metric is treated as higher-is-better.
@@ -130,6 +132,36 @@ def fmt_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(fmt_value(v) for v in value)
     return str(value)
+
+
+def fmt_mean(value: Any) -> str:
+    """A column mean as people write it: ``1,998`` (a year), ``0.0675``, ``1,550``; never ``2e+03``."""
+    f = num(value)
+    if f is None:
+        return "n/a"
+    if abs(f) >= 100:
+        return no_negative_zero(f"{f:,.0f}")
+    return no_negative_zero(f"{f:.3g}") if abs(f) >= 1e-3 or f == 0 else no_negative_zero(f"{f:.2e}")
+
+
+def fmt_decision(decision: Any) -> str:
+    """A limitation's ``decision`` as one line: statistic and value, interval, test and adjusted p, rows, rule.
+
+    >>> fmt_decision({"statistic": "accuracy difference", "value": 0.59, "interval": [0.55, 0.62],
+    ...               "test": "two_proportion_z", "p_value_adjusted": 1e-9, "n": 2700, "rule": "adjusted p < α"})
+    'accuracy difference 0.59 [0.55, 0.62]; two proportion z, adjusted p < 0.001; n=2,700. Rule: adjusted p < α.'
+    """
+    if not isinstance(decision, Mapping) or not decision.get("rule"):
+        return ""
+    head = f"{str(decision.get('statistic') or 'statistic').replace('_', ' ')} {fmt_metric(decision.get('value'), decision.get('interval'))}"
+    parts = [head]
+    if decision.get("test"):
+        test = str(decision["test"]).replace("_", " ")
+        p = num(decision.get("p_value_adjusted"))
+        parts.append(test + (f", {fmt_p(p, 'adjusted p')}" if p is not None else ""))
+    if num(decision.get("n")) is not None:
+        parts.append(fmt_n(decision.get("n")))
+    return "; ".join(parts) + f". Rule: {str(decision['rule']).rstrip('.')}."
 
 
 def fmt_seconds(value: Any) -> str:

@@ -23,24 +23,19 @@ from typing import Any
 
 from reports import html_sections as sections
 from reports.formatting import (
-    as_list, capitalise, fmt_metric, fmt_n, fmt_seconds, fmt_value, get, metric_label, num, shorten,
+    as_list, capitalise, fmt_decision, fmt_metric, fmt_n, fmt_seconds, fmt_value, get, metric_label, num, shorten,
 )
 from reports.html_sections import ROW_CAP, TABLE_CAP
 from reports.html_sections import generated_text as _generated
 from reports.limitations import verdict as compute_verdict
 from reports.reading import as_dict, is_local, pack_title
-from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors
+from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors, claim_of
 
 __all__ = ["render_html", "TABLE_CAP", "ROW_CAP"]
 
 LIMITATION_CAP = 30
 NAME_LIMIT, TEXT_LIMIT = 80, 2_000  # statements are generated: shown whole, bounded only against runaway names
-# The verdict's lead sentence by severity (the summary's first clause in reports.limitations).
-LEADS = {
-    "high": "Do not rely on the benchmark score for this production data",
-    "medium": "Use the model with care on this production data",
-    "low": "The benchmark score mostly holds for this production data, with a caveat",
-}
+STATUS_BADGES = {"inconclusive": "Inconclusive", "no_shift": "No change detected"}
 
 
 @lru_cache(maxsize=1)
@@ -62,7 +57,8 @@ def _verdict(audit: Mapping, limitations, items: list[dict]) -> dict:
     if limitations is None and isinstance(audit.get("verdict"), Mapping):
         return dict(audit["verdict"])
     records = [SimpleNamespace(kind=str(d.get("kind") or ""), severity=str(d.get("severity") or "low"),
-                               rank=d.get("rank") or 0, title=str(d.get("title") or "")) for d in items]
+                               rank=d.get("rank") or 0, title=str(d.get("title") or ""), key=d.get("key"),
+                               claim=claim_of(d)) for d in items]
     return compute_verdict(audit, records)
 
 
@@ -74,7 +70,20 @@ def _limitation_row(lim: Mapping) -> dict:
             "severity": str(lim.get("severity") or "low"), "title": _generated(capitalise(title), 240),
             "statement": _generated(lim.get("statement"), TEXT_LIMIT), "score": fmt_value(num(lim.get("score"))),
             "basis": _generated(evidence.get("severity_basis"), 160),
-            "definition": shorten(definition, 200), "key": shorten(lim.get("key") or "", 80)}
+            "definition": shorten(definition, 200), "key": shorten(lim.get("key") or "", 80),
+            "claim": claim_of(lim), "decision": _generated(fmt_decision(lim.get("decision")), 600)}
+
+
+def _verdict_view(v: Mapping) -> dict:
+    """What the banner shows: a lead clause when changes were claimed (the top one is stated below it),
+    else the whole summary; an inconclusive audit is never shown in the all-clear colour."""
+    severity = str(v.get("severity") or "none")
+    status = str(v.get("status") or ("shift" if v.get("shift_detected") else "no_shift"))
+    summary = str(v.get("summary") or "")
+    lead = summary.split(":")[0] if status == "shift" and v.get("changes") and ":" in summary else None
+    tone = "inconclusive" if status == "inconclusive" else severity
+    badge = STATUS_BADGES.get(status) if status == "inconclusive" or severity == "none" else None
+    return {"severity": severity, "status": status, "lead": lead, "summary": summary, "tone": tone, "badge": badge}
 
 
 def _headline(audit: Mapping, items: Sequence[Mapping]) -> dict:
@@ -184,17 +193,20 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
     audit = dict(audit)
     items = _limitations(audit, limitations)
     rows = [_limitation_row(lim) for lim in items]
-    top, rest = (rows[0], rows[1:]) if rows else (None, [])
+    changes = [r for r in rows if r["claim"] == "change"]
+    standing = [r for r in rows if r["claim"] == "standing"]
+    top, rest = (changes[0], changes[1:]) if changes else (None, [])
     shown, more = sections.capped(rest, LIMITATION_CAP)
+    standing_shown, standing_more = sections.capped(standing, LIMITATION_CAP)
     params = get(audit, "parameters", default={})
     params = params if isinstance(params, Mapping) else {}
     v = _verdict(audit, limitations, items)
-    severity = str(v.get("severity") or "none")
     context = {
         **_title(audit, pack_title(audit)), "status": str(get(audit, "status") or ""),
         "created": _created(get(audit, "created_at")) if get(audit, "created_at") else "", "synthetic": get(audit, "synthetic") is True,
-        "verdict": {"severity": severity, "lead": LEADS.get(severity), "summary": str(v.get("summary") or "")},
+        "verdict": _verdict_view(v),
         "top": top, "headline": _headline(audit, items), "limitations": shown, "limitations_more": more,
+        "standing": standing_shown, "standing_more": standing_more, "n_changes": len(changes),
         "n_limitations": len(rows),
         "covariate": sections.covariate(audit), "label": sections.label(audit), "context": sections.context(audit),
         "slices": sections.slices(audit, [str(lim.get("slice")) for lim in items

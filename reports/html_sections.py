@@ -152,6 +152,11 @@ def label(audit: Mapping) -> dict:
         "estimates": [{"method": m, "value": fmt_metric(v, (lo, hi), missing=MISSING)}
                       for m, v, lo, hi in performance_estimates(estimated, metric_name)][:TABLE_CAP],
         "estimate_metric": metric_label(metric_name),
+        "contradictions": [f"The label-free estimate {fmt_metric(c.get('estimate'), c.get('ci'))} "
+                           f"({shorten(c.get('method'), 40)}) contradicts the observed {fmt_num(c.get('observed'))}: "
+                           "its assumption (only covariate or only label shift) does not hold here."
+                           for c in as_list(lab.get("estimate_checks")) if c.get("contradicts") is True][:TABLE_CAP],
+        "change": _overall_change(audit),
         "observed": {
             "metric": metric_label(metric_name),
             "benchmark": fmt_metric(observed.get("benchmark_value"), observed.get("benchmark_ci"), missing=MISSING),
@@ -162,6 +167,20 @@ def label(audit: Mapping) -> dict:
             "excluded": [shorten(c, 60) for c in (observed.get("excluded_contexts") or []) if isinstance(c, str)][:8],
         } if observed else None,
     }
+
+
+def _overall_change(audit: Mapping) -> str:
+    """The plain benchmark → production test of the overall metric, as one line (empty when not run)."""
+    overall = get(audit, "overall", default={})
+    if not isinstance(overall, Mapping) or "change_test" not in overall:
+        return ""
+    if num(overall.get("change_p_value")) is None:
+        return "not tested (too few labelled rows)"
+    method = {"two_proportion_z": "two-proportion z-test", "delong_z": "DeLong z-test",
+              "bootstrap": "bootstrap test"}.get(str(overall.get("change_method")), "change test")
+    verdict = "changed" if overall.get("changed") is True else "no significant change"
+    return (f"{fmt_metric(overall.get('change_difference'), overall.get('change_difference_ci'))} production − "
+            f"benchmark ({method}, {fmt_p(overall.get('change_p_value_adjusted'), 'adjusted p')}): {verdict}")
 
 
 def _region_contexts(top) -> str:

@@ -18,16 +18,20 @@ saturation. Severity is production prevalence × gap (see :mod:`reports.records`
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 
 from reports.findings_data import data_findings
 from reports.findings_labels import label_findings
-from reports.formatting import get
+from reports.formatting import as_list, fmt_num, get, metric_label, num
+from reports.grouping import Relation, fold
 from reports.records import (
-    SEVERITY_ORDER, SHIFT_KINDS, STANDING_KINDS, Limitation, RankingContext, SeverityPriors, rank_order,
+    SEVERITY_ORDER, SHIFT_KINDS, Limitation, RankingContext, SeverityPriors, claim_of, rank_order,
 )
 
-__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict", "fails_gate", "GATE_LEVELS"]
+__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict", "fails_gate", "GATE_LEVELS", "claims",
+           "undecided", "sample_size", "decided", "undecided_notes"]
 
 GATE_LEVELS = ("shift", "low", "medium", "high")
 
@@ -57,46 +61,178 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     if not isinstance(audit, Mapping):
         raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
-    found = data_findings(audit, ctx) + label_findings(audit, ctx)
+    found = [lim for lim in data_findings(audit, ctx) + label_findings(audit, ctx) if decided(lim)]
+    found = _locate_overall_drop(found)
     found.sort(key=rank_order)
     return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
 
 
-def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
-    """``{"shift_detected", "severity", "summary"}`` — the one-sentence answer a newcomer reads first.
+def decided(lim: Limitation) -> bool:
+    """A claim needs a test or an interval behind it; a finding with neither is a note, not a limitation."""
+    d = lim.decision
+    return isinstance(d, Mapping) and bool(d.get("rule")) and (bool(d.get("test")) or d.get("interval") is not None)
 
-    ``shift_detected`` is true when any detector section reports ``is_shift`` or any shift-kind
-    limitation exists; ``severity`` is the highest limitation severity ("none" without any).
-    """
-    sections = ("covariate", "label", "semantic")
-    shift = any(get(audit, s, "is_shift") is True for s in sections) or any(
-        lim.kind in SHIFT_KINDS for lim in limitations)
-    if not limitations:
-        summary = ("A shift was detected, but none of it is large enough to change the benchmark's conclusions."
-                   if shift else "No shift, weak context or untested context was found: the benchmark results "
-                                 "should hold for this production data.")
-        return {"shift_detected": shift, "severity": "none", "summary": summary}
+
+def undecided_notes(audit: Mapping, *, saturation_threshold: float | None = None,
+                    alpha: float | None = None) -> list[dict[str, str]]:
+    """Audit notes for the findings that :func:`rank_limitations` left out for want of a test or interval."""
+    ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=None)
+    return [{"part": f"{lim.kind.replace('_', ' ')}: {lim.title}"[:200],
+             "reason": "stated as a note, not a limitation: no test or interval decides it. " + lim.statement}
+            for lim in data_findings(audit, ctx) + label_findings(audit, ctx) if not decided(lim)]
+
+
+def _locate_overall_drop(found: list[Limitation]) -> list[Limitation]:
+    """An overall drop that the within-context test does not confirm lies in some population: when a
+    population measured credibly below the benchmark exists (an untested context, a weak or dropped
+    slice), the drop is folded into the largest one, which states the measured loss; otherwise it stays
+    a concept shift of its own."""
+    drop = next((lim for lim in found if lim.kind == "concept_shift" and lim.slice is None
+                 and lim.evidence.get("located")), None)
+    if drop is None:
+        return found
+    located = [lim for lim in found if lim.kind in ("untested_context", "underperforming_slice", "concept_shift")
+               and lim is not drop and (lim.evidence.get("credibly_worse") or lim.kind != "untested_context")]
+    if not located:
+        return found
+    share = lambda lim: lim.evidence.get("production_share") or 0.0  # noqa: E731
+    parent = max(located, key=lambda lim: (share(lim), lim.score))
+    relation = Relation(drop.key, parent.key, "explains",
+                        note=f"{parent.title} is {share(parent):.0%} of production and measured below the benchmark")
+    folded = fold(found, [relation])
+    if parent.claim != "change":
+        folded = [dataclasses.replace(lim, claim="change") if lim.key == parent.key else lim for lim in folded]
+    return folded
+
+
+def claims(limitations: Sequence[Limitation]) -> tuple[list, list]:
+    """``(change claims, standing limitations)``, each in rank order."""
     ordered = sorted(limitations, key=lambda lim: lim.rank)
-    severity = max((lim.severity for lim in limitations), key=lambda s: SEVERITY_ORDER.get(s, 0))
+    return ([lim for lim in ordered if claim_of(lim) == "change"],
+            [lim for lim in ordered if claim_of(lim) == "standing"])
+
+
+def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
+    """The one-sentence answer a newcomer reads first: ``{"shift_detected", "severity", "summary", "status",
+    "reasons", "sample_size", "changes", "standing"}``.
+
+    ``shift_detected`` is true when any test of the audit was flagged (any section's ``is_shift``, the
+    overall metric's change, a slice's change) or any change claim exists. ``status`` is ``"shift"`` then;
+    otherwise ``"inconclusive"`` when the tests that matter could not run (:func:`undecided`), else
+    ``"no_shift"``. The summary leads with what changed; standing limitations are listed after it.
+    ``severity`` is the highest severity among the change claims, else among the standing ones.
+    """
+    changes, standing = claims(limitations)
+    shift = any(get(audit, s, "is_shift") is True for s in ("covariate", "label", "semantic")) \
+        or get(audit, "overall", "changed") is True \
+        or any(s.get("changed") is True for s in as_list(get(audit, "slices"))) \
+        or any(lim.kind in SHIFT_KINDS for lim in changes) or bool(changes)
+    reasons = [] if shift else undecided(audit)
+    status = "shift" if shift else ("inconclusive" if reasons else "no_shift")
+    basis = changes or standing
+    severity = max((lim.severity for lim in basis), key=lambda s: SEVERITY_ORDER.get(s, 0)) if basis else "none"
+    out = {"shift_detected": shift, "severity": severity, "status": status, "reasons": reasons,
+           "sample_size": sample_size(audit) if status == "inconclusive" else None,
+           "changes": [lim.key for lim in changes if getattr(lim, "key", None)],
+           "standing": [lim.key for lim in standing if getattr(lim, "key", None)]}
+    standing_text = _standing_sentence(standing)
+    if status == "inconclusive":
+        size = out["sample_size"] or {}
+        out["summary"] = ("Inconclusive: the audit cannot tell whether the benchmark results hold for this production "
+                          f"data: {'; '.join(reasons)}." + (f" {size['sentence']}" if size.get("sentence") else "")
+                          + standing_text)
+        return out
+    if not changes:
+        if shift:
+            lead = "A shift was detected, but none of it is large enough to change the benchmark's conclusions."
+        else:
+            lead = ("No change from the benchmark was detected: no shift, new population or drop passes the "
+                    "tests" + (", and the benchmark results should hold for this production data." if not standing
+                               else "."))
+        out["summary"] = lead + standing_text
+        return out
+    measured = num(get(audit, "overall", "benchmark_value")) is not None
+    what = "benchmark score" if measured else "benchmark results"
     lead = {
-        "high": "Do not rely on the benchmark score for this production data",
+        "high": f"Do not rely on the {what} for this production data",
         "medium": "Use the model with care on this production data",
-        "low": "The benchmark score mostly holds for this production data, with a caveat",
-    }[severity]
-    top = next(lim for lim in ordered if lim.severity == severity)
-    others = len(limitations) - 1
-    more = f", and {others} more issue{'s were' if others != 1 else ' was'} found" if others else ""
-    return {"shift_detected": shift, "severity": severity, "summary": f"{lead}: {top.title}{more}."}
+        "low": f"The {what} mostly {'holds' if measured else 'hold'} for this production data, with a caveat",
+    }[max((lim.severity for lim in changes), key=lambda s: SEVERITY_ORDER.get(s, 0))]
+    top = max(changes, key=lambda lim: (SEVERITY_ORDER.get(lim.severity, 0), -lim.rank))
+    others = len(changes) - 1
+    more = f", and {others} more change{'s were' if others != 1 else ' was'} found" if others else ""
+    out["summary"] = f"{lead}: {top.title}{more}." + standing_text
+    return out
+
+
+def _standing_sentence(standing: Sequence[Limitation]) -> str:
+    if not standing:
+        return ""
+    titles = "; ".join(lim.title for lim in standing[:2]) + (f"; and {len(standing) - 2} more" if len(standing) > 2
+                                                             else "")
+    return f" Standing limitations (model card, not changes): {titles}."
+
+
+def undecided(audit: Mapping) -> list[str]:
+    """Why the audit cannot tell: the tests that matter did not run. Inputs or outputs must have been
+    compared by at least one test that ran; with labelled production, the overall metric's change too."""
+    covariate = get(audit, "covariate", default={})
+    tests = as_list(get(covariate, "features")) + as_list(get(covariate, "missing")) \
+        + as_list(get(covariate, "outputs", "tests"))
+    mv = get(covariate, "multivariate")
+    if isinstance(mv, Mapping):
+        tests.append(mv)
+    ran = [t for t in tests if str(t.get("status", "ok")) == "ok" and num(t.get("p_value")) is not None]
+    reasons = []
+    if not ran:
+        skipped = [t for t in tests if str(t.get("status", "ok")) != "ok"]
+        reasons.append(f"none of the {len(skipped)} input and output tests had enough data" if skipped else
+                       "no test compared the model's inputs or outputs")
+    if get(audit, "production", "labelled") is True and num(get(audit, "overall", "change_p_value")) is None:
+        reasons.append(f"the change of {metric_label(get(audit, 'overall', 'metric') or 'the metric')} could not be "
+                       "tested (too few labelled rows)")
+    return reasons
+
+
+def sample_size(audit: Mapping, *, power: float = 0.8) -> dict | None:
+    """The smallest change a two-sample test can detect at these sizes (α, ``power``), and the rows per
+    side needed for the configured floor: for the primary metric as a proportion (normal approximation
+    at the benchmark's value) and, for inputs, the KS distance."""
+    n_b, n_p = num(get(audit, "benchmark", "n_rows")), num(get(audit, "production", "n_rows"))
+    if not n_b or not n_p:
+        return None
+    params = get(audit, "parameters", default={})
+    alpha = num(get(params, "alpha")) or 0.05
+    floor = num(get(params, "effect_floors", "performance_drop")) or 0.05
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    p0 = num(get(audit, "overall", "benchmark_value"))
+    p0 = 0.5 if p0 is None or not 0 < p0 < 1 else p0
+    var = p0 * (1 - p0)
+    mde = z * math.sqrt(var * (1 / n_b + 1 / n_p))
+    needed = math.ceil(2 * var * z * z / floor ** 2)
+    ks = math.sqrt(-math.log(alpha / 2) / 2) * math.sqrt((n_b + n_p) / (n_b * n_p))  # KS critical distance at α
+    metric = metric_label(get(audit, "overall", "metric") or "accuracy")
+    sentence = (f"At n={int(n_b):,} benchmark and n={int(n_p):,} production rows only a change of {metric} of at "
+                f"least {fmt_num(mde)} can be detected (two-sample proportion test, α = {fmt_num(alpha)}, "
+                f"{power * 100:.0f} % power), and only a KS distance of at least {fmt_num(ks)} can reach "
+                f"significance; the {fmt_num(floor)} floor needs about {needed:,} rows on each side.")
+    return {"alpha": alpha, "power": power, "n_benchmark": int(n_b), "n_production": int(n_p), "metric": metric,
+            "minimal_detectable_change": round(mde, 4), "minimal_detectable_ks": round(ks, 4), "floor": floor,
+            "n_needed_per_side": needed, "sentence": sentence}
 
 
 def fails_gate(result: Mapping, level: str) -> bool:
     """Should a CI job fail on this AuditResult at ``level`` (``contextshift audit --fail-on``)?
 
-    ``"shift"``: the verdict says a shift was detected. ``"low" | "medium" | "high"``: some limitation at
-    least that severe, other than a saturated benchmark (a property of the benchmark, not of production).
+    ``"shift"``: the verdict says a shift was detected. ``"low" | "medium" | "high"``: some change claim
+    at least that severe; standing limitations (a saturated benchmark, a slice weak on the benchmark as
+    well, label quality) never fail a gate.
 
     >>> fails_gate({"verdict": {"shift_detected": False}, "limitations": [
     ...     {"kind": "benchmark_saturation", "severity": "low"}]}, "low")
+    False
+    >>> fails_gate({"verdict": {"shift_detected": False}, "limitations": [
+    ...     {"kind": "underperforming_slice", "severity": "high", "claim": "standing"}]}, "low")
     False
     """
     if level not in GATE_LEVELS:
@@ -105,4 +241,4 @@ def fails_gate(result: Mapping, level: str) -> bool:
         return bool(get(result, "verdict", "shift_detected"))
     floor = SEVERITY_ORDER[level]
     return any(SEVERITY_ORDER.get(str(lim.get("severity")), 0) >= floor
-               for lim in result.get("limitations") or () if lim.get("kind") not in STANDING_KINDS)
+               for lim in result.get("limitations") or () if claim_of(lim) == "change")

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 
 from types import SimpleNamespace
 
-from reports.formatting import as_list, fmt_metric, fmt_n, fmt_value, get, metric_label, num, shorten
+from reports.formatting import as_list, fmt_decision, fmt_metric, fmt_n, fmt_value, get, metric_label, num, shorten
 from reports.limitations import Limitation, verdict
 from reports.reading import as_dict, is_local, pack_title
-from reports.records import CORRECTION_LABELS, KIND_LABELS
+from reports.records import CORRECTION_LABELS, KIND_LABELS, claim_of
 
 __all__ = ["render_markdown", "md_escape"]
 
@@ -60,13 +60,33 @@ def _context_line(audit: Mapping) -> str:
 
 
 def _records(audit: Mapping, limitations) -> list:
-    """Limitations as records with ``rank, kind, severity, title, statement``: as given, else
-    read from the AuditResult JSON."""
+    """Limitations as records with ``rank, kind, severity, title, statement, claim, decision``: as given,
+    else read from the AuditResult JSON."""
     if limitations is not None:
         return list(limitations)
-    return [SimpleNamespace(rank=d.get("rank") or 0, kind=str(d.get("kind") or ""),
+    return [SimpleNamespace(rank=d.get("rank") or 0, kind=str(d.get("kind") or ""), key=d.get("key"),
                             severity=str(d.get("severity") or "low"), title=str(d.get("title") or ""),
-                            statement=str(d.get("statement") or "")) for d in as_list(audit.get("limitations"))]
+                            statement=str(d.get("statement") or ""), claim=claim_of(d), decision=d.get("decision"))
+            for d in as_list(audit.get("limitations"))]
+
+
+def _verdict_line(v: Mapping) -> str:
+    """``Verdict: …`` in words: never "none severity"; an inconclusive audit says so first."""
+    status = v.get("status")
+    if status == "inconclusive":
+        head = "Inconclusive"
+    elif v.get("severity") in (None, "none"):
+        head = "no change detected" if not v.get("shift_detected") else "shift detected, no limitation"
+    else:
+        head = f"{v['severity']} severity"
+    return f"**Verdict: {head}.** {md_escape(v['summary'])}"
+
+
+def _item(lim) -> str:
+    kind = KIND_LABELS.get(lim.kind, lim.kind.replace("_", " "))
+    decision = fmt_decision(getattr(lim, "decision", None))
+    tail = f" _Decided by: {md_escape(decision)}_" if decision else ""
+    return f"{lim.rank}. **{lim.severity.capitalize()} — {kind.lower()}.** {md_escape(lim.statement)}{tail}"
 
 
 def render_markdown(audit: Mapping, limitations: Sequence[Limitation] | None = None, *,
@@ -80,15 +100,26 @@ def render_markdown(audit: Mapping, limitations: Sequence[Limitation] | None = N
     audit = dict(as_dict(audit))
     limitations = _records(audit, limitations)
     v = verdict(audit, limitations)
-    lines = [f"{h} Model limitations", "", f"**Verdict: {v['severity']} severity.** {md_escape(v['summary'])}", ""]
+    lines = [f"{h} Model limitations", "", _verdict_line(v), ""]
     ordered = sorted(limitations, key=lambda lim: lim.rank)
-    for lim in ordered[:MARKDOWN_CAP]:
-        kind = KIND_LABELS.get(lim.kind, lim.kind.replace("_", " "))
-        lines.append(f"{lim.rank}. **{lim.severity.capitalize()} — {kind.lower()}.** {md_escape(lim.statement)}")
-    if len(ordered) > MARKDOWN_CAP:
-        lines += ["", f"_{len(ordered) - MARKDOWN_CAP:,} lower-ranked limitations are omitted; see the audit report._"]
+    changes = [lim for lim in ordered if claim_of(lim) == "change"]
+    standing = [lim for lim in ordered if claim_of(lim) == "standing"]
+    if changes:
+        lines += [f"{h}# What changed in production", ""]
+        lines += [_item(lim) for lim in changes[:MARKDOWN_CAP]]
+        if len(changes) > MARKDOWN_CAP:
+            lines += ["", f"_{len(changes) - MARKDOWN_CAP:,} lower-ranked changes are omitted; see the audit report._"]
+    if standing:
+        lines += ["", f"{h}# Standing limitations (model card)", "",
+                  "Properties the benchmark shows as well; they are not changes and never alert.", ""]
+        lines += [_item(lim) for lim in standing[:MARKDOWN_CAP]]
+        if len(standing) > MARKDOWN_CAP:
+            lines += ["", f"_{len(standing) - MARKDOWN_CAP:,} more standing limitations are omitted; see the audit "
+                          "report._"]
     if not ordered:
-        lines.append("No limitation was found: no weak or untested context and no shift that passes the tests.")
+        lines.append("Nothing could be claimed: the tests that matter could not run (this is not an all-clear)."
+                     if v.get("status") == "inconclusive" else
+                     "No limitation was found: no weak or untested context and no shift that passes the tests.")
     lines += ["", f"{h}# How this was measured", "", _context_line(audit),
               "Severity weighs each problem's share of production by the size of its performance gap.", ""]
     return "\n".join(lines)

@@ -21,10 +21,12 @@ from typing import Any
 
 from detectors.base import Result
 from reports.formatting import get, lower_is_better, num
+from reports.measured import measured_overall
 
 __all__ = [
     "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
     "HIGH_SCORE", "MEDIUM_SCORE", "STANDING_KINDS", "rank_order", "severity_label", "SEVERITY_ORDER", "flagged", "finding_key",
+    "make_decision", "claim_of", "CLAIMS",
 ]
 
 # Kinds from SPEC §7, in the order used to break ties between equal scores.
@@ -48,17 +50,39 @@ DEFAULT_FLOORS = {
     "slice_gap": 0.05,  # a slice must be this much below overall to be "underperforming"
     "performance_drop": 0.05,  # a production drop (with labels) must be at least this large
     "label_disagreement": 0.02,  # disagreement rate between two labelling sources
+    "untested_share": 0.10,  # an untested population at least this share of production is never folded away
 }
+CLAIMS = ("change", "standing")
 
 
 STANDING_KINDS = frozenset({"benchmark_saturation"})  # properties of the benchmark alone, not of production
 
 
+def claim_of(lim: Any) -> str:
+    """``"change"`` or ``"standing"`` of a Limitation or its JSON; records without the field (older
+    results) count as standing only for the kinds that are properties of the benchmark."""
+    claim = lim.get("claim") if isinstance(lim, Mapping) else getattr(lim, "claim", None)
+    if claim in CLAIMS:
+        return claim
+    kind = lim.get("kind") if isinstance(lim, Mapping) else getattr(lim, "kind", None)
+    return "standing" if kind in STANDING_KINDS or kind == "label_quality" else "change"
+
+
 def rank_order(lim: "Limitation") -> tuple:
-    """Sort key of the ranking: findings about production first, then by score, kind and name;
-    a saturated benchmark is informational and always comes last."""
-    return (lim.kind in STANDING_KINDS, -lim.score, KINDS.index(lim.kind) if lim.kind in KINDS else len(KINDS),
+    """Sort key of the ranking: change claims first, then standing limitations (model card), each by
+    score, kind and name; a saturated benchmark is informational and always comes last."""
+    return (lim.kind in STANDING_KINDS, claim_of(lim) == "standing", -lim.score, KINDS.index(lim.kind) if lim.kind in KINDS else len(KINDS),
             str(lim.slice or ""))
+
+
+def make_decision(statistic: str, value: Any, *, rule: str, test: str | None = None, p_value_adjusted: Any = None,
+                  interval: Any = None, n: Any = None) -> dict[str, Any]:
+    """What made a finding a claim: the statistic and its value, the test or interval, the rows, the rule."""
+    lo, hi = (interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None))
+    count = num(n)
+    return {"statistic": statistic, "value": num(value), "test": test, "p_value_adjusted": num(p_value_adjusted),
+            "interval": None if num(lo) is None or num(hi) is None else [num(lo), num(hi)],
+            "n": None if count is None else int(count), "rule": rule}
 
 
 def severity_label(score: float) -> str:
@@ -107,11 +131,15 @@ class Limitation(Result):
     key: str = ""  # stable across audits: "<kind>:<canonical rows definition or subject>"
     definition: str | None = None  # slice expression selecting exactly the production rows concerned
     related: tuple = ()  # findings folded into this one (same or nested rows, or explained by them)
+    # "change": rests on a benchmark → production change test of the audit (monitors alert on it);
+    # "standing": a property the benchmark shows as well (model card only, never alerts or fails a gate)
+    claim: str = "change"
+    decision: dict | None = None  # make_decision(): statistic, test or interval, rows and rule
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
-        order = ("rank", "key", "kind", "slice", "definition", "severity", "score", "title", "statement",
-                 "evidence", "related")
+        order = ("rank", "key", "kind", "slice", "definition", "severity", "score", "claim", "decision", "title",
+                 "statement", "evidence", "related")
         return {key: data[key] for key in order}
 
 
@@ -129,6 +157,7 @@ class RankingContext:
     overall_ci: Any
     overall_n: float | None
     overall_production_value: float | None
+    measured: Any  # reports.measured.MeasuredChange of the overall metric, None without labelled production
     n_benchmark: float | None
     n_production: float | None
     min_slice_size: int
@@ -155,6 +184,7 @@ class RankingContext:
             overall_ci=get(audit, "overall", "benchmark_ci"),
             overall_n=num(get(audit, "overall", "n")) or num(get(audit, "benchmark", "n_rows")),
             overall_production_value=num(get(audit, "overall", "production_value")),
+            measured=measured_overall(audit, str(metric)),
             n_benchmark=num(get(audit, "benchmark", "n_rows")),
             n_production=num(get(audit, "production", "n_rows")),
             min_slice_size=int(num(get(params, "min_slice_size")) or 30),

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "AuditResult", "ShiftTest", "CovariateSection", "LabelSection", "SemanticSection", "SliceRecord",
-    "LimitationRecord", "Verdict", "NextRound", "Overall", "UntestedContextRecord", "DatasetRef",
+    "LimitationRecord", "Decision", "Verdict", "NextRound", "Overall", "UntestedContextRecord", "DatasetRef",
 ]
 
 Number = Optional[float]
@@ -166,6 +166,18 @@ class SliceRecord(_Record):
     changed: Optional[bool] = None
 
 
+class Decision(_Closed):
+    """What made a finding a claim: the statistic, its test or interval, the rows and the rule applied."""
+
+    statistic: str
+    value: Number = None
+    test: Optional[str] = None
+    p_value_adjusted: Number = None
+    interval: Interval = None
+    n: Optional[int] = None
+    rule: str
+
+
 class LimitationRecord(_Closed):
     """One fact about where the model should not be trusted; ``key`` is stable across audits."""
 
@@ -183,12 +195,24 @@ class LimitationRecord(_Closed):
     evidence: dict[str, Any] = Field(default_factory=dict)
     related: list[dict[str, Any]] = Field(
         default_factory=list, description="Findings folded into this one: same or nested rows, or explained by them.")
+    claim: Literal["change", "standing"] = Field(
+        "change", description='"change": rests on a benchmark → production change test of this audit (monitors '
+                              'alert on it, --fail-on counts it); "standing": a property the benchmark shows as well '
+                              "(a slice weak on the benchmark too, a saturated benchmark, label quality).")
+    decision: Optional[Decision] = Field(None, description="The statistic, test or interval and rule behind the claim.")
 
 
 class Verdict(_Closed):
     shift_detected: bool
     severity: Severity
     summary: str
+    status: Literal["shift", "no_shift", "inconclusive"] = Field(
+        "no_shift", description='"inconclusive" when the tests that matter could not run: the audit cannot tell.')
+    reasons: list[str] = Field(default_factory=list, description="Why the audit is inconclusive.")
+    sample_size: Optional[dict[str, Any]] = Field(
+        None, description="The smallest detectable effect at these sample sizes and the rows needed for the floor.")
+    changes: list[str] = Field(default_factory=list, description="Keys of the change claims, ranked.")
+    standing: list[str] = Field(default_factory=list, description="Keys of the standing limitations (model card).")
 
 
 class NextRound(_Record):

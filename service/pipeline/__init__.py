@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from service.pipeline import assemble, mix, reference, slicing, stages
+from service.pipeline import assemble, mix, overall, reference, slicing, stages
 from service.pipeline.columns import AuditColumns, resolve_columns
 from service.pipeline.family import correct_together
 from service.pipeline.shapes import flatten_audit
@@ -54,7 +54,7 @@ class AuditOutcome:
 
 # Results whose tests enter the audit-wide correction, in a fixed order (the family's order).
 TESTED = ("covariate", "multivariate", "outputs", "prior", "concept", "context", "evaluation", "overall_eval",
-          "conditional", "embedding")
+          "overall_change", "conditional", "embedding")
 
 
 @dataclass
@@ -78,6 +78,7 @@ class AuditState:
     context: Any = None
     evaluation: Any = None
     overall_eval: Any = None
+    overall_change: Any = None  # the plain benchmark → production test of the primary metric (all rows)
     attribution: Any = None
     cells: Any = None
     conditional: Any = None
@@ -154,6 +155,8 @@ def _slice_metrics(s: AuditState, inp: AuditInput) -> None:
     mix = slicing.mix_shifted(ctx, s.context, s.slices)
     s.evaluation, s.overall_eval = ctx.guard("slice metrics", (None, None), slicing.slice_metrics, ctx, s.slices,
                                              s.definitions, s.sources, s.bench_out, s.prod_out, mix)
+    s.overall_change = ctx.guard("overall metric change", None, overall.overall_change, ctx, s.overall_eval,
+                                 s.bench_out, s.prod_out)
 
 
 def _attribution(s: AuditState, inp: AuditInput) -> None:
@@ -249,6 +252,8 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
 
     ctx = state.ctx
     draft = flatten_audit(assemble.audit_json(inp, state))
+    overall.with_overall_change(draft, state.overall_change)
+    overall.with_estimate_checks(draft, ctx.alpha)
     limitations = one_limitation_per_fact(draft, state, inp.production)
     draft["notes"] = [*draft.get("notes", []), *_ranking_notes(draft, ctx)]
     candidates = assemble.candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
@@ -272,12 +277,14 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
 def _ranking_notes(draft: dict[str, Any], ctx: stages.StageContext) -> list[dict[str, str]]:
     """Rules of the ranking that were deliberately not applied, so the user is not left guessing."""
     from reports.findings_labels import saturation_note
+    from reports.limitations import undecided_notes
     from reports.records import RankingContext
 
     rank_ctx = RankingContext.from_audit(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
                                          alpha=ctx.alpha, priors=None)
     note = saturation_note(draft, rank_ctx)
-    return [] if note is None else [note]
+    undecided = undecided_notes(draft, saturation_threshold=ctx.options.get("saturation_threshold"), alpha=ctx.alpha)
+    return ([] if note is None else [note]) + undecided
 
 
 def _companion(inp: AuditInput, ctx: stages.StageContext) -> str:

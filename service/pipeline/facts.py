@@ -46,7 +46,7 @@ def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.Da
 
     ctx = state.ctx
     found = [lim for lim in rank_limitations(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
-                                             alpha=ctx.alpha) if lim.score >= MIN_SCORE]
+                                             alpha=ctx.alpha) if lim.score >= MIN_SCORE or lim.claim == "change"]
     found = _one_per_key(found)
     masks = {lim.key: m for lim in found if (m := _mask(lim, production)) is not None}
     bench_masks = {lim.key: m for lim in found if lim.key in masks and (m := _mask(lim, ctx.benchmark)) is not None}
@@ -104,6 +104,8 @@ def _row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> lis
     candidates = [lim for lim in found if lim.key in masks]
     relations = []
     for child in candidates:
+        if child.evidence.get("large_population"):
+            continue  # a large untested population is always a limitation of its own
         mc = masks[child.key]
         parents = []
         for parent in candidates:

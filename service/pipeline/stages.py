@@ -135,8 +135,8 @@ def model_outputs(ctx: StageContext):
     if not used:
         return None
     detector = ctx.fitted("outputs", lambda: OutputShiftDetector(
-        alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes, random_state=ctx.seed).fit(
-        ctx.benchmark[used]), columns=used)
+        alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes if len(ctx.classes) >= 2 else None,
+        random_state=ctx.seed).fit(ctx.benchmark[used]), columns=used)  # one class seen: names come from the data
     return detector.test(ctx.production[used])
 
 

@@ -36,10 +36,14 @@ def test_ranks_are_consecutive_and_scores_and_severity_monotone(audit):
     assert [lim.kind for lim in limitations][-1] == "benchmark_saturation"  # always last (SCHEMA.md)
     assert any(lim.score < limitations[-1].score for lim in limitations[:-1])  # ... even above smaller scores
     ranked = limitations[:-1]
-    scores = [lim.score for lim in ranked]
-    assert scores == sorted(scores, reverse=True)
-    levels = [SEVERITY_ORDER[lim.severity] for lim in ranked]
-    assert levels == sorted(levels, reverse=True)
+    claims = [lim.claim for lim in ranked]
+    assert claims == sorted(claims)  # change claims first, then standing limitations (model card)
+    for claim in ("change", "standing"):
+        group = [lim for lim in ranked if lim.claim == claim]
+        scores = [lim.score for lim in group]
+        assert scores == sorted(scores, reverse=True)
+        levels = [SEVERITY_ORDER[lim.severity] for lim in group]
+        assert levels == sorted(levels, reverse=True)
     assert all(lim.severity == _label(lim.score) for lim in limitations)
 
 
@@ -47,14 +51,15 @@ def test_weak_common_slice_ranks_first_and_is_high(audit):
     """The planted weak slice (common in production, rare in the benchmark) is the worst data finding:
     it outranks every other slice, untested context and shift; its score is production share × gap."""
     ranked = rank_limitations(audit)
-    data = [lim for lim in ranked if lim.kind != "label_quality"]
+    # production is unlabelled: the slice is weak on the benchmark, a standing limitation, first of them
+    data = [lim for lim in ranked if lim.kind != "label_quality" and lim.claim == "standing"]
     top = data[0]
     weak = _slice(audit, PLANTED_SHIFT.weak_slice)
     assert (top.kind, top.slice, top.definition) == ("underperforming_slice", weak["name"], PLANTED_SHIFT.weak_expression)
     assert weak["production_share"] > weak["benchmark_share"]  # the benchmark hides it
     assert top.score == pytest.approx(weak["production_share"] * weak["gap"], abs=1e-6)
     assert top.severity == _label(top.score) != "low"
-    assert top.score > max(lim.score for lim in data[1:])
+    assert top.score > max(lim.score for lim in ranked if lim.kind != "label_quality" and lim is not top)
 
 
 def test_weak_slice_outranks_tiny_but_significant_shift():
@@ -69,9 +74,16 @@ def test_weak_slice_outranks_tiny_but_significant_shift():
                     "underperforming": True}],
     }
     ranked = rank_limitations(audit)
+    weak, shift = _by_kind(ranked, "underperforming_slice")[0], _by_kind(ranked, "covariate_shift")[0]
+    assert weak.score > shift.score and shift.severity == "low"
+    # weak on the benchmark (its interval lies below 0.7) and no change test: standing, listed after changes
+    assert weak.claim == "standing" and shift.claim == "change" and shift.rank < weak.rank
+    audit["slices"][0].update(production_value=0.45, production_ci=[0.40, 0.50], p_value_adjusted=0.001,
+                              p_value_test="change", changed=True)  # and it got worse in production
+    ranked = rank_limitations(audit)
     kinds = [lim.kind for lim in ranked]
+    assert _by_kind(ranked, "underperforming_slice")[0].claim == "change"
     assert kinds.index("underperforming_slice") < kinds.index("covariate_shift")
-    assert _by_kind(ranked, "covariate_shift")[0].severity == "low"
 
 
 @pytest.mark.parametrize("field, values", [("production_share", [0.02, 0.1, 0.3]), ("gap", [0.06, 0.15, 0.3])])
@@ -181,8 +193,9 @@ def test_to_dict_is_json_ready_and_has_spec_keys(audit):
     audit["slices"][0]["benchmark_ci"] = [0.52, float("nan")]
     for lim in rank_limitations(audit):
         d = lim.to_dict()
-        assert list(d) == ["rank", "key", "kind", "slice", "definition", "severity", "score", "title", "statement",
-                           "evidence", "related"]
+        assert list(d) == ["rank", "key", "kind", "slice", "definition", "severity", "score", "claim", "decision",
+                           "title", "statement", "evidence", "related"]
+        assert d["claim"] in ("change", "standing") and d["decision"]["rule"]
         assert d["key"].startswith(d["kind"] + ":")
         json.dumps(d, allow_nan=False)
         assert d["severity"] in ("low", "medium", "high") and isinstance(d["score"], float)
@@ -198,9 +211,14 @@ def test_limitations_are_frozen(audit):
 def test_verdict_names_the_top_limitation(audit):
     ranked = rank_limitations(audit)
     v = verdict(audit, ranked)
-    assert v == {"shift_detected": True, "severity": ranked[0].severity, "summary": v["summary"]}
-    assert v["severity"] == max((lim.severity for lim in ranked), key=SEVERITY_ORDER.get)
-    assert ranked[0].title in v["summary"] and f"{len(ranked) - 1} more issues" in v["summary"]
+    changes = [lim for lim in ranked if lim.claim == "change"]
+    standing = [lim for lim in ranked if lim.claim == "standing"]
+    assert changes and standing and ranked[:len(changes)] == changes  # change claims rank first
+    assert {k: v[k] for k in ("shift_detected", "status")} == {"shift_detected": True, "status": "shift"}
+    assert v["severity"] == max((lim.severity for lim in changes), key=SEVERITY_ORDER.get)
+    assert ranked[0].title in v["summary"] and f"{len(changes) - 1} more changes" in v["summary"]
+    assert v["summary"].index("Standing limitations (model card") > v["summary"].index(ranked[0].title)
+    assert v["changes"] == [lim.key for lim in changes] and v["standing"] == [lim.key for lim in standing]
     assert v["summary"].count(".") >= 1 and "\n" not in v["summary"]
 
 

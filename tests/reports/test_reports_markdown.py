@@ -31,8 +31,18 @@ def test_numbered_items_follow_rank_order(audit):
 
 
 def test_no_limitations_says_so():
+    """Nothing tested: inconclusive, never "none severity" (the old wording) nor an all-clear."""
     text = render_markdown({}, [])
-    assert "No limitation was found" in text and "**Verdict: none severity.**" in text
+    assert "Nothing could be claimed" in text and "**Verdict: Inconclusive.**" in text
+    assert "none severity" not in text and "should hold" not in text
+
+
+def test_a_tested_audit_without_findings_says_no_change():
+    audit = {"covariate": {"features": [{"name": "x", "method": "ks", "p_value": 0.6, "p_value_adjusted": 0.6,
+                                         "effect_size": 0.01, "drifted": False, "status": "ok"}]}}
+    text = render_markdown(audit, [])
+    assert "**Verdict: no change detected.**" in text and "No limitation was found" in text
+    assert "none severity" not in text
 
 
 def test_hostile_names_cannot_inject_markup_or_links(hostile_audit):

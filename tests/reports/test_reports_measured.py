@@ -35,17 +35,25 @@ def test_unlabelled_production_keeps_the_assumed_gap_and_says_so(audit):
     assert lim.evidence["measured"] is None
 
 
-def test_the_measured_loss_is_stated_but_not_claimed_by_the_shift(audit):
-    """The overall loss has every cause of the audit in it (weak slices, untested contexts), so the
-    shift keeps its assumed loss, whatever was measured; the statement gives both."""
+def test_a_large_measured_loss_is_stated_but_not_claimed_by_the_shift(audit):
+    """The overall loss has every cause of the audit in it (weak slices, untested contexts), so a shift
+    keeps its assumed loss when the measured one is larger; the statement gives both."""
     effect = min(max(t["effect_size"] for t in audit["covariate"]["features"] if t["drifted"]), 1.0)
-    for counts, said in (((250, 300, 180, 300), "a loss of 0.23"), ((25_000, 30_000, 25_010, 30_000), "within "
-                                                                                                     "sampling error")):
-        _label(audit, *counts)
-        lim = _covariate(audit)
-        assert lim.score == pytest.approx(effect * 0.05, abs=1e-6)
-        assert "Measured on the labelled production rows" in lim.statement and said in lim.statement
-        assert "Nothing here measures" not in lim.statement and "for the shift itself" in lim.statement
+    _label(audit, 250, 300, 180, 300)
+    lim = _covariate(audit)
+    assert lim.score == pytest.approx(effect * 0.05, abs=1e-6)
+    assert "Measured on the labelled production rows" in lim.statement and "a loss of 0.23" in lim.statement
+    assert "Nothing here measures" not in lim.statement and "The shift itself is scored" in lim.statement
+
+
+def test_a_measured_loss_within_sampling_error_caps_the_shift(audit):
+    """Measured beats assumed: production labelled, loss 0.00 → the shift is stated, with a low severity
+    that rests on the measurement (it failed before: the assumed loss made it medium or high)."""
+    _label(audit, 25_000, 30_000, 25_010, 30_000)
+    lim = _covariate(audit)
+    assert lim.score == 0.0 and lim.severity == "low" and lim.claim == "change"
+    assert "within sampling error" in lim.statement and "uses this measured loss" in lim.statement
+    assert "measured loss" in lim.evidence["severity_basis"] and "assumed" not in lim.evidence["severity_basis"]
 
 
 def test_a_feature_without_common_values_gets_the_time_index_hint(audit):
