@@ -160,7 +160,10 @@ def untested_values(name: str, reference: pd.Series, counts: pd.Series, n_produc
         order = idx[np.lexsort((np.array([str(v) for v in labels[idx]]), -k2[idx]))]
         values = [_native(v) for v in labels[order]]
         listed = min(max_listed, int(present.sum()))
-        out.append((f"rare or new values of {name}", "pooled_values", tuple(values[:listed]),
+        # the listed values in text order: the definition (and so the key) does not change with
+        # the order of their counts from one run to the next
+        shown = sorted(values[:listed], key=str)
+        out.append((f"rare or new values of {name}", "pooled_values", tuple(shown),
                     int(k1[pooled].sum()), int(k2[pooled].sum()), len(values), tuple(values[listed:])))
     return [UntestedContext(label, kind, name, value, a, b, b / n_production, wilson_interval(b, n_production),
                             int(min_slice_size), n_values=n_values, other_values=rest)

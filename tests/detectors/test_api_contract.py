@@ -112,6 +112,7 @@ BAD_VALUES = {
     "effect_floors": [{"no_such_effect": 0.1}, "big", {"__any__": -1}],
     "max_samples": [0, 10.5],
     "max_categories": [0],
+    "max_listed_values": [0, 2.5],
     "max_rows": [0],
     "min_slice_size": [0],
     "min_production_count": [0],
