@@ -62,9 +62,9 @@ from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_co
 # result types and pure helpers live in detectors.context_results and detectors.context_tests; they
 # stay importable from here (exceedance_pvalue, literal_text and _share_stats are used elsewhere)
 from detectors.context_results import ContextShiftResult, SliceShare, UntestedContext
-from detectors.context_tests import (MISSING, _as_mask, _share_stats, exceedance_pvalue, literal_text,
-                                     pool_rare_categories, rarity_pvalue, rarity_test, untested_ranges,
-                                     untested_values)
+from detectors.context_tests import (MISSING, _as_mask, _numbers, _share_stats, declared_kind, exceedance_pvalue,
+                                     literal_text, pool_rare_categories, rarity_pvalue, rarity_test,
+                                     untested_ranges, untested_values)
 from detectors.correction import readjust
 from detectors.covariate import categorical_shift_test
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
@@ -190,17 +190,18 @@ class ContextShiftDetector:
         missing = [c for c in self.column_types_ if c not in getattr(production, "columns", [])]
         if missing:
             raise DetectorInputError(f"production lacks the context columns {missing}.")
-        n2 = int(production.shape[0])
-        if n2 == 0:
+        n_rows = int(production.shape[0])
+        if n_rows == 0:
             raise DetectorInputError("production has no rows.")
+        # rows the counts describe (every row with ``counts``; numeric columns stay on the sample)
         n1 = self.n_benchmark_ if counts is None else counts.n_benchmark
-        n2 = n2 if counts is None else counts.n_production
+        n2 = n_rows if counts is None else counts.n_production
         columns, untested, ranges = [], [], []
         for name, kind in self.column_types_.items():
             if kind == "numeric":
                 values = _numbers(production[name])
                 columns.append(self._numeric_test(name, values))
-                ranges += self._untested_range(name, pd.Series(values), n2)
+                ranges += self._untested_range(name, pd.Series(values), n_rows)
             else:
                 found = self._counts(production[name]) if counts is None else counts.production[name]
                 reference = self.benchmark_counts_[name] if counts is None else counts.benchmark[name]
@@ -304,25 +305,6 @@ class ContextShiftDetector:
         kind = "unseen_slice" if share.n_benchmark == 0 else "rare_slice"
         return UntestedContext(share.name, kind, None, None, share.n_benchmark, share.n_production,
                                share.production_share, share.production_share_ci, int(self.min_slice_size))
-
-
-def declared_kind(column: pd.Series, declared: str | None, discrete_max_unique: int) -> str:
-    """``"numeric"`` or ``"categorical"``: how a context column is tested. A column declared
-    numeric is tested as numbers whatever its number of values (ranges, KS); an undeclared numeric
-    column with at most ``discrete_max_unique`` distinct values is tested as categories."""
-    if declared == "numeric":
-        return "numeric"
-    if declared in ("categorical", "boolean"):
-        return "categorical"
-    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
-    return "numeric" if numeric and column.nunique(dropna=True) > discrete_max_unique else "categorical"
-
-
-def _numbers(column: pd.Series) -> np.ndarray:
-    """A numeric context as floats (missing and non-numbers as NaN)."""
-    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
-        return column.to_numpy(float, na_value=np.nan)
-    return pd.to_numeric(column, errors="coerce").to_numpy(float, na_value=np.nan)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from detectors.context_results import UntestedContext
 from detectors.intervals import newcombe_interval, wilson_interval
 
 __all__ = ["exceedance_pvalue", "rarity_pvalue", "literal_text", "untested_ranges", "untested_values", "rarity_test",
-           "pool_rare_categories"]
+           "pool_rare_categories", "declared_kind"]
 
 MISSING = "<missing>"
 OTHER = "<other values>"
@@ -189,6 +189,25 @@ def pool_rare_categories(reference: pd.Series, counts: pd.Series, min_count: int
     cur_out = pd.concat([cur[keep], pd.Series({OTHER: cur[small].sum()})])
     # categories absent from one side stay absent there (unseen / vanished stay visible)
     return ref_out[ref_out > 0], cur_out[cur_out > 0], int(small.sum())
+
+
+def declared_kind(column: pd.Series, declared: str | None, discrete_max_unique: int) -> str:
+    """``"numeric"`` or ``"categorical"``: how a context column is tested. A column declared
+    numeric is tested as numbers whatever its number of values (ranges, KS); an undeclared numeric
+    column with at most ``discrete_max_unique`` distinct values is tested as categories."""
+    if declared == "numeric":
+        return "numeric"
+    if declared in ("categorical", "boolean"):
+        return "categorical"
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    return "numeric" if numeric and column.nunique(dropna=True) > discrete_max_unique else "categorical"
+
+
+def _numbers(column: pd.Series) -> np.ndarray:
+    """A numeric context as floats (missing and non-numbers as NaN)."""
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        return column.to_numpy(float, na_value=np.nan)
+    return pd.to_numeric(column, errors="coerce").to_numpy(float, na_value=np.nan)
 
 
 def _native(value):
