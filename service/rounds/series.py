@@ -19,6 +19,7 @@ from service.rounds import stats
 from service.rounds.coverage import Coverage, plan_allocations, plan_coverage
 from service.rounds.frames import RoundTable
 from service.rounds.statement import agreement_change, summary_sentence
+from service.rounds.schemas import DEFAULT_MIN_GAIN
 
 DEFAULT_THRESHOLD, DEFAULT_ALPHA = 0.8, 0.05
 PROCEDURE = ("one-sided improvement test of each round over the one before, at a level fixed from the earlier "
@@ -115,7 +116,7 @@ def _cumulative(metric: str, rows: Sequence[tuple], positive) -> stats.Estimate:
 
 def summarise_series(name: str, domain: str, pack: Any, rounds: Sequence[RoundInput], *,
                      saturation_threshold: float = DEFAULT_THRESHOLD, alpha: float = DEFAULT_ALPHA,
-                     min_gain: float | None = None) -> SeriesSummary:
+                     min_gain: float | None = DEFAULT_MIN_GAIN) -> SeriesSummary:
     """Per-round metric, cumulative metric, MER/vMER, improvement and decision, annotators and plan
     coverage, then the stall and saturation flags and a one-sentence summary.
 

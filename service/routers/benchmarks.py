@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Path, Query, Response, status
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from service.deps import RuntimeDep
-from service.rounds.schemas import SERIES_NAME, RoundCreate, RoundOut, SeriesItem, SeriesList
+from service.rounds.schemas import DEFAULT_MIN_GAIN, SERIES_NAME, RoundCreate, RoundOut, SeriesItem, SeriesList
 from service.rounds.store import RoundStore
 from service.schemas import ERROR_RESPONSES
 
@@ -19,8 +19,9 @@ def get_rounds(runtime: RuntimeDep) -> RoundStore:
 
 
 RoundsDep = Annotated[RoundStore, Depends(get_rounds)]
-MinGain = Annotated[float | None, Query(gt=0, lt=1, description="Smallest gain that matters: a stall then starts only "
-                                                               "on rounds whose interval rules out a gain this large.")]
+MinGain = Annotated[float | None, Query(gt=0, lt=1, description="Smallest gain that matters: a stall starts only "
+                                                               "on rounds whose interval rules out a gain this large "
+                                                               "(default 0.05).")]
 SeriesName = Annotated[str, Path(pattern=SERIES_NAME, description="Name of the benchmark series.")]
 Threshold = Annotated[float, Query(gt=0, le=1, description="Saturation threshold of the primary metric.")]
 Alpha = Annotated[float, Query(gt=0, lt=0.5, description="Target false discovery rate of the rounds' improvement "
@@ -58,7 +59,7 @@ def series_summary(rounds: RoundStore, name: str, *, saturation_threshold: float
                         "decision (fixed when the round arrived), annotators, plan coverage; stall (with its history) "
                         "and saturation flags, label noise, and a one-sentence summary.")
 def get_benchmark(name: SeriesName, rounds: RoundsDep, saturation_threshold: Threshold = 0.8,
-                  alpha: Alpha = 0.05, min_gain: MinGain = None) -> JSONResponse:
+                  alpha: Alpha = 0.05, min_gain: MinGain = DEFAULT_MIN_GAIN) -> JSONResponse:
     summary = series_summary(rounds, name, saturation_threshold=saturation_threshold, alpha=alpha,
                              min_gain=min_gain)
     return JSONResponse(summary.to_dict())
@@ -66,7 +67,7 @@ def get_benchmark(name: SeriesName, rounds: RoundsDep, saturation_threshold: Thr
 
 @router.get("/{name}/report", response_class=HTMLResponse)
 def get_benchmark_report(name: SeriesName, rounds: RoundsDep, saturation_threshold: Threshold = 0.8,
-                         alpha: Alpha = 0.05, min_gain: MinGain = None) -> HTMLResponse:
+                         alpha: Alpha = 0.05, min_gain: MinGain = DEFAULT_MIN_GAIN) -> HTMLResponse:
     """Offline HTML: progress curve, plan coverage heat map, annotator shares, stall and saturation."""
     from reports.rounds_html import render_rounds_html
 
