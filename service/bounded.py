@@ -147,6 +147,39 @@ class CountingReader(io.RawIOBase):
             super().close()
 
 
+class RangeReader(io.RawIOBase):
+    """``prefix``, then the bytes ``[start, stop)`` of a plain file, as a raw stream."""
+
+    def __init__(self, path: Path, start: int, stop: int, prefix: bytes = b"") -> None:
+        super().__init__()
+        self.source = open(path, "rb")
+        self.source.seek(start)
+        self.left = stop - start
+        self.prefix = prefix
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.prefix:
+            data, self.prefix = self.prefix[:len(buffer)], self.prefix[len(buffer):]
+        else:
+            data = self.source.read(min(len(buffer), self.left))
+            self.left -= len(data)
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        try:
+            self.source.close()
+        finally:
+            super().close()
+
+
+def open_range(path: Path, start: int, stop: int, prefix: bytes = b"", buffer_size: int = MB) -> io.BufferedReader:
+    return io.BufferedReader(RangeReader(path, start, stop, prefix), buffer_size=buffer_size)
+
+
 def open_bounded(path: Path, gzipped: bool, limits: UploadLimits, filename: str,
                  buffer_size: int = MB) -> io.BufferedReader:
     """The (decompressed) bytes of ``path``, buffered, raising a 413 past the decompressed limit."""

@@ -21,10 +21,10 @@ from typing import BinaryIO, Iterator
 
 import pandas as pd
 
-from service.bounded import UploadLimits, open_bounded
+from service.bounded import UploadLimits, open_bounded, open_range
 from service.coerce import check_text_cells, coerce_columns
 from service.errors import BadUpload, UnsupportedFormat, UploadTooLarge
-from service.line_scan import encoding_error, scanned, sniff_csv_header
+from service.line_scan import Scan, encoding_error, scanned, sniff_csv_header
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
            ".ndjson": "jsonl"}
@@ -153,23 +153,32 @@ def _iter_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
                         code="duplicate_columns", details={"file": filename, "columns": duplicates[:100]})
     limits.check_cells(filename, 1, len(header))
     # every record's length and the row count, on the bytes: pandas holds a whole line at once
-    with scanned(path, gzipped, limits, filename, quoted=True, n_columns=len(header), header_records=1) as plain:
-        yield from _parse_csv(plain, limits, filename, len(header), chunk_cells)
+    with scanned(path, gzipped, limits, filename, quoted=True, n_columns=len(header),
+                 header_records=1) as (plain, scan):
+        yield from _parse_csv(plain, scan, limits, filename, len(header), chunk_cells)
 
 
-def _parse_csv(path: Path, limits: UploadLimits, filename: str, n_columns: int,
+def _parse_csv(path: Path, scan: Scan, limits: UploadLimits, filename: str, n_columns: int,
                chunk_cells: int) -> Iterator[pd.DataFrame]:
-    """pandas on the plain file that :func:`service.line_scan.scanned` checked, chunk by chunk."""
+    """pandas on the plain file that :func:`service.line_scan.scanned` checked, one byte range
+    (split at record ends) at a time, so a chunk holds at most ``chunk_cells`` cells and about
+    ``CHUNK_BYTES`` of text. Every range after the first is read behind the header's own bytes:
+    pandas then names, types and checks its rows exactly as in one read."""
     rows_per_chunk = max(1, chunk_cells // max(n_columns, 1))
     n_rows, has_nulls = 0, False
+    with open(path, "rb") as fh:
+        header = fh.read(scan.first_stop)
     try:
-        with open_bounded(path, False, limits, filename) as fh:
-            for chunk in pd.read_csv(fh, encoding="utf-8-sig", low_memory=False, chunksize=rows_per_chunk):
-                check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
-                n_rows += len(chunk)
-                limits.check_cells(filename, n_rows, chunk.shape[1])
-                has_nulls = has_nulls or bool(chunk.isna().to_numpy().any())
-                yield chunk
+        for start, stop in scan.ranges:
+            prefix = header if start > 0 else b""
+            with open_range(path, start, stop, prefix) as fh:
+                for chunk in pd.read_csv(fh, encoding="utf-8-sig", low_memory=False, chunksize=rows_per_chunk):
+                    chunk.index = pd.RangeIndex(n_rows, n_rows + len(chunk))
+                    check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
+                    n_rows += len(chunk)
+                    limits.check_cells(filename, n_rows, chunk.shape[1])
+                    has_nulls = has_nulls or bool(chunk.isna().to_numpy().any())
+                    yield chunk
     except UnicodeDecodeError as exc:
         raise encoding_error(filename, exc) from None
     except pd.errors.EmptyDataError:

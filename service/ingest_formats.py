@@ -10,7 +10,7 @@ import pandas as pd
 from service.bounded import MB, UploadLimits, decompress_to, open_bounded, scratch_copy
 from service.coerce import check_text_cells
 from service.errors import BadUpload, InvalidRequest, UploadTooLarge
-from service.line_scan import encoding_error, scanned
+from service.line_scan import CHUNK_BYTES, encoding_error, scanned
 
 JSONL_CHUNK_ROWS = 50_000
 # a column's share of a Parquet footer: its schema entry plus one chunk entry (with min/max
@@ -21,7 +21,8 @@ FOOTER_BYTES_PER_COLUMN = 8 * 1024
 def iter_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
                chunk_cells: int) -> Iterator[pd.DataFrame]:
     """One JSON object per line; records become a frame every ``JSONL_CHUNK_ROWS`` lines (fewer
-    for wide records: about ``chunk_cells`` cells), so only one chunk of records is in memory.
+    for wide records: about ``chunk_cells`` cells; fewer for long ones: about ``CHUNK_BYTES``),
+    so only one chunk of records is in memory.
 
     The lines are scanned first (length, count: :func:`service.line_scan.scanned`), then
     read with a bounded ``readline`` (a gzipped file from its plain copy); the keys seen so far are the columns, checked against
@@ -29,14 +30,14 @@ def iter_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
     from service.ingest import check_text_start
 
     check_text_start(path, gzipped, limits, filename)
-    with scanned(path, gzipped, limits, filename, quoted=False) as plain:
+    with scanned(path, gzipped, limits, filename, quoted=False) as (plain, _):
         yield from _parse_jsonl(plain, limits, filename, chunk_cells)
 
 
 def _parse_jsonl(path: Path, limits: UploadLimits, filename: str, chunk_cells: int) -> Iterator[pd.DataFrame]:
     records: list[dict] = []
     keys: set[str] = set()
-    n_rows, n_columns = 0, 0
+    n_rows, n_columns, pending = 0, 0, 0
     with open_bounded(path, False, limits, filename) as fh:
         lines = iter(lambda: fh.readline(limits.max_line_bytes + 1), b"")
         for number, raw in enumerate(lines, start=1):
@@ -48,7 +49,10 @@ def _parse_jsonl(path: Path, limits: UploadLimits, filename: str, chunk_cells: i
             if not keys.issuperset(record):
                 _add_keys(keys, record, limits, filename)
             records.append(record)
-            if len(records) >= max(1, min(JSONL_CHUNK_ROWS, chunk_cells // max(n_columns, 1))):
+            pending += len(raw)
+            if pending >= CHUNK_BYTES or len(records) >= max(1, min(JSONL_CHUNK_ROWS,
+                                                                      chunk_cells // max(n_columns, 1))):
+                pending = 0
                 chunk = _flush(records, limits, filename, n_rows, n_columns)
                 n_rows, n_columns = n_rows + len(chunk), max(n_columns, chunk.shape[1])
                 yield chunk

@@ -11,7 +11,9 @@ bytes are scanned first, block by block through the bounded decompressor
 * :func:`scan_records` reads the whole file once: no record longer than ``max_line_bytes`` and
   no more records than ``max_cells`` allows (every line counts, blank ones too, since even a
   blank line costs the parser a step). Scanning is numpy work on 1 MB blocks, a small fraction
-  of what parsing costs, and refuses a bomb before the slow parse starts.
+  of what parsing costs, and refuses a bomb before the slow parse starts. It also notes record
+  boundaries about every ``CHUNK_BYTES``, so the CSV parser can be fed ranges of bounded size:
+  a chunk of ``chunk_cells`` cells could otherwise hold a thousand 1 MB cells (1 GB).
 
 CSV quoting is followed (a quoted newline does not end a record): a byte is inside quotes when
 the running count of ``"`` before it is odd, escaped ``""`` included. JSON Lines needs no such
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -31,6 +34,7 @@ from service.bounded import UploadLimits, open_bounded, scratch_copy
 from service.errors import BadUpload
 
 BLOCK = 1024 * 1024
+CHUNK_BYTES = 32 * BLOCK  # most text one parsed chunk holds (plus one block and one record)
 HEADER_BLOCK = 64 * 1024  # a header is usually short: read it in small steps
 QUOTE, NEWLINE, COMMA = ord('"'), ord("\n"), ord(",")
 
@@ -38,11 +42,15 @@ QUOTE, NEWLINE, COMMA = ord('"'), ord("\n"), ord(",")
 class RecordScanner:
     """Where records end in a byte stream fed block by block; follows CSV quotes if ``quoted``."""
 
-    def __init__(self, *, quoted: bool) -> None:
+    def __init__(self, *, quoted: bool, cut_every: int = CHUNK_BYTES) -> None:
         self.quoted = quoted
+        self.cut_every = cut_every
         self.inside = False  # within quotes at the end of the last block
         self.open_bytes = 0  # bytes of the record not yet ended
         self.records = 0  # records ended so far
+        self.offset = 0  # bytes fed so far
+        self.cuts: list[int] = []  # offsets just past a record end, about cut_every apart
+        self.first_stop = 0  # offset just past the first record
 
     def outside(self, arr: np.ndarray, block: bytes) -> np.ndarray | None:
         """Mask of the bytes outside quotes; None when the whole block is (no quote in it)."""
@@ -60,9 +68,14 @@ class RecordScanner:
         mask = self.outside(arr, block)
         newline = arr == NEWLINE
         ends = np.flatnonzero(newline if mask is None else newline & mask)
+        start, self.offset = self.offset, self.offset + len(block)
         if len(ends) == 0:
             self.open_bytes += len(block)
             return self.open_bytes
+        if self.records == 0:
+            self.first_stop = start + int(ends[0]) + 1
+        if start + int(ends[-1]) + 1 - (self.cuts[-1] if self.cuts else 0) >= self.cut_every:
+            self.cuts.append(start + int(ends[-1]) + 1)
         longest = self.open_bytes + int(ends[0]) + 1
         if len(ends) > 1:
             longest = max(longest, int(np.diff(ends).max()))
@@ -71,12 +84,22 @@ class RecordScanner:
         return max(longest, self.open_bytes)
 
 
+@dataclass(frozen=True)
+class Scan:
+    """What :func:`scan_records` found: ``ranges`` of (start, stop) byte offsets of at most about
+    ``CHUNK_BYTES`` each, split at record ends, covering the (decompressed) file."""
+
+    records: int
+    ranges: tuple[tuple[int, int], ...]
+    first_stop: int  # where the first record (a CSV header) ends
+
+
 def scan_records(path: Path, gzipped: bool, limits: UploadLimits, filename: str, *, quoted: bool,
-                 n_columns: int = 1, header_records: int = 0, copy_to: Path | None = None) -> int:
+                 n_columns: int = 1, header_records: int = 0, copy_to: Path | None = None) -> Scan:
     """Read the file once; 413 for a record over ``max_line_bytes`` or more rows x ``n_columns``
-    than ``max_cells``. Returns the number of records (a last one without newline included).
-    With ``copy_to``, the (decompressed) bytes are also written there."""
-    scanner = RecordScanner(quoted=quoted)
+    than ``max_cells``. Counts records (a last one without newline included). With ``copy_to``,
+    the (decompressed) bytes are also written there."""
+    scanner = RecordScanner(quoted=quoted, cut_every=CHUNK_BYTES)
     with open_bounded(path, gzipped, limits, filename, buffer_size=BLOCK) as fh, \
             (open(copy_to, "wb") if copy_to else contextlib.nullcontext()) as out:
         while block := fh.read(BLOCK):
@@ -89,17 +112,20 @@ def scan_records(path: Path, gzipped: bool, limits: UploadLimits, filename: str,
                 raise limits.too_many_cells(filename, rows, n_columns)
     total = scanner.records + (scanner.open_bytes > 0)
     limits.check_cells(filename, max(total - header_records, 0), n_columns)
-    return total
+    bounds = [0, *(c for c in scanner.cuts if c < scanner.offset), scanner.offset]
+    return Scan(records=total, ranges=tuple(zip(bounds[:-1], bounds[1:])),
+                first_stop=scanner.first_stop or scanner.offset)
 
 
 @contextlib.contextmanager
-def scanned(path: Path, gzipped: bool, limits: UploadLimits, filename: str, **scan) -> Iterator[Path]:
-    """:func:`scan_records`, then the plain file to parse: a gzipped upload is decompressed once,
-    into a copy beside it (removed on leaving), instead of again by every later reader."""
+def scanned(path: Path, gzipped: bool, limits: UploadLimits, filename: str,
+            **scan) -> Iterator[tuple[Path, Scan]]:
+    """:func:`scan_records`, then the plain file to parse and the scan: a gzipped upload is
+    decompressed once, into a copy beside it (removed on leaving), not again by every reader."""
     copy = scratch_copy(path, ".plain") if gzipped else None
     try:
-        scan_records(path, gzipped, limits, filename, copy_to=copy, **scan)
-        yield copy or path
+        found = scan_records(path, gzipped, limits, filename, copy_to=copy, **scan)
+        yield copy or path, found
     finally:
         if copy is not None:
             copy.unlink(missing_ok=True)

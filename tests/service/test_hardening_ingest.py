@@ -235,3 +235,35 @@ def test_gzipped_file_read_through_a_descriptor_path(tmp_path, name):
         os.close(fd)
     pd.testing.assert_frame_equal(got, frame, check_dtype=False)
     assert not [f for f in set(os.listdir(tempfile.gettempdir())) - before if f.startswith("contextshift-")]
+
+
+def test_csv_read_in_byte_ranges_is_the_one_read(tmp_path, monkeypatch):
+    """Ranges cut at record ends (quoted newlines respected) parse to the frame one read gives;
+    faults in a later range are still found (ragged rows by their line)."""
+    import service.line_scan as line_scan
+
+    monkeypatch.setattr(line_scan, "BLOCK", 512)
+    monkeypatch.setattr(line_scan, "CHUNK_BYTES", 2000)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"id": range(3000), "x": rng.normal(size=3000).round(3),
+                          "text": rng.choice(["plain", 'two\nlines, "quoted"', ""], 3000)})
+    data = frame.to_csv(index=False).encode()
+    expected = pd.read_csv(io.BytesIO(data))
+    scan = line_scan.scan_records(_write(tmp_path, data), False, UploadLimits(), "t.csv", quoted=True,
+                                  n_columns=3, header_records=1)
+    assert len(scan.ranges) > 20 and scan.records == 3001  # a quoted newline ends no record
+    for name, payload in (("t.csv", data), ("t.csv.gz", gzip.compress(data))):
+        got = outcome(tmp_path, name, payload)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+    lines = data.split(b"\n")
+    ragged = b"\n".join(lines[:-50] + [b"1,2"] + lines[-50:])
+    err = outcome(tmp_path, "r.csv", ragged)
+    assert err.code == "ragged_row" and err.details["fields"] == 2
+    wide = b"\n".join(lines[:-50] + [b"1,2,3,4"] + lines[-50:])
+    assert outcome(tmp_path, "w.csv", wide).code == "invalid_csv"
+
+
+def _write(tmp_path, data: bytes) -> Path:
+    path = tmp_path / "scanned"
+    path.write_bytes(data)
+    return path

@@ -153,3 +153,29 @@ def test_shape_bomb_is_refused_fast_within_the_memory_bound(default_server, file
     assert httpx.get(f"{default_server.url}/v1/datasets", timeout=10).json()["items"] == []
     data_dir = default_server.data_dir
     assert not list(data_dir.glob("scratch/*/files/*")) and not list(data_dir.glob("datasets/*"))  # nothing kept
+
+
+@pytest.mark.parametrize("filename, line, header", [
+    ("cells.csv.gz", b"x" * 2**20 + b"\n", b"a\n"),
+    ("cells.jsonl.gz", b'{"a": "' + b"x" * (2**20 - 10) + b'"}\n', b""),
+])
+def test_a_thousand_long_cells_are_stored_a_bounded_chunk_at_a_time(default_server, filename, line, header):
+    """1,000 cells of 1 MB (each within CONTEXTSHIFT_MAX_CELL_CHARS) in a 1 MB gzip: a chunk of
+    rows x columns cells would hold all of them; chunks are cut at about 32 MB of text instead."""
+    import gzip
+    import time
+
+    data = (gzip.compress(header) if header else b"") + gzip_bomb(line, 1000 * 2**20)
+    assert len(data) < 2 * 2**20
+    measured_alone = reset_peak_rss(default_server.proc.pid)
+    started = time.perf_counter()
+    res = httpx.post(f"{default_server.url}/v1/datasets", files={"file": (filename, data)},
+                     data={"name": filename, "role": "benchmark"}, timeout=600)
+    elapsed = time.perf_counter() - started
+    peak = peak_rss_mb(default_server.proc.pid)
+    print(f"{filename}: {len(data) / 2**20:.1f} MB sent, {res.status_code}, {elapsed:.1f} s, peak RSS {peak:.0f} MB"
+          f"{'' if measured_alone else ' (process lifetime)'}")
+    assert res.status_code == 201, res.text[:300]
+    assert res.json()["n_rows"] == 1000 * 2**20 // len(line)
+    assert peak < PEAK_RSS_BOUND_MB and elapsed < 10 * BOMB_SECONDS
+    assert httpx.delete(f"{default_server.url}/v1/datasets/{res.json()['id']}", timeout=30).status_code == 204
