@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# HOST and PORT pick the address (default 127.0.0.1:8000); `exec` hands the shell's place to the
+# server, so Ctrl-C or a SIGTERM stops it cleanly instead of leaving make to report "Error 143".
 run: $(STAMP)
-	DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
+	exec env DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
 
 test: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -17,7 +17,8 @@ table{{border-collapse:collapse;width:100%;margin-bottom:2rem}}td,th{{border-bot
 padding:.4rem .6rem;text-align:left}}th{{background:#f5f7fa}}.high{{color:#b42318}}.medium{{color:#b54708}}
 .low{{color:#1d4ed8}}.none{{color:#027a48}}code{{font-size:13px}}</style></head><body>
 <h1>contextshift</h1><p>Context-shift audits of production ML models. API docs: <a href="/docs">/docs</a>.</p>
-<h2>Audits</h2><table><tr><th>audit</th><th>status</th><th>domain</th><th>verdict</th><th>report</th></tr>
+<h2>Audits</h2><table><tr><th>audit</th><th>benchmark → production</th><th>domain</th><th>created</th><th>status</th>
+<th>verdict</th><th>report</th></tr>
 {audits}</table><h2>Benchmark series</h2><table><tr><th>series</th><th>domain</th><th>rounds</th>
 <th>report</th></tr>{benchmarks}</table><h2>Monitors</h2><table><tr><th>monitor</th><th>name</th>
 <th>domain</th><th>trends</th></tr>{monitors}</table><h2>Datasets</h2><table><tr><th>id</th><th>name</th><th>role</th><th>rows</th>
@@ -26,12 +27,14 @@ padding:.4rem .6rem;text-align:left}}th{{background:#f5f7fa}}.high{{color:#b4231
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def index(runtime: RuntimeDep) -> HTMLResponse:
-    audits = "".join(_audit_row(a) for a in runtime.audits.list(limit=200)) or \
-        "<tr><td colspan=5>No audits yet: POST /v1/audits.</td></tr>"
+    listed = runtime.datasets.list(limit=200)
+    names = {d.id: d.name for d in listed}
+    audits = "".join(_audit_row(a, names) for a in runtime.audits.list(limit=200)) or \
+        "<tr><td colspan=7>No audits yet: POST /v1/audits.</td></tr>"
     datasets = "".join(
         f"<tr><td><code>{escape(d.id)}</code></td><td>{escape(d.name)}</td><td>{escape(d.role)}</td>"
         f"<td>{d.n_rows:,}</td><td>{d.n_columns}</td><td>{d.created_at:%Y-%m-%d %H:%M}</td></tr>"
-        for d in runtime.datasets.list(limit=200)) or "<tr><td colspan=6>No datasets yet.</td></tr>"
+        for d in listed) or "<tr><td colspan=6>No datasets yet.</td></tr>"
     return HTMLResponse(PAGE.format(audits=audits, datasets=datasets, benchmarks=_benchmark_rows(runtime),
                                     monitors=_monitor_rows(runtime)))
 
@@ -55,12 +58,22 @@ def _benchmark_rows(runtime) -> str:
         for s in series) or "<tr><td colspan=4>No benchmark series yet: POST /v1/benchmarks/{name}/rounds.</td></tr>"
 
 
-def _audit_row(audit) -> str:
+def _dataset_name(audit, side: str, names: dict[str, str]) -> str:
+    """The dataset's name: from the audit's result, else from the datasets listed, else its id."""
+    ref = (audit.result or {}).get(side) or {}
+    ident = audit.benchmark_id if side == "benchmark" else audit.production_id
+    return str(ref.get("name") or names.get(ident) or ident)
+
+
+def _audit_row(audit, names: dict[str, str]) -> str:
     verdict = (audit.result or {}).get("verdict") or {}
     severity = str(verdict.get("severity", ""))
     summary = escape(str(verdict.get("summary", (audit.error or {}).get("message", ""))))
     link = (f'<a href="/v1/audits/{escape(audit.id)}/report">HTML</a> · '
             f'<a href="/v1/audits/{escape(audit.id)}/report.md">Markdown</a>'
             if audit.status == "succeeded" else f"{audit.progress:.0%} {escape(audit.stage or '')}")
-    return (f"<tr><td><code>{escape(audit.id)}</code></td><td>{escape(audit.status)}</td>"
-            f"<td>{escape(audit.domain)}</td><td class=\"{escape(severity)}\">{summary}</td><td>{link}</td></tr>")
+    pair = f"{escape(_dataset_name(audit, 'benchmark', names)[:80])} → {escape(_dataset_name(audit, 'production', names)[:80])}"
+    created = f"{audit.created_at:%Y-%m-%d %H:%M}" if audit.created_at else ""
+    return (f"<tr><td><code>{escape(audit.id)}</code></td><td>{pair}</td><td>{escape(audit.domain)}</td>"
+            f"<td>{created}</td><td>{escape(audit.status)}</td><td class=\"{escape(severity)}\">"
+            f"<span>{escape(severity) or ''}</span> {summary}</td><td>{link}</td></tr>")

@@ -1,6 +1,8 @@
 """Audits through the API: queued in the background, result shaped as SPEC §9, reports, recovery."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import io
 import time
 
@@ -92,6 +94,10 @@ def test_reports_and_next_round(audited):
     assert jsonl.text.strip().splitlines()[0].startswith("{")
     index = client.get("/")
     assert audit_id in index.text and "report" in index.text
+    # the index listed audits by id only: it names the datasets compared, the domain, the verdict and the date
+    names = (result["benchmark"]["name"], result["production"]["name"])
+    assert f"{names[0]} → {names[1]}" in index.text and result["verdict"]["severity"] in index.text
+    assert result["domain"] in index.text and datetime.now(timezone.utc).strftime("%Y-%m-%d") in index.text
 
 
 @pytest.mark.parametrize("body,status,code", [
