@@ -16,10 +16,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-# HOST and PORT pick the address (default 127.0.0.1:8000); `exec` hands the shell's place to the
-# server, so Ctrl-C or a SIGTERM stops it cleanly instead of leaving make to report "Error 143".
+# HOST and PORT pick the address (default 127.0.0.1:8000). The server shuts down gracefully on
+# SIGTERM or Ctrl-C and then exits by that signal; that is a normal stop, not "Error 143".
 run: $(STAMP)
-	exec env DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
+	DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}; \
+	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 143 ] || [ $$status -eq 130 ] || exit $$status
 
 test: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
