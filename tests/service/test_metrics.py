@@ -23,7 +23,9 @@ def test_metrics_report_runs_alerts_freshness_and_the_primary_metric(tmp_path):
         bench = upload_benchmark(client, synthetic_frame(800, 0))
         monitor = client.post("/v1/monitors", json={
             "name": "m", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
-            "schedule": {"interval_seconds": 3600}, "options": {"discovery": False}}).json()["id"]
+            "schedule": {"interval_seconds": 3600}, "options": {"discovery": False},
+            # the SYNTHETIC x1 shift costs the model nothing (labels ignore x1): a low-severity change claim
+            "alerts": {"min_severity": "low"}}).json()["id"]
         synthetic_frame(300, 5, shift=1.0).to_csv(drop / "a.csv", index=False)
         wait_run(client, monitor, client.post(f"/v1/monitors/{monitor}/run").json()["run_id"])
         wait_run(client, monitor, client.post(f"/v1/monitors/{monitor}/run").json()["run_id"])
@@ -33,7 +35,7 @@ def test_metrics_report_runs_alerts_freshness_and_the_primary_metric(tmp_path):
         assert samples[("contextshift_audits", (("status", "succeeded"),))] == 1
         assert samples[("contextshift_monitor_runs", (("monitor", monitor), ("status", "succeeded")))] == 1
         assert samples[("contextshift_monitor_runs", (("monitor", monitor), ("status", "no_new_data")))] == 1
-        assert samples[("contextshift_alerts", (("severity", "high"), ("state", "open")))] == 1
+        assert samples[("contextshift_alerts", (("severity", "low"), ("state", "open")))] == 1
         assert samples[("contextshift_open_alerts", (("monitor", monitor),))] == 1
         assert 0 <= samples[("contextshift_monitor_seconds_since_success", (("monitor", monitor),))] < 120
         (metric,) = [v for (name, labels), v in samples.items() if name == "contextshift_monitor_primary_metric"]
