@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reports.findings_data import _test_note, make_limitation, shift_loss, test_decision
-from reports.formatting import as_list, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, get, num, shorten
+from reports.formatting import as_list, effect_label, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, get, num, shorten
 from reports.records import Limitation, RankingContext, flagged, make_decision
 
 __all__ = ["covariate_findings"]
@@ -126,7 +126,7 @@ def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
         title = "the inputs have changed jointly"
     top = max(drifted + outputs, key=lambda t: num(t.get("effect_size")) or 0.0) if drifted or outputs else None
     if top is not None:
-        decision = test_decision(top, ctx, statistic=f"{top.get('effect_name') or 'effect'} of {top.get('name')}")
+        decision = test_decision(top, ctx, statistic=f"{effect_label(top.get('effect_name'))} of {top.get('name')}")
     else:
         decision = make_decision(str(mv.get("effect_name") or "AUC"), mv.get("statistic"),
                                  test=str(mv.get("method") or "multivariate"),

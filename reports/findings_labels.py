@@ -387,11 +387,25 @@ def _majority_baseline(audit: Mapping, ctx: RankingContext) -> tuple[str, float]
     return (cls, share) if share is not None and bound is not None and bound <= share else None
 
 
+def _within_sampling_error_of_threshold(ctx: RankingContext) -> bool:
+    """The point value passes the saturation threshold but its interval reaches below it."""
+    low = ci_pair(ctx.overall_ci)[0]
+    return low is not None and low < ctx.saturation_threshold
+
+
 def saturation_note(audit: Mapping, ctx: RankingContext) -> dict[str, str] | None:
-    """An audit note when the saturation rule is withheld because accuracy only matches the majority class."""
+    """An audit note when the saturation rule is withheld: accuracy only matches the majority class, or the
+    benchmark's interval reaches below the threshold (too few rows to call it saturated)."""
     value, baseline = ctx.overall_value, _majority_baseline(audit, ctx)
-    if value is None or baseline is None or value < ctx.saturation_threshold:
+    if value is None or value < ctx.saturation_threshold or not ctx.higher_is_better:
         return None
+    if baseline is None:
+        if not _within_sampling_error_of_threshold(ctx):
+            return None
+        return {"part": "benchmark saturation",
+                "reason": f"not flagged: {metric_label(ctx.metric)} {fmt_metric(value, ctx.overall_ci)} "
+                          f"({fmt_n(ctx.overall_n)}) passes the {fmt_num(ctx.saturation_threshold)} threshold, but its "
+                          "interval reaches below it: too few benchmark rows to call it saturated."}
     cls, share = baseline
     return {"part": "benchmark saturation",
             "reason": f"not flagged: accuracy {fmt_metric(value, ctx.overall_ci)} is not credibly above the "
@@ -403,8 +417,8 @@ def _saturation(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     value = ctx.overall_value
     if value is None or not ctx.higher_is_better or value < ctx.saturation_threshold:
         return []
-    if _majority_baseline(audit, ctx) is not None:
-        return []  # see saturation_note
+    if _majority_baseline(audit, ctx) is not None or _within_sampling_error_of_threshold(ctx):
+        return []  # see saturation_note: decided by the interval, not the point value
     metric = metric_label(ctx.metric)
     statement = (f"The benchmark is close to saturated: {metric} is {fmt_metric(value, ctx.overall_ci)} "
                  f"({fmt_n(ctx.overall_n)}), above the {fmt_num(ctx.saturation_threshold)} saturation threshold, "
@@ -417,8 +431,8 @@ def _saturation(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
                             ctx.priors.saturation_score, evidence, subject="all", claim="standing",
                             decision=make_decision(f"benchmark {ctx.metric}", value, interval=ctx.overall_ci,
                                                    n=ctx.overall_n,
-                                                   rule=f"value ≥ the saturation threshold "
-                                                        f"{fmt_num(ctx.saturation_threshold)} and interval above the "
+                                                   rule=f"interval at or above the saturation threshold "
+                                                        f"{fmt_num(ctx.saturation_threshold)} and above the "
                                                         "majority-class share"))]
 
 

@@ -106,9 +106,29 @@ def _headline(audit: Mapping, items: Sequence[Mapping]) -> dict:
         "benchmark_n": fmt_n(n_overall) + ", " if num(n_overall) is not None else "",
         "n_benchmark": fmt_n(get(audit, "benchmark", "n_rows"))[2:],
         "n_production": fmt_n(get(audit, "production", "n_rows"))[2:],
-        "counts": counts, "shifts": [(name, get(audit, key, "is_shift")) for name, key in
+        "counts": counts, "shifts": [(name, _section_shift(audit, key)) for name, key in
                                      (("Covariate", "covariate"), ("Label", "label"), ("Context", "semantic"))],
     }
+
+
+def _section_shift(audit: Mapping, key: str):
+    """A section's ``is_shift``, but ``None`` ("not tested") when none of its tests ran: "no shift" is a
+    finding only when something was tested."""
+    flag = get(audit, key, "is_shift")
+    if flag is True:
+        return True
+    section = get(audit, key, default={})
+    if not isinstance(section, Mapping):
+        return None
+    if key == "covariate":
+        tests = as_list(section.get("features")) + as_list(get(section, "outputs", "tests"))
+        tests += [section["multivariate"]] if isinstance(section.get("multivariate"), Mapping) else []
+    elif key == "semantic":
+        tests = as_list(section.get("contexts"))
+    else:
+        tests = [section] + ([section["observed_test"]] if isinstance(section.get("observed_test"), Mapping) else [])
+    ran = any(str(t.get("status", "ok")) == "ok" and num(t.get("p_value")) is not None for t in tests)
+    return flag if ran else None
 
 
 def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:

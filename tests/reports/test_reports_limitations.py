@@ -245,7 +245,10 @@ def test_accuracy_that_only_matches_the_majority_class_is_not_saturation(audit):
 
     assert not _by_kind(rank_limitations(audit), "benchmark_saturation")
     assert "0.84" in note()["reason"] and "'0'" in note()["reason"]
-    audit["label"]["benchmark_prior"] = {"0": 0.6, "1": 0.4}  # the same accuracy, credibly above 0.6
+    audit["label"]["benchmark_prior"] = {"0": 0.6, "1": 0.4}  # the same accuracy, credibly above 0.6 ...
+    assert not _by_kind(rank_limitations(audit), "benchmark_saturation")  # ... but its interval reaches 0.79
+    assert "interval reaches below it" in note()["reason"]
+    audit["overall"]["benchmark_ci"] = [0.81, 0.84]  # decided by the interval, not the point value
     assert _by_kind(rank_limitations(audit), "benchmark_saturation") and note() is None
 
 
