@@ -51,6 +51,7 @@ class RecordScanner:
         self.offset = 0  # bytes fed so far
         self.cuts: list[int] = []  # offsets just past a record end, about cut_every apart
         self.first_stop = 0  # offset just past the first record
+        self.longest_record = 0  # 1-based number of the longest record of the last block fed
 
     def outside(self, arr: np.ndarray, block: bytes) -> np.ndarray | None:
         """Mask of the bytes outside quotes; None when the whole block is (no quote in it)."""
@@ -63,7 +64,8 @@ class RecordScanner:
         return parity == 0
 
     def feed(self, block: bytes) -> int:
-        """Take the next block; return the longest record seen in it (the open one included)."""
+        """Take the next block; return the length of the longest record seen in it (the open one
+        included), whose number is then ``longest_record``."""
         arr = np.frombuffer(block, dtype=np.uint8)
         mask = self.outside(arr, block)
         newline = arr == NEWLINE
@@ -71,17 +73,24 @@ class RecordScanner:
         start, self.offset = self.offset, self.offset + len(block)
         if len(ends) == 0:
             self.open_bytes += len(block)
+            self.longest_record = self.records + 1
             return self.open_bytes
         if self.records == 0:
             self.first_stop = start + int(ends[0]) + 1
         if start + int(ends[-1]) + 1 - (self.cuts[-1] if self.cuts else 0) >= self.cut_every:
             self.cuts.append(start + int(ends[-1]) + 1)
-        longest = self.open_bytes + int(ends[0]) + 1
+        before = self.records
+        longest, self.longest_record = self.open_bytes + int(ends[0]) + 1, before + 1
         if len(ends) > 1:
-            longest = max(longest, int(np.diff(ends).max()))
+            gaps = np.diff(ends)
+            at = int(np.argmax(gaps))
+            if int(gaps[at]) > longest:
+                longest, self.longest_record = int(gaps[at]), before + at + 2
         self.records += len(ends)
         self.open_bytes = len(block) - int(ends[-1]) - 1
-        return max(longest, self.open_bytes)
+        if self.open_bytes > longest:
+            longest, self.longest_record = self.open_bytes, self.records + 1
+        return longest
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,7 @@ def scan_records(path: Path, gzipped: bool, limits: UploadLimits, filename: str,
             if out is not None:
                 out.write(block)
             if scanner.feed(block) > limits.max_line_bytes:
-                raise limits.line_too_long(filename, scanner.records + 1)
+                raise limits.line_too_long(filename, scanner.longest_record)
             rows = scanner.records - header_records
             if rows * max(n_columns, 1) > limits.max_cells:
                 raise limits.too_many_cells(filename, rows, n_columns)

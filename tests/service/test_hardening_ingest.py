@@ -267,3 +267,11 @@ def _write(tmp_path, data: bytes) -> Path:
     path = tmp_path / "scanned"
     path.write_bytes(data)
     return path
+
+
+def test_a_long_line_is_named_by_its_number(tmp_path):
+    data = b"a,b\n" + b"1,2\n" * 10 + b"3," + b"x" * 5000 + b"\n" + b"4,5\n" * 10
+    err = outcome(tmp_path, "n.csv", data, SHAPE)
+    assert err.code == "line_too_long" and err.details["line"] == 12
+    err = outcome(tmp_path, "n.jsonl", b'{"a": 1}\n' * 3 + b'{"a": "' + b"x" * 5000 + b'"}\n{"a": 2}\n', SHAPE)
+    assert err.code == "line_too_long" and err.details["line"] == 4
