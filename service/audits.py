@@ -19,8 +19,7 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import NotFound
-from service.models import AuditRow, DomainPackRow
-from service.models_hardening import InstanceRow
+from service.models import AuditRow, DomainPackRow, InstanceRow
 from service.store import new_id, storable_key
 
 log = logging.getLogger("contextshift.audits")

@@ -1,18 +1,18 @@
-"""SQLAlchemy 2 tables. Alembic migrations in ``service/migrations`` create them."""
+"""SQLAlchemy 2 tables of datasets, audits, domain packs and service instances.
+
+Alembic migrations in ``service/migrations`` create them; :mod:`service.tables` gathers every
+resource's tables into one metadata.
+"""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
+from service.orm import Base, as_utc, utcnow
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-class Base(DeclarativeBase):
-    pass
+__all__ = ["Base", "utcnow", "as_utc", "DatasetRow", "AuditRow", "DomainPackRow", "DomainPackVersionRow", "InstanceRow"]
 
 
 class DatasetRow(Base):
@@ -67,6 +67,25 @@ class DomainPackRow(Base):
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
-from service.rounds import models as _rounds_models  # noqa: E402,F401  (Alembic's metadata sees the round tables)
-from service import models_hardening as _hardening_models  # noqa: E402,F401  (instances, pack versions)
-from service.monitors import models as _monitor_models  # noqa: E402,F401  (Alembic's metadata sees the monitor tables)
+
+class InstanceRow(Base):
+    """One running service process; its heartbeat is the lease on the audits it owns."""
+
+    __tablename__ = "instances"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class DomainPackVersionRow(Base):
+    """Every version a custom pack ever had; audits name the version they used."""
+
+    __tablename__ = "domain_pack_versions"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    yaml: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -18,8 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict, InvalidRequest, NotFound
-from service.models import DomainPackRow
-from service.models_hardening import DomainPackVersionRow
+from service.models import DomainPackRow, DomainPackVersionRow
 from service.pack_limits import PackLimits, check_pack_limits, fast_loader
 from service.store import storable_key
 

@@ -2,10 +2,10 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from service.models import Base
+from service.tables import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def run_migrations() -> None:

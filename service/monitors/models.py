@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.models import Base, utcnow
+from service.orm import Base, utcnow
 
 
 class MonitorRow(Base):

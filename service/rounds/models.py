@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.models import Base, utcnow
+from service.orm import Base, utcnow
 
 
 class BenchmarkSeriesRow(Base):

@@ -11,7 +11,7 @@ from sqlalchemy import update
 
 from service.audits import AuditStore
 from service.db import make_engine, migrate, session_factory
-from service.models_hardening import InstanceRow
+from service.models import InstanceRow
 from service.store import DatasetStore
 
 

@@ -29,7 +29,7 @@ def test_migration_matches_the_models(stores):
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from service.models import Base
+    from service.tables import Base
 
     engine = stores[0]
     with engine.connect() as conn:
