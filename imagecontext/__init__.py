@@ -1,0 +1,17 @@
+"""Context from images: pure functions from a decoded image to context values.
+
+Decode once within limits (:func:`decode`), then :func:`extract` the derived context
+(file facts, exposure, colour cast, sharpness, noise, faces, skin tone) and
+:func:`embed` an appearance embedding. Nothing here imports the rest of contextshift.
+:data:`EXTRACTOR_VERSION` changes whenever any derived value would change, so cached
+values from an older version are recomputed.
+"""
+from imagecontext.decoding import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, DecodedImage, ImageError, decode
+from imagecontext.embedding import EMBEDDING_DIM
+from imagecontext.extract import COLUMNS, embed, embedding_columns, extract
+
+__all__ = ["EXTRACTOR_VERSION", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_PIXELS", "DecodedImage",
+           "ImageError", "decode", "extract", "embed", "embedding_columns", "COLUMNS",
+           "EMBEDDING_DIM"]
+
+EXTRACTOR_VERSION = "1"

@@ -1,0 +1,216 @@
+"""Decode an image once, within limits, into an RGB array plus the facts of its file.
+
+Every image becomes an ``(height, width, 3)`` ``uint8`` RGB array, upright:
+
+* EXIF orientation is applied (a phone photo taken sideways is measured upright);
+* CMYK, YCbCr, LAB and HSV are converted to RGB; palette (``P``) images are expanded;
+* grey (``L``), 1-bit (``1``) and 16-bit (``I;16``, ``I``) images are scaled to 8 bits
+  and replicated to three channels;
+* alpha (``LA``, ``RGBA``, ``PA``, palette transparency) is composited on WHITE, so a
+  transparent background reads as a bright, unsaturated background rather than black;
+  ``has_alpha`` records that it was there;
+* animated images (GIF, APNG, WebP, multi-page TIFF) give their first frame, with
+  ``n_frames`` recorded.
+
+Limits are checked before pixels are decoded: the byte size first, then the pixel count
+from the header, so a decompression bomb is refused without allocating its pixels. Every
+failure raises :class:`ImageError` whose ``reason`` is one of ``empty``, ``too_many_bytes``,
+``not_an_image``, ``too_many_pixels``, ``truncated`` or ``corrupt``.
+
+>>> import io
+>>> from PIL import Image
+>>> buf = io.BytesIO(); Image.new("RGBA", (4, 2), (0, 0, 0, 0)).save(buf, "PNG")
+>>> d = decode(buf.getvalue())
+>>> d.rgb.shape, d.rgb[0, 0].tolist(), d.has_alpha, d.format
+((2, 4, 3), [255, 255, 255], True, 'PNG')
+>>> decode(b"")
+Traceback (most recent call last):
+...
+imagecontext.decoding.ImageError: empty: the image has 0 bytes
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import struct
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
+
+__all__ = ["ImageError", "DecodedImage", "decode", "DEFAULT_MAX_PIXELS", "DEFAULT_MAX_BYTES"]
+
+DEFAULT_MAX_PIXELS = 50_000_000
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+_SAMPLING = {0: "4:4:4", 1: "4:2:2", 2: "4:2:0"}
+
+
+class ImageError(ValueError):
+    """An image that cannot be decoded within the limits; ``reason`` says why."""
+
+    def __init__(self, reason: str, detail: str):
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason}: {detail}")
+
+
+@dataclass(frozen=True, eq=False)
+class DecodedImage:
+    """An upright RGB image and the facts of the file it came from.
+
+    Attributes
+    ----------
+    rgb : ndarray of shape (height, width, 3), uint8
+        The pixels, read-only.
+    format : str
+        The container format Pillow identified (``JPEG``, ``PNG``, ...).
+    mode : str
+        The file's original Pillow mode (``RGB``, ``CMYK``, ``P``, ``I;16``, ...).
+    n_bytes : int
+        Size of the encoded file.
+    n_frames : int
+        Frames in the file (1 unless animated or multi-page); only frame 0 is decoded.
+    has_alpha : bool
+        The file carried transparency (composited on white).
+    jpeg_quantization : tuple of tuple of int, or None
+        The JPEG quantisation tables (table 0 is luminance), ``None`` for other formats.
+    jpeg_subsampling : str or None
+        JPEG chroma subsampling (``4:4:4``, ``4:2:2``, ``4:2:0``), ``None`` if unknown.
+    sha256 : str
+        Hex digest of the encoded bytes (a cache key).
+    """
+
+    rgb: np.ndarray = field(repr=False)
+    format: str
+    mode: str
+    n_bytes: int
+    n_frames: int
+    has_alpha: bool
+    jpeg_quantization: tuple[tuple[int, ...], ...] | None = field(default=None, repr=False)
+    jpeg_subsampling: str | None = None
+    sha256: str = ""
+
+    @property
+    def height(self) -> int:
+        return int(self.rgb.shape[0])
+
+    @property
+    def width(self) -> int:
+        return int(self.rgb.shape[1])
+
+
+def _read(source: bytes | str | os.PathLike, max_bytes: int) -> bytes:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        if len(data) > max_bytes:
+            raise ImageError("too_many_bytes", f"{len(data)} bytes exceed max_bytes={max_bytes}")
+        return data
+    path = Path(source)
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise ImageError("not_an_image", f"cannot read {path.name!r}: {err.strerror}") from None
+    if size > max_bytes:  # checked before reading, so a huge file is never loaded
+        raise ImageError("too_many_bytes", f"{size} bytes exceed max_bytes={max_bytes}")
+    with path.open("rb") as fh:
+        return fh.read(max_bytes + 1)
+
+
+def _to_rgb(im: Image.Image) -> tuple[np.ndarray, bool]:
+    mode = im.mode
+    if mode == "P":
+        im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+        mode = im.mode
+    elif mode == "L" and "transparency" in im.info:
+        im = im.convert("LA")
+        mode = "LA"
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return np.asarray(Image.alpha_composite(white, rgba).convert("RGB")), True
+    if mode.startswith("I") or mode == "F":
+        arr = np.asarray(im, dtype=np.float64)
+        if mode == "F":
+            top = 1.0 if arr.size and np.nanmax(arr) <= 1.0 else 255.0
+        else:
+            top = 65535.0 if mode.startswith("I;16") or (arr.size and arr.max() > 255) else 255.0
+        grey = np.clip(np.nan_to_num(arr) / top * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        return np.repeat(grey[:, :, None], 3, axis=2), False
+    return np.asarray(im.convert("RGB")), False
+
+
+def decode(source: bytes | str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS,
+           max_bytes: int = DEFAULT_MAX_BYTES) -> DecodedImage:
+    """Decode ``source`` (encoded bytes or a file path) into a :class:`DecodedImage`.
+
+    Parameters
+    ----------
+    source : bytes or path-like
+        The encoded image.
+    max_pixels : int
+        Largest ``width * height`` accepted; checked from the header before decoding.
+    max_bytes : int
+        Largest encoded size accepted; checked before reading a file.
+
+    Raises
+    ------
+    ImageError
+        Empty, too large, not an image, truncated or corrupt; ``reason`` names which.
+    """
+    if max_pixels < 1:
+        raise ValueError(f"max_pixels must be >= 1, got {max_pixels!r}")
+    if max_bytes < 1:
+        raise ValueError(f"max_bytes must be >= 1, got {max_bytes!r}")
+    data = _read(source, max_bytes)
+    if not data:
+        raise ImageError("empty", "the image has 0 bytes")
+    try:
+        with warnings.catch_warnings():
+            # Pillow's own bomb check is global state; ours is per call, from the header
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise ImageError("not_an_image", "the bytes are not an image format Pillow reads") from None
+    except Image.DecompressionBombError as err:
+        raise ImageError("too_many_pixels", str(err)) from None
+    except (OSError, SyntaxError, ValueError) as err:
+        raise ImageError("corrupt", f"unreadable header: {err}") from None
+    with im:
+        width, height = im.size
+        if width * height > max_pixels:
+            raise ImageError("too_many_pixels",
+                             f"{width}x{height} = {width * height} pixels exceed max_pixels={max_pixels}")
+        if width < 1 or height < 1:
+            raise ImageError("corrupt", f"the header gives a {width}x{height} image")
+        fmt = im.format or "unknown"
+        mode = im.mode
+        n_frames = int(getattr(im, "n_frames", 1) or 1)
+        quant = getattr(im, "quantization", None)
+        quant = tuple(tuple(int(v) for v in quant[k]) for k in sorted(quant)) if quant else None
+        sampling = None
+        if fmt == "JPEG":
+            sampling = _SAMPLING.get(JpegImagePlugin.get_sampling(im))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                if n_frames > 1:
+                    im.seek(0)
+                im.load()
+                upright = ImageOps.exif_transpose(im)
+                rgb, has_alpha = _to_rgb(upright)
+        except Image.DecompressionBombError as err:
+            raise ImageError("too_many_pixels", str(err)) from None
+        except OSError as err:
+            reason = "truncated" if "truncated" in str(err).lower() else "corrupt"
+            raise ImageError(reason, f"cannot decode the pixels: {err}") from None
+        except (SyntaxError, ValueError, EOFError, IndexError, struct.error) as err:
+            raise ImageError("corrupt", f"cannot decode the pixels: {err}") from None
+    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
+    rgb.setflags(write=False)
+    return DecodedImage(rgb=rgb, format=fmt, mode=mode, n_bytes=len(data), n_frames=n_frames,
+                        has_alpha=has_alpha, jpeg_quantization=quant, jpeg_subsampling=sampling,
+                        sha256=hashlib.sha256(data).hexdigest())
+

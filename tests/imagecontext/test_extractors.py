@@ -1,0 +1,148 @@
+"""Extractors move the right way under controlled, documented perturbations of real photos.
+
+Perturbations (all deterministic): darken = pixel values × 0.5; blur = Gaussian σ = 3 px;
+JPEG = re-encode at quality 30 / 95; downscale = half each side; cast = red channel +40,
+blue −40; noise = Gaussian σ = 12 grey levels (seeded).
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from imagecontext import COLUMNS, EMBEDDING_DIM, decode, embed, embedding_columns, extract
+from imagecontext.skin import ita_category
+from tests.imagecontext.images import encode, photos
+
+PHOTOS = photos()
+
+
+def values(rgb, fmt="PNG", **kw):
+    return extract(decode(encode(rgb, fmt, **kw)), faces=False)
+
+
+def darken(rgb):
+    return (rgb.astype(np.float32) * 0.5).astype(np.uint8)
+
+
+def blur(rgb):
+    return cv2.GaussianBlur(rgb, (0, 0), 3)
+
+
+def cast(rgb):
+    out = rgb.astype(np.int16)
+    out[..., 0] += 40
+    out[..., 2] -= 40
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
+def noisy(rgb, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.clip(rgb + rng.normal(0, 12, rgb.shape), 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("name", sorted(PHOTOS))
+def test_darkening_lowers_brightness(name):
+    rgb = PHOTOS[name]
+    before, after = values(rgb), values(darken(rgb))
+    assert after["img_brightness"] < before["img_brightness"] - 10
+    assert after["img_dark_share"] >= before["img_dark_share"]
+
+
+@pytest.mark.parametrize("name", sorted(PHOTOS))
+def test_blur_lowers_sharpness(name):
+    rgb = PHOTOS[name]
+    assert values(blur(rgb))["img_sharpness"] < 0.5 * values(rgb)["img_sharpness"]
+
+
+@pytest.mark.parametrize("name", sorted(PHOTOS))
+def test_jpeg_quality_recovered(name):
+    rgb = PHOTOS[name]
+    q30 = values(rgb, "JPEG", quality=30)["img_jpeg_quality"]
+    q95 = values(rgb, "JPEG", quality=95)["img_jpeg_quality"]
+    assert abs(q30 - 30) <= 2 and abs(q95 - 95) <= 2
+    assert values(rgb)["img_jpeg_quality"] is None  # PNG has no quantisation tables
+
+
+def test_chroma_subsampling_reported():
+    rgb = PHOTOS["coffee"]
+    assert values(rgb, "JPEG", subsampling=0)["img_chroma_subsampling"] == "4:4:4"
+    assert values(rgb, "JPEG", subsampling=2)["img_chroma_subsampling"] == "4:2:0"
+
+
+@pytest.mark.parametrize("name", sorted(PHOTOS))
+def test_downscale_lowers_megapixels(name):
+    rgb = PHOTOS[name]
+    small = cv2.resize(rgb, (rgb.shape[1] // 2, rgb.shape[0] // 2), interpolation=cv2.INTER_AREA)
+    before, after = values(rgb), values(small)
+    assert after["img_megapixels"] == pytest.approx(before["img_megapixels"] / 4, rel=0.02)
+    assert after["img_aspect"] == pytest.approx(before["img_aspect"], rel=0.02)
+
+
+@pytest.mark.parametrize("name", sorted(PHOTOS))
+def test_colour_cast_moves_a_and_b(name):
+    rgb = PHOTOS[name]
+    before, after = values(rgb), values(cast(rgb))
+    assert after["img_cast_a"] > before["img_cast_a"] + 3  # redder
+    assert after["img_cast_b"] > before["img_cast_b"] + 3  # less blue = more yellow
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", sorted(PHOTOS))
+def test_added_noise_raises_noise(name, seed):
+    rgb = PHOTOS[name]
+    assert values(noisy(rgb, seed))["img_noise"] > values(rgb)["img_noise"] + 1.0
+
+
+def test_contrast_falls_when_flattened():
+    rgb = PHOTOS["astronaut"]
+    flat = (128 + (rgb.astype(np.float32) - 128) * 0.3).astype(np.uint8)
+    assert values(flat)["img_contrast"] < 0.5 * values(rgb)["img_contrast"]
+
+
+def test_columns_stable_and_faces_optional():
+    d = decode(encode(PHOTOS["astronaut"]))
+    full = extract(d)
+    assert tuple(full) == COLUMNS
+    assert full["face_count"] >= 1 and full["face_pose"] in ("frontal", "profile")
+    assert 0 < full["face_area_share"] < 1
+    assert full["skin_source"] == "face" and full["skin_tone"] == ita_category(full["skin_ita"])
+    quick = extract(d, faces=False)
+    assert quick["face_count"] is None and quick["skin_ita"] is None
+
+
+def test_darkening_lowers_ita_on_the_face():
+    rgb = PHOTOS["astronaut"]
+    before = extract(decode(encode(rgb)))
+    after = extract(decode(encode(darken(rgb))))
+    assert after["face_count"] >= 1
+    assert after["skin_ita"] < before["skin_ita"] - 20
+
+
+def test_lesion_excluded_from_dermatology_skin():
+    # a light skin-coloured field with a dark central "lesion": ITA reads the skin only
+    skin = np.empty((200, 200, 3), np.uint8)
+    skin[:] = (224, 180, 150)
+    lesion = skin.copy()
+    cv2.circle(lesion, (100, 100), 45, (70, 40, 30), -1)
+    plain = extract(decode(encode(skin)), skin="lesion")["skin_ita"]
+    spotted = extract(decode(encode(lesion)), skin="lesion")["skin_ita"]
+    assert spotted == pytest.approx(plain, abs=2)
+
+
+@pytest.mark.parametrize("ita,category", [(60, "very_light"), (50, "light"), (30, "intermediate"),
+                                          (20, "tan"), (0, "brown"), (-40, "dark")])
+def test_ita_categories(ita, category):
+    assert ita_category(ita) == category
+
+
+def test_embedding_fixed_and_appearance_sensitive():
+    rgb = PHOTOS["chelsea"]
+    d = decode(encode(rgb))
+    a, b = embed(d), embed(decode(encode(rgb)))
+    assert a.shape == (EMBEDDING_DIM,) and len(embedding_columns()) == EMBEDDING_DIM
+    assert np.array_equal(a, b)
+    dark = embed(decode(encode(darken(rgb))))
+    other = embed(decode(encode(PHOTOS["coffee"])))
+    assert np.linalg.norm(dark - a) > 0.05
+    assert np.linalg.norm(other - a) > np.linalg.norm(embed(decode(encode(rgb, "JPEG", quality=90))) - a)
