@@ -6,7 +6,7 @@ import pandas as pd
 
 from benchmarks.claims_calibration.tables import PreparedTable, rescore
 
-__all__ = ["flip_in_slice", "offset_column"]
+__all__ = ["flip_in_slice", "offset_column", "tilt_rows"]
 
 
 def flip_in_slice(table: PreparedTable, frame: pd.DataFrame, expression: str, points: float,
@@ -25,8 +25,24 @@ def flip_in_slice(table: PreparedTable, frame: pd.DataFrame, expression: str, po
 
 
 def offset_column(table: PreparedTable, frame: pd.DataFrame, column: str, sd: float) -> pd.DataFrame:
-    """``frame`` with ``column`` moved by ``sd`` pool standard deviations; when the model uses the column
-    its outputs are recomputed (the model sees the moved inputs)."""
+    """``frame`` with ``column`` moved by ``sd`` pool standard deviations (integer columns by a whole
+    number, at least 1, so that the move is not told apart by fractional values alone); when the model
+    uses the column its outputs are recomputed (the model sees the moved inputs)."""
     out = frame.copy()
-    out[column] = out[column].astype(float) + sd * float(table.pool[column].astype(float).std())
+    values = table.pool[column].astype(float)
+    offset = sd * float(values.std())
+    if np.all(np.mod(values, 1) == 0):  # an integer column (a year, a count) stays on its integers
+        offset = max(1.0, round(offset))
+    out[column] = out[column].astype(float) + offset
     return rescore(table, out) if column in table.source.model_columns else out
+
+
+def tilt_rows(table: PreparedTable, column: str, strength: float, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """``n`` pool rows drawn with weights ``exp(strength * z)`` (``z``: ``column`` standardised), so the
+    column's mean moves by about ``strength`` sd while each row keeps its own label and model output
+    (a covariate shift that leaves the labelling given the inputs unchanged)."""
+    values = table.pool[column].astype(float).to_numpy()
+    z = (values - values.mean()) / values.std()
+    weights = np.exp(strength * np.clip(z, -4, 4))
+    rows = rng.choice(len(values), n, replace=len(values) < 3 * n, p=weights / weights.sum())
+    return table.pool.iloc[rows].reset_index(drop=True)

@@ -5,8 +5,10 @@ too small); production is labelled; then one change is planted in production onl
 
 * ``class_mix`` — production resampled so the positive (or first) class share doubles (capped at
   0.5); rows within each class unchanged. Expected: ``label_shift``.
-* ``used_feature`` — a numeric feature the model uses moved by +0.5 sd, the model's outputs
-  recomputed. Expected: ``covariate_shift``.
+* ``used_feature`` — production rows drawn with weights exp(0.5 z) of a standardised numeric feature
+  the model uses: its mean moves by about +0.5 sd, every row stays a real (inputs, label, output)
+  triple, so what the model gets right given its inputs is unchanged (a pure covariate shift).
+  Expected: ``covariate_shift``.
 * ``ignored_feature`` — a numeric column the model never sees moved by +0.5 sd. Expected:
   ``covariate_shift`` (of low severity: it cannot cost anything).
 * ``slice_concept`` — inside one expert slice, labels of correctly predicted rows flipped so the
@@ -20,6 +22,7 @@ too small); production is labelled; then one change is planted in production onl
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,7 +32,7 @@ import pandas as pd
 from benchmarks.claims_calibration.auditing import audit_pair, code_version, seed_for
 from benchmarks.claims_calibration.counting import claims_of
 from benchmarks.claims_calibration.null import read_log
-from benchmarks.claims_calibration.changes import flip_in_slice, offset_column
+from benchmarks.claims_calibration.changes import flip_in_slice, offset_column, tilt_rows
 from benchmarks.claims_calibration.tables import PreparedTable, prepare
 
 __all__ = ["PLANTED_TABLES", "QUICK_PLANTED", "SCENARIOS", "PlantedSetup", "PlantedOutcome", "plant", "run_planted",
@@ -40,6 +43,9 @@ SCENARIOS = ("class_mix", "used_feature", "ignored_feature", "slice_concept", "n
 EXPECTED = {"class_mix": "label_shift", "used_feature": "covariate_shift", "ignored_feature": "covariate_shift",
             "slice_concept": "concept_shift", "new_population": "untested_context",
             "all_new_context": "untested_context", "tiny": "none"}
+# how a statement cites a loss measured on the labelled production rows ("Measured on the labelled
+# production rows, ...", "accuracy fell from 0.58 on the benchmark to 0.43 in production")
+MEASURED = re.compile(r"measured|fell from|rose from", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -50,11 +56,14 @@ class PlantedSetup:
     slice_expression: str
     context: str
     new_value: str
+    # scenario -> another kind that is right too, and why (a context cut from the moved feature)
+    also_right: tuple[tuple[str, str, str], ...] = ()
 
 
 PLANTED_TABLES = (
     PlantedSetup("arrests", 'colour == "Black"', "sex", "Female"),
-    PlantedSetup("crash", 'seatbelt == "none"', "age_group", "65+"),
+    PlantedSetup("crash", 'seatbelt == "none"', "age_group", "65+",
+                 also_right=(("used_feature", "context_mix_shift", "the age_group context is cut from age"),)),
     PlantedSetup("diamonds", 'color in ["I", "J"]', "clarity", "I1"),
     PlantedSetup("covid_testing", 'demo_group in ["misc adult", "other adult"]', "clinic_name", "emergency dept"),
 )
@@ -121,12 +130,17 @@ def plant(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
         production = pd.concat([_draw(pool, n_target, rng, exclude=~is_target),
                                 _draw(pool, n - n_target, rng, exclude=is_target)])
         return benchmark, production.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
-    if scenario in ("used_feature", "ignored_feature"):
-        column = table.source.used if scenario == "used_feature" else table.source.ignored
-        return benchmark, offset_column(table, production, column, 0.5)
+    if scenario == "used_feature":
+        return benchmark, tilt_rows(table, table.source.used, 0.5, n, rng)
+    if scenario == "ignored_feature":
+        return benchmark, offset_column(table, production, table.source.ignored, 0.5)
     if scenario == "slice_concept":
         return benchmark, flip_in_slice(table, production, setup.slice_expression, 0.15, rng)
     raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}.")
+
+
+def _right(setup: PlantedSetup, scenario: str, top_kind: str) -> bool:
+    return top_kind == EXPECTED[scenario] or any(s == scenario and k == top_kind for s, k, _ in setup.also_right)
 
 
 def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05) -> PlantedOutcome:
@@ -142,12 +156,13 @@ def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05) -> 
     change = [lim for lim in claims.limitations if lim["claim"] == "change"]
     top = change[0] if change else None
     top_kind = top["kind"] if top else "none"
-    cites = None if top is None else "measured" in top["statement"].lower()
+    cites = None if top is None else bool(MEASURED.search(top["statement"]))
     return PlantedOutcome(
-        table=setup.table, scenario=scenario, expected=expected, top_kind=top_kind, top_right=top_kind == expected,
+        table=setup.table, scenario=scenario, expected=expected, top_kind=top_kind,
+        top_right=_right(setup, scenario, top_kind),
         n_change_claims=len(change), n_expected_kind=sum(lim["kind"] == expected for lim in change),
         severity=claims.change_severity, status=claims.status, cites_measured=cites,
-        top_statement=(top["statement"] if top else "")[:400], kinds=tuple(lim["kind"] for lim in change))
+        top_statement=(top["statement"] if top else "")[:1000], kinds=tuple(lim["kind"] for lim in change))
 
 
 def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, alpha: float = 0.05,
@@ -165,7 +180,10 @@ def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, a
             record = known.get((setup.table, scenario, n))
             if record is not None:
                 fields = {k: v for k, v in record.items() if k in PlantedOutcome.__dataclass_fields__}
-                outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"])}))
+                cites = (None if fields["top_kind"] in ("none", "error")
+                         else bool(MEASURED.search(fields["top_statement"])))
+                outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"]), "cites_measured": cites,
+                                                  "top_right": _right(setup, scenario, fields["top_kind"])}))
                 continue
             outcome = run_one(setup, scenario, n, alpha)
             outcomes.append(outcome)

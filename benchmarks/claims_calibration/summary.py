@@ -14,6 +14,8 @@ MEASURES = (
     ("any_change_claim", "any_change", True),
     ("shift_detected", "shift_det", True),
     ("inconclusive", "inconcl", False),
+    ("shift_without_claim", "shift_no_claim", False),
+    ("verdict_severity", "verdict_sev", False),
     ("standing_underperforming_slice", "st_weak", False),
     *((f"standing_{k}", f"st_{k[:6]}", False) for k in STANDING_KINDS),
 )
@@ -28,6 +30,8 @@ def _hits(claims: AuditClaims) -> dict[str, bool]:
     hits["any_change_claim"] = claims.any_change
     hits["shift_detected"] = claims.shift_detected
     hits["inconclusive"] = claims.status == "inconclusive"
+    hits["shift_without_claim"] = claims.shift_detected and not claims.any_change
+    hits["verdict_severity"] = claims.severity != "none"  # standing limitations included
     hits["standing_underperforming_slice"] = claims.standing.get("underperforming_slice", 0) > 0
     for k in STANDING_KINDS:
         hits[f"standing_{k}"] = claims.standing.get(k, 0) > 0 or claims.change.get(k, 0) > 0
@@ -83,9 +87,9 @@ def format_null(records: list[Mapping], alpha: float = 0.05) -> str:
     alpha), then every measure pooled over the tables with its rate and Wilson 95 % interval."""
     lines = []
     held = [m for m in HELD_TO_ALPHA]
-    extra = ["inconclusive", "standing_underperforming_slice", "standing_label_quality",
-             "standing_benchmark_saturation"]
-    heads = [SHORT.get(m, m) for m in held] + ["inconcl", "st_weak", "st_lq", "st_sat"]
+    extra = ["inconclusive", "shift_without_claim", "verdict_severity", "standing_underperforming_slice",
+             "standing_label_quality", "standing_benchmark_saturation"]
+    heads = [SHORT.get(m, m) for m in held] + ["inconcl", "shift_no_cl", "verdict_sev", "st_weak", "st_lq", "st_sat"]
     sizes = sorted({r["n"] for r in records})
     for n in sizes:
         group = [r for r in records if r["n"] == n]

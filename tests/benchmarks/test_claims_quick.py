@@ -43,6 +43,26 @@ def test_claims_are_change_unless_marked_standing():
     assert claims.sections == ("covariate",) and claims.change_severity == "low" and claims.any_change
 
 
+def test_rates_count_audits_not_limitations_and_flag_a_verdict_without_a_claim():
+    def record(change=(), standing=(), shift=False):
+        lims = [{"kind": k, "claim": "change", "severity": "low"} for k in change]
+        lims += [{"kind": k, "claim": "standing", "severity": "high"} for k in standing]
+        return {"table": "t", "n": 500, "labelled": True,
+                "claims": {"status": "shift" if shift else "no_shift", "shift_detected": shift,
+                           "severity": "high" if standing else ("low" if change else "none"), "sections": [],
+                           "change": {k: change.count(k) for k in change},
+                           "standing": {k: standing.count(k) for k in standing}, "limitations": lims}}
+
+    records = [record(change=("covariate_shift", "covariate_shift"), shift=True), record(shift=True),
+               record(standing=("underperforming_slice",)), record(), {"table": "t", "n": 500, "labelled": False,
+                                                                        "error": "boom"}]
+    found = rates(records, ALPHA)
+    assert (found["covariate_shift"].k, found["covariate_shift"].n) == (1, 4)  # errors are not audits
+    assert found["shift_detected"].k == 2 and found["shift_without_claim"].k == 1
+    assert found["any_change_claim"].k == 1 and found["standing_underperforming_slice"].k == 1
+    assert found["underperforming_slice"].k == 0 and found["verdict_severity"].k == 2
+
+
 def test_null_pairs_are_drawn_with_replacement_only_when_the_pool_is_too_small():
     melanoma = prepare("melanoma")  # 125 pool rows
     rng = np.random.default_rng(0)
@@ -85,11 +105,12 @@ def test_null_audits_on_a_real_table_stay_within_a_binomial_bound():
 
 
 def test_planted_truths_on_a_real_table_lead_with_the_expected_claim():
-    outcomes = {o.scenario: o for o in run_planted(tables=QUICK_PLANTED, n=1_000,
-                                                    scenarios=("class_mix", "new_population", "tiny"), verbose=False)}
+    """SYNTHETIC changes on carData/Arrests at the quick mode's 2,000 rows per side."""
+    scenarios = ("class_mix", "slice_concept", "new_population", "tiny")
+    outcomes = {o.scenario: o for o in run_planted(tables=QUICK_PLANTED, n=2_000, scenarios=scenarios, verbose=False)}
     assert all(o.synthetic and o.error is None for o in outcomes.values())
-    assert outcomes["new_population"].top_right, outcomes["new_population"]
-    assert outcomes["class_mix"].top_right, outcomes["class_mix"]
+    for scenario in scenarios:
+        assert outcomes[scenario].top_right, outcomes[scenario]
     assert outcomes["tiny"].n_change_claims == 0, outcomes["tiny"]
     assert outcomes["new_population"].cites_measured  # production is labelled: the loss is measured
 
