@@ -17,6 +17,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from domains import expressions as ex
+from domains.derived import DerivedContext, derive_context
 
 __all__ = [
     "KNOWN_METRICS", "ContextColumn", "ExpertSlice", "DomainPack",
@@ -139,6 +140,7 @@ class DomainPack(_Frozen):
     metrics: tuple[str, ...] = Field(min_length=1)  # primary first
     min_slice_size: int = Field(default=30, ge=1)
     expectations: tuple[Expectation, ...] = ()
+    derived: dict[str, DerivedContext] = {}  # context column -> derived image value it comes from
 
     @model_validator(mode="after")
     def _consistent(self) -> "DomainPack":
@@ -146,6 +148,7 @@ class DomainPack(_Frozen):
         self._check_unique()
         self._check_metrics()
         self._check_slices()
+        self._check_derived()
         return self
 
     def _check_task(self) -> None:
@@ -197,7 +200,30 @@ class DomainPack(_Frozen):
                     raise ValueError(f"{where}: {outside} outside the declared range of {column!r} "
                                      f"[{ranges[column][0]}, {ranges[column][1]}]")
 
+    def _check_derived(self) -> None:
+        for column, rule in self.derived.items():
+            if column not in self.context_types:
+                raise ValueError(f"derived.{column}: not a declared context column")
+            declared = self.column(column)
+            if declared.values is not None:
+                unknown = [v for v in rule.labels() if v not in declared.values]
+                if unknown or not rule.labels():
+                    raise ValueError(f"derived.{column}: {unknown or 'the raw value'} not among the "
+                                     f"allowed values {sorted(map(str, declared.values))}")
+            elif declared.type == "numeric":
+                outside = [v for v in rule.labels() if not _within(v, declared.min, declared.max)
+                           or isinstance(v, str)]
+                if outside:
+                    raise ValueError(f"derived.{column}: {outside} outside the declared range "
+                                     f"[{declared.min}, {declared.max}]")
+
     # ------------------------------------------------------------ conveniences
+
+    def derive_context(self, frame: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...]]:
+        """``frame`` with the pack's derived context columns added where absent (see
+        :func:`domains.derived.derive_context`); also returns the names added."""
+        ranges = {c.name: (c.min, c.max) for c in self.context if c.type == "numeric"}
+        return derive_context(frame, self.derived, ranges)
 
     @property
     def primary_metric(self) -> str:

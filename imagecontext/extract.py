@@ -34,8 +34,8 @@ COLUMNS = (
     "img_n_frames", "img_jpeg_quality", "img_chroma_subsampling",
     "img_brightness", "img_contrast", "img_dark_share", "img_saturated_share",
     "img_cast_a", "img_cast_b", "img_saturation", "img_sharpness", "img_noise",
-    "face_count", "face_area_share", "face_center_x", "face_center_y", "face_pose",
-    "skin_ita", "skin_tone", "skin_source",
+    "face_count", "face_area_share", "face_height_px", "face_center_x", "face_center_y", "face_pose",
+    "skin_ita", "skin_ita_category", "skin_source",
 )
 
 
@@ -74,6 +74,7 @@ def extract(image: DecodedImage, *, faces: bool = True,
     out.update({
         "face_count": found.count if found is not None else None,
         "face_area_share": largest.area_share if largest else (0.0 if found else None),
+        "face_height_px": largest.h * image.height if largest else None,
         "face_center_x": largest.centre[0] if largest else None,
         "face_center_y": largest.centre[1] if largest else None,
         "face_pose": largest.pose if largest else None,
@@ -84,7 +85,7 @@ def extract(image: DecodedImage, *, faces: bool = True,
     elif skin == "lesion" or (skin == "auto" and found is not None and largest is None):
         tone = skin_tone_lesion(rgb)
     out.update({"skin_ita": tone.ita if tone else None,
-                "skin_tone": tone.category if tone else None,
+                "skin_ita_category": tone.category if tone else None,
                 "skin_source": tone.source if tone else None})
     return out
 

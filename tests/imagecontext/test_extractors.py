@@ -106,7 +106,7 @@ def test_columns_stable_and_faces_optional():
     assert tuple(full) == COLUMNS
     assert full["face_count"] >= 1 and full["face_pose"] in ("frontal", "profile")
     assert 0 < full["face_area_share"] < 1
-    assert full["skin_source"] == "face" and full["skin_tone"] == ita_category(full["skin_ita"])
+    assert full["skin_source"] == "face" and full["skin_ita_category"] == ita_category(full["skin_ita"])
     quick = extract(d, faces=False)
     assert quick["face_count"] is None and quick["skin_ita"] is None
 
