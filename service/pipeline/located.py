@@ -140,6 +140,15 @@ def _as_concept(lim: Limitation, change: Any, p_adj: float, n_family: int, share
     fields = {"kind": "concept_shift", "key": finding_key("concept_shift", lim.definition, lim.slice),
               "title": f"{metric_label(metric)} dropped on {name} in production", "statement": statement,
               "evidence": evidence, "score": score, "severity": severity_label(score)}
-    if "claim" in {f.name for f in dataclasses.fields(lim)}:
+    names = {f.name for f in dataclasses.fields(lim)}
+    if "claim" in names:
         fields["claim"] = "change"
+    if "decision" in names:  # what made it a claim: the slice's own benchmark → production test
+        from reports.records import make_decision
+
+        fields["decision"] = make_decision(
+            f"{metric} difference (benchmark − production) on the slice", drop, test=change.test.method,
+            p_value_adjusted=p_adj, interval=[lo, hi], n=change.test.n_reference + change.test.n_current,
+            rule=f"Bonferroni-adjusted p (over {n_family:,} tests) < α and drop ≥ the floor "
+                 f"{fmt_num(change.test.effect_floor)}, with no significant drop outside the slice")
     return dataclasses.replace(lim, **fields)
