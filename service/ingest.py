@@ -24,6 +24,7 @@ import pandas as pd
 from service.bounded import UploadLimits, open_bounded, open_range
 from service.coerce import check_text_cells, coerce_columns
 from service.errors import BadUpload, UnsupportedFormat, UploadTooLarge
+from service.image_sources import ARCHIVE_SUFFIXES
 from service.line_scan import Scan, encoding_error, scanned, sniff_csv_header
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
@@ -44,10 +45,13 @@ def detect_format(filename: str) -> tuple[str, bool]:
     if gzipped:
         name = name[:-3]
     suffix = Path(name).suffix
+    if suffix in ARCHIVE_SUFFIXES and not gzipped:  # images plus a manifest: service.image_intake
+        return "archive", False
     if suffix not in FORMATS:
         raise UnsupportedFormat(
             f"File {filename!r} has an unsupported extension; use .csv, .parquet or .jsonl "
-            "(optionally .gz).", details={"file": filename, "supported": sorted(FORMATS)})
+            "(optionally .gz), or .zip/.tar of images with a manifest.",
+            details={"file": filename, "supported": sorted(FORMATS)})
     return FORMATS[suffix], gzipped
 
 

@@ -72,6 +72,11 @@ class Settings(BaseSettings):
                                               "(pandas) or from partition summaries on a Dask cluster.")
     dask_scheduler: str | None = Field(default=None, description="dask.distributed scheduler address; default: "
                                        "a local cluster sized to the machine.")
+    max_image_pixels: int = Field(default=50_000_000, ge=1, description="Pixels (width x height) of one "
+                                  "uploaded image, checked from its header before decoding.")
+    max_image_bytes: int = Field(default=50 * 1024 * 1024, ge=1, description="Bytes of one encoded image.")
+    max_images: int = Field(default=100_000, ge=1, description="Images in one upload.")
+    max_archive_members: int = Field(default=200_000, ge=1, description="Members of an uploaded .zip/.tar.")
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from service import ingest, roles, validation
+from service import image_intake, ingest, roles, validation
 from service.bounded import UploadLimits
 from service.chunk_validation import ChunkedValidation
 from service.errors import ValidationFailed
@@ -24,6 +24,10 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
     """Read, type, validate and store the upload at ``spooled``; ``(row, created)`` as
     :meth:`service.store.DatasetStore.commit`. Any 4xx leaves nothing stored."""
     settings, store = runtime.settings, runtime.datasets
+    images = image_intake.prepare_upload(settings, spooled, filename=filename, pack=pack,
+                                         user_schema=user_schema, tmp_dir=store.tmp_dir)
+    if images is not None:  # images become derived columns: store that table instead
+        spooled, filename, user_schema = images.path, images.filename, images.schema(user_schema)
     chunks = ingest.iter_chunks(spooled, filename, UploadLimits.from_settings(settings),
                                 chunk_cells=settings.upload_chunk_cells)
     try:
@@ -35,6 +39,8 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
             with ChunkedValidation(expectations(first, column_roles, pack), spill_dir=store.tmp_dir) as checker:
                 _write_all(_chain(first, chunks), checker, writer)
                 report = checker.report()
+                if images is not None:
+                    report["images"] = images.metadata  # what was derived, from what, by which version
             if not report["success"]:
                 raise validation_failed(filename, report)
             staged = store.finish(writer)
@@ -44,6 +50,8 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
                                 validation=report, sha256=sha256)
     finally:
         chunks.close()
+        if images is not None:
+            images.path.unlink(missing_ok=True)
 
 
 def expectations(frame: pd.DataFrame, column_roles: dict[str, str], pack: Any) -> list[validation.Expectation]:
