@@ -93,4 +93,5 @@ class Runtime:
                 self.audits.stop_instance()
             except Exception:
                 log.exception("could not record this instance as stopped")
+        self.datasets.close()  # releases this instance's scratch lock and removes its empty folder
         self.engine.dispose()
