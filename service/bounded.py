@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from service.errors import InvalidRequest, UploadTooLarge
+from service.errors import BadUpload, InvalidRequest, UploadTooLarge
 
 MB = 1024 * 1024
 
@@ -205,3 +205,15 @@ def scratch_copy(path: Path, suffix: str) -> Path:
         fd, name = tempfile.mkstemp(prefix="contextshift-", suffix=suffix)
     os.close(fd)
     return Path(name)
+
+
+PARQUET_MAGIC = b"PAR1"
+
+
+def check_text_start(path: Path, gzipped: bool, limits: UploadLimits, filename: str) -> None:
+    """Refuse a file named as text (CSV, JSON Lines) whose first bytes are binary or Parquet."""
+    with open_bounded(path, gzipped, limits, filename, buffer_size=8192) as fh:
+        raw = fh.read(8192)
+    if b"\x00" in raw or raw.startswith(PARQUET_MAGIC):
+        raise BadUpload(f"File {filename!r} looks binary, not text: does its extension match "
+                        "its content?", code="invalid_content", details={"file": filename})

@@ -21,10 +21,11 @@ from typing import BinaryIO, Iterator
 
 import pandas as pd
 
-from service.bounded import UploadLimits, open_bounded, open_range
+from service.bounded import UploadLimits, check_text_start, open_bounded, open_range
 from service.coerce import check_text_cells, coerce_columns
 from service.errors import BadUpload, UnsupportedFormat, UploadTooLarge
 from service.image_sources import ARCHIVE_SUFFIXES
+from service.ingest_formats import iter_jsonl, iter_parquet
 from service.line_scan import Scan, encoding_error, scanned, sniff_csv_header
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
@@ -32,7 +33,6 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "js
 CHUNK = 1024 * 1024
 CHUNK_CELLS = 1_000_000  # cells parsed between two limit checks
 GZIP_MAGIC = b"\x1f\x8b"
-PARQUET_MAGIC = b"PAR1"
 # the csv module's own 128 KiB field cap would refuse valid long cells; our limits are
 # max_line_bytes (checked on the bytes first) and max_cell_chars
 csv.field_size_limit(2**31 - 1)
@@ -123,8 +123,6 @@ def _align(chunk: pd.DataFrame, columns: list[str], filename: str) -> pd.DataFra
 def iter_raw(path: Path, filename: str, limits: UploadLimits,
              chunk_cells: int = CHUNK_CELLS) -> Iterator[pd.DataFrame]:
     """Untyped frames straight from the parser, limits checked; at least one (maybe with no rows)."""
-    from service.ingest_formats import iter_jsonl, iter_parquet
-
     fmt, gzipped = detect_format(filename)
     with open(path, "rb") as fh:
         head = fh.read(4)
@@ -137,14 +135,6 @@ def iter_raw(path: Path, filename: str, limits: UploadLimits,
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise BadUpload(f"File {filename!r} is not valid gzip data (truncated or corrupt): {exc}",
                         code="invalid_gzip", details={"file": filename}) from None
-
-
-def check_text_start(path: Path, gzipped: bool, limits: UploadLimits, filename: str) -> None:
-    with open_bounded(path, gzipped, limits, filename, buffer_size=8192) as fh:
-        raw = fh.read(8192)
-    if b"\x00" in raw or raw.startswith(PARQUET_MAGIC):
-        raise BadUpload(f"File {filename!r} looks binary, not text: does its extension match "
-                        "its content?", code="invalid_content", details={"file": filename})
 
 
 def _iter_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits,

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import pandas as pd
 
-from service.bounded import MB, UploadLimits, decompress_to, open_bounded, scratch_copy
+from service.bounded import MB, UploadLimits, check_text_start, decompress_to, open_bounded, scratch_copy
 from service.coerce import check_text_cells
 from service.errors import BadUpload, InvalidRequest, UploadTooLarge
 from service.line_scan import CHUNK_BYTES, encoding_error, scanned
@@ -27,8 +27,6 @@ def iter_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
     The lines are scanned first (length, count: :func:`service.line_scan.scanned`), then
     read with a bounded ``readline`` (a gzipped file from its plain copy); the keys seen so far are the columns, checked against
     ``max_columns`` and ``max_column_name_chars`` record by record."""
-    from service.ingest import check_text_start
-
     check_text_start(path, gzipped, limits, filename)
     with scanned(path, gzipped, limits, filename, quoted=False) as (plain, _):
         yield from _parse_jsonl(plain, limits, filename, chunk_cells)
