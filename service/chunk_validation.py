@@ -30,6 +30,7 @@ from service.unique_ids import SpilledIds
 from service.validation import Expectation
 
 UNIQUE = "expect_column_values_to_be_unique"
+COMPOUND_UNIQUE = "expect_compound_columns_to_be_unique"  # e.g. (item id, annotator) of a multi-annotator round
 SHOW = 10
 
 
@@ -47,7 +48,8 @@ class ChunkedValidation:
         self.counted = [i for i, e in enumerate(self.expectations) if _mostly(e) < 1.0]
         self.failures: dict[int, dict[str, Any]] = {}
         self.counts = {i: {"considered": 0, "unexpected": 0, "partial": []} for i in self.counted}
-        self.seen = {i: SpilledIds(spill_dir) for i, e in enumerate(self.expectations) if e.type == UNIQUE}
+        self.seen = {i: SpilledIds(spill_dir) for i, e in enumerate(self.expectations)
+                     if e.type in (UNIQUE, COMPOUND_UNIQUE)}
         self.rows_checked = 0
         # set up once, run on every chunk: on small chunks set-up is half of GE's cost
         self._strict_suite = validation.PreparedSuite([self.expectations[i] for i in self.strict]) \
@@ -81,9 +83,15 @@ class ChunkedValidation:
         if self.counted:
             self._counted(chunk)
         for index, spilled in self.seen.items():
-            if self.expectations[index].column in chunk.columns:
-                spilled.add(chunk[self.expectations[index].column], first_row)
+            columns = self._unique_columns(self.expectations[index])
+            if all(c in chunk.columns for c in columns):
+                spilled.add(chunk[columns[0]] if len(columns) == 1 else chunk[columns], first_row)
         return not self.failed
+
+    @staticmethod
+    def _unique_columns(exp: Expectation) -> list[str]:
+        """The column, or the columns that together must be unique."""
+        return list(exp.kwargs.get("column_list") or []) if exp.type == COMPOUND_UNIQUE else [exp.column]
 
     def _strict(self, chunk: pd.DataFrame) -> None:
         quick = self._strict_suite.run(chunk, "BOOLEAN_ONLY")

@@ -67,9 +67,11 @@ def validation_failed(filename: str, report: dict[str, Any]) -> ValidationFailed
     first = failures[0]
     example = f"rows {first['duplicate_rows'][:5]} repeat an id" if "duplicate_rows" in first else \
         f"e.g. {first.get('partial_unexpected_list', [])[:5]}"
+    where = f"column {first['column']!r}" if first.get("column") is not None else \
+        f"columns {list((first.get('kwargs') or {}).get('column_list') or [])}"
     return ValidationFailed(
         f"File {filename!r} failed {len(failures)} data expectation(s); first: {first['expectation']} "
-        f"on column {first['column']!r}, {example}.",
+        f"on {where}, {example}.",
         details={"file": filename, "failures": failures, "rows_checked": report.get("rows_checked")})
 
 

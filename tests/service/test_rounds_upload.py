@@ -101,3 +101,23 @@ def test_spilled_ids_find_a_repeated_pair_across_chunks(tmp_path):
     finally:
         spilled.close()
     assert count == 1 and pairs == [[2, 4]]  # (1, "q") again in row 4; 1.0 reads as 1; a null pair is skipped
+
+
+def test_a_repeated_item_and_annotator_pair_is_caught_across_chunks(tmp_path):
+    """The (id, annotator) pair was only checked within one upload chunk: a repeat split across chunks passed."""
+    import pandas as pd
+
+    from service.chunk_validation import ChunkedValidation
+    from service.validation import Expectation
+
+    exp = Expectation("expect_compound_columns_to_be_unique", None, {"column_list": ["id", "annotator"]})
+    first = pd.DataFrame({"id": ["a", "a", "b"], "annotator": ["x", "y", "x"]})
+    second = pd.DataFrame({"id": ["c", "a"], "annotator": ["x", "y"]})  # ("a", "y") again
+    with ChunkedValidation([exp], spill_dir=tmp_path) as check:
+        assert check.add(first) and check.add(second)
+        report = check.report()
+    (entry,) = report["results"]
+    assert not entry["success"] and entry["duplicate_rows"] == [[2, 5]]
+    from service.upload import validation_failed
+
+    assert "columns ['id', 'annotator']" in str(validation_failed("round.csv", report))
