@@ -88,3 +88,12 @@ def test_bad_parameters_name_themselves():
         metric_change_test("r2", y, y, y, y)
     with pytest.raises(DetectorInputError, match="scores"):
         metric_change_test("auc", y, y, y, y, positive=1)
+
+
+def test_docstring_example_holds():
+    import doctest
+
+    import detectors.metric_change as module
+
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
