@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from service.pipeline.stages import Outputs, StageContext
+from service.pipeline.stage_context import Outputs, StageContext
 
 CONDITIONAL_MAX_COLUMNS = 5  # drifted features re-tested within context cells (cost grows per column)
 ATTRIBUTION_MAX_CONTEXTS = 2  # context columns crossed into cells; more makes cells too thin

@@ -15,7 +15,7 @@ from detectors.metric_change import metric_change_test
 from detectors.slices import METRIC_ALIASES
 from reports.findings_labels import estimate_checks
 from reports.records import RankingContext
-from service.pipeline.stages import Outputs, StageContext
+from service.pipeline.stage_context import Outputs, StageContext
 
 __all__ = ["overall_change", "with_overall_change", "with_estimate_checks"]
 

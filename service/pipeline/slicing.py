@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from service.pipeline.stages import Outputs, StageContext
+from service.pipeline.stage_context import Outputs, StageContext
 
 MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones (detectors.pruning.MAX_DISCOVERED)
 STRATA_MAX_CONTEXTS = 2  # context columns crossed into within-context strata; more makes them too thin

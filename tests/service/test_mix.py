@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from service.pipeline.mix import metric_rows
-from service.pipeline.stages import Outputs
+from service.pipeline.stage_context import Outputs
 
 Y_TRUE = np.array(["dead", "dead", "alive", "alive", "dead"], dtype=object)
 Y_PRED = np.array(["dead", "alive", "alive", "dead", "dead"], dtype=object)
