@@ -378,6 +378,4 @@ def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     found += [_untested(u, ctx, folded[("untested", i)], by_name.get(str(u.get("measured_by") or untested_name(u))))
               for i, u in enumerate(untested)]
     found += [_mix_shift(t, ctx, by_name) for t in standalone]
-    from reports.findings_inputs import covariate_findings  # imported here: it builds on this module
-
-    return found + covariate_findings(audit, ctx)
+    return found

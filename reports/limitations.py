@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
 from reports.findings_data import data_findings
+from reports.findings_inputs import covariate_findings
 from reports.findings_labels import label_findings
 from reports.formatting import as_list, fmt_num, get, metric_label, num
 from reports.grouping import Relation, fold
@@ -61,10 +62,15 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     if not isinstance(audit, Mapping):
         raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
-    found = [lim for lim in data_findings(audit, ctx) + label_findings(audit, ctx) if decided(lim)]
+    found = [lim for lim in _findings(audit, ctx) if decided(lim)]
     found = _locate_overall_drop(found)
     found.sort(key=rank_order)
     return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
+
+
+def _findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+    """Every finding the sections support: rows (slices, contexts, mix), inputs, labels."""
+    return data_findings(audit, ctx) + covariate_findings(audit, ctx) + label_findings(audit, ctx)
 
 
 def decided(lim: Limitation) -> bool:
@@ -79,7 +85,7 @@ def undecided_notes(audit: Mapping, *, saturation_threshold: float | None = None
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=None)
     return [{"part": f"{lim.kind.replace('_', ' ')}: {lim.title}"[:200],
              "reason": "stated as a note, not a limitation: no test or interval decides it. " + lim.statement}
-            for lim in data_findings(audit, ctx) + label_findings(audit, ctx) if not decided(lim)]
+            for lim in _findings(audit, ctx) if not decided(lim)]
 
 
 def _locate_overall_drop(found: list[Limitation]) -> list[Limitation]:
