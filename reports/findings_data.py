@@ -221,8 +221,13 @@ def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping |
     n_bench = int(num(u.get("n_benchmark")) or 0)
     min_size = int(num(u.get("min_slice_size", u.get("min_size"))) or ctx.min_slice_size)
     metric = metric_label(ctx.metric)
-    bench_clause = ("the benchmark has no such cases" if n_bench == 0 else
-                    f"the benchmark has only {n_bench:,}, fewer than the {min_size:,} needed to measure {metric}")
+    n_values = int(num(u.get("n_values")) or 0)
+    if u.get("kind") == "pooled_values" and n_values > 1:  # many rare values of one column, tested as one group
+        bench_clause = (f"these {n_values:,} values are each too rare in the benchmark to measure {metric} "
+                        f"(fewer than {min_size:,} rows each; {n_bench:,} in all)")
+    else:
+        bench_clause = ("the benchmark has no such cases" if n_bench == 0 else
+                        f"the benchmark has only {n_bench:,}, fewer than the {min_size:,} needed to measure {metric}")
     statement = f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.get('n_production'))}), but {bench_clause}."
     large = share is not None and share >= ctx.floor("untested_share")
     evidence = {"column": u.get("column"), "value": None, "n_benchmark": n_bench,

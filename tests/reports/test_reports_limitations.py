@@ -163,6 +163,17 @@ def test_untested_contexts_are_limitations_without_any_test():
     assert "30 % of production" in lim.statement and "n=300" in lim.statement
 
 
+def test_a_pool_of_rare_values_is_stated_per_value_not_by_its_total():
+    """A pool of 80 rare clinics read "the benchmark has only 430, fewer than the 30 needed": 430 was their total."""
+    audit = {"semantic": {"untested_contexts": [
+        {"column": "clinic", "kind": "pooled_values", "name": "rare or new values of clinic", "value": ["a", "b"],
+         "n_values": 80, "n_benchmark": 430, "n_production": 900, "production_share": 0.3, "min_slice_size": 30,
+         "p_value_adjusted": 1e-6}]}}
+    (lim,) = rank_limitations(audit)
+    assert "80 values are each too rare" in lim.statement and "fewer than 30 rows each; 430 in all" in lim.statement
+    assert "has only 430" not in lim.statement
+
+
 def test_insufficient_data_and_missing_values_never_count(audit):
     for s in audit["slices"]:
         s.update(gap_p_value_adjusted=float("nan"), underperforming=None)
