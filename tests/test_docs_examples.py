@@ -186,3 +186,23 @@ def test_readme_is_a_front_door():
     for page in PAGES:
         body = page.read_text()
         assert "../shared" not in body and not re.search(r"SPEC\s*§", body), page.name
+
+
+def test_api_page_lists_every_route(tmp_path):
+    from service.app import create_app
+
+    spec = create_app(Settings(data_dir=tmp_path)).openapi()
+    text = (ROOT / "docs" / "api.md").read_text()
+    listed = {(m, re.sub(r"\{[^}]+\}", "{}", p)) for m, p in re.findall(r"^\| `([A-Z]+)` \| `([^`]+)`", text, re.M)}
+    missing = [f"{method.upper()} {path}" for path, operations in spec["paths"].items() for method in operations
+               if (method.upper(), re.sub(r"\{[^}]+\}", "{}", path)) not in listed and path != "/openapi.json"]
+    assert not missing, missing
+
+
+def test_cli_page_lists_every_option():
+    text = (ROOT / "docs" / "cli.md").read_text()
+    rows = re.findall(r"^\| `([a-z ]+)` \| (.+?) \|", text, re.M)
+    documented = {(command, option) for command, cell in rows for option in re.findall(r"--[a-z-]+", cell)}
+    missing = [f"{command} {option}" for command, options in _options_by_command().items() if command != "monitor"
+               for option in sorted(options - {"-h", "--help"}) if (command, option) not in documented]
+    assert not missing, missing
