@@ -206,3 +206,23 @@ def test_cli_page_lists_every_option():
     missing = [f"{command} {option}" for command, options in _options_by_command().items() if command != "monitor"
                for option in sorted(options - {"-h", "--help"}) if (command, option) not in documented]
     assert not missing, missing
+
+
+def test_operations_page_states_each_settings_default():
+    text = (ROOT / "docs" / "operations.md").read_text()
+    wrong = []
+    for name, field in Settings.model_fields.items():
+        match = re.search(rf"^\| `CONTEXTSHIFT_{name.upper()}` \| ([^|]+) \|", text, re.M)
+        if not match:
+            continue  # test_operations_page_lists_every_setting names it
+        default = field.get_default(call_default_factory=True)
+        shown = match[1].strip()
+        if isinstance(default, bool):
+            ok = shown == ("`on`" if default else "`off`")
+        elif not default and not isinstance(default, (int, float)) or default == {}:
+            ok = shown.startswith("empty") or shown == "`{}`" or shown.startswith("SQLite")
+        else:
+            ok = shown == f"`{default}`"
+        if not ok:
+            wrong.append(f"CONTEXTSHIFT_{name.upper()}: docs say {shown}, the default is {default!r}")
+    assert not wrong, wrong
