@@ -45,6 +45,9 @@ class MeasuredChange:
         interval = f"{fmt_num(self.loss)} [{fmt_num(self.loss_ci[0])}, {fmt_num(self.loss_ci[1])}]"
         if self.credible:
             return f"{measured}: a loss of {interval} over all of production, from every cause together."
+        if self.loss_ci[1] < 0:  # credibly better: saying "within sampling error" would be wrong
+            gain = f"{fmt_num(-self.loss)} [{fmt_num(-self.loss_ci[1])}, {fmt_num(-self.loss_ci[0])}]"
+            return f"{measured}: production is better by {gain}, so this shift has cost nothing measurable."
         return f"{measured}: the loss, {interval}, is within sampling error."
 
 

@@ -61,3 +61,11 @@ def test_a_feature_without_common_values_gets_the_time_index_hint(audit):
     assert "no value in common" not in _covariate(audit).statement
     drifted["details"]["ks_statistic"] = 1.0  # disjoint ranges, as a year column has between two periods
     assert f"The column {drifted['name']} has no value in common with the benchmark" in _covariate(audit).statement
+
+
+def test_a_credible_gain_is_not_read_as_sampling_error(audit):
+    """Real case (DAAG/nassCDS, 1997-1999 against 2001-2002): balanced accuracy rose 0.71 -> 0.78 with an
+    interval clear of zero, and the shift's statement called the loss "-0.07 [-0.12, -0.02] within sampling error"."""
+    _label(audit, 700, 1000, 790, 1000)
+    sentence = measured_overall(audit, "accuracy").sentence()
+    assert "production is better by 0.09" in sentence and "within sampling error" not in sentence
