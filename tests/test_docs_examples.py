@@ -226,3 +226,12 @@ def test_operations_page_states_each_settings_default():
         if not ok:
             wrong.append(f"CONTEXTSHIFT_{name.upper()}: docs say {shown}, the default is {default!r}")
     assert not wrong, wrong
+
+
+def test_layout_page_names_every_package():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = [p.rstrip("*") for p in config["tool"]["setuptools"]["packages"]["find"]["include"]]
+    text = (ROOT / "docs" / "layout.md").read_text()
+    assert [p for p in packages if f"| `{p}/` |" not in text] == []
