@@ -31,7 +31,7 @@ from benchmarks.claims_calibration.summary import format_null, summarise, why_li
 from benchmarks.claims_calibration.tables import CACHE_DIR, table_names  # noqa: E402
 from benchmarks.claims_calibration.counting import CHANGE_KINDS  # noqa: E402
 
-FULL_SIZES = {500: 40, 5_000: 40, 50_000: 10}
+FULL_SIZES = {500: 40, 5_000: 40, 50_000: 20}
 QUICK_TABLES = ("covid_testing", "arrests", "melanoma")
 QUICK_SIZES = {500: 10}
 ROOT = Path(__file__).resolve().parents[1]

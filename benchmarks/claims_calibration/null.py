@@ -137,7 +137,11 @@ def run_null(tables: Iterable[str], sizes: dict[int, int], *, log: Path | None =
             print(f"  {record['id']:<28} {'L' if record['labelled'] else 'U'} {record['seconds']:6.1f} s "
                   f"{record.get('error') or sorted({**c.get('change', {})})}", flush=True)
     wanted = {c.id for n, count in sizes.items() for r in range(count) for c in (NullCase(t, n, r) for t in tables)}
-    return [r for r in previous + fresh if r["id"] in wanted]
+    unique = {}
+    for record in previous + fresh:  # one record per replicate, the first one logged
+        if record["id"] in wanted:
+            unique.setdefault(record["id"], record)
+    return list(unique.values())
 
 
 def _execute(cases: list[NullCase], workers: int, alpha: float, deadline: float | None) -> Iterator[dict]:
