@@ -11,6 +11,7 @@ b* floored at a small positive value (skin is yellowish; a blue-cast patch gives
   near the centre (Otsu threshold of L*, the component nearest the centre, dilated) and
   near-black vignette pixels are excluded.
 
+A greyscale image (median chroma of the skin pixels < 2) has no skin tone: ``None``.
 ITA moves with exposure and colour cast (darkening lowers L* and so the ITA): read it
 beside ``img_brightness`` and ``img_cast_b``.
 
@@ -34,6 +35,7 @@ from imagecontext.faces import FaceBox
 __all__ = ["SkinTone", "ita_category", "skin_tone_face", "skin_tone_lesion"]
 
 _B_FLOOR = 1e-3
+_MIN_CHROMA = 2.0  # median CIELAB chroma below which the skin is grey (no ITA)
 _CATEGORIES = ((55.0, "very_light"), (41.0, "light"), (28.0, "intermediate"),
                (10.0, "tan"), (-30.0, "brown"))
 
@@ -65,6 +67,8 @@ def _ita(lab_px: np.ndarray) -> float:
 def _result(lab_px: np.ndarray, source: str) -> SkinTone | None:
     if len(lab_px) == 0:
         return None
+    if float(np.median(np.hypot(lab_px[:, 1], lab_px[:, 2]))) < _MIN_CHROMA:
+        return None  # a grey image has no hue: ITA would read +/-90 from lightness alone
     ita = _ita(lab_px)
     return SkinTone(ita, ita_category(ita), source, int(len(lab_px)))
 

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
+import shutil
+import tempfile
 import uuid
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,13 @@ class Prepared:
     filename: str
     roles: dict[str, str]
     metadata: dict[str, Any] = field(default_factory=dict)
+    own_dir: bool = False
+
+    def discard(self) -> None:
+        """Remove the derived table (and its folder when it was made for it)."""
+        self.path.unlink(missing_ok=True)
+        if self.own_dir:
+            shutil.rmtree(self.path.parent, ignore_errors=True)
 
     def schema(self, user_schema: Any) -> dict[str, Any]:
         """The user's schema with the derived columns' roles added (the user's roles win)."""
@@ -120,7 +130,9 @@ def derive_images(loaders: list, limits: ImageLimits, cache: ImageCache | None,
     args = ([payload[s] for s in shas], [limits.max_pixels] * len(shas), [limits.max_bytes] * len(shas))
     n_workers = workers or os.cpu_count() or 1
     if len(shas) >= POOL_MIN_IMAGES and n_workers > 1:
-        with ProcessPoolExecutor(max_workers=n_workers) as pool:
+        # spawn, not fork: a child forked from a process whose OpenCV/server threads hold locks
+        # can hang on its first image (seen here: workers idle forever after a fork)
+        with ProcessPoolExecutor(max_workers=n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             results = list(pool.map(_derive, *args, chunksize=max(1, len(shas) // (4 * n_workers))))
     else:
         results = [_derive(*a) for a in zip(*args)]
@@ -266,3 +278,27 @@ def _table(frame: pd.DataFrame, keep: list[int], values: list, embeddings: list)
     derived = derived[[c for c in derived.columns if c not in base.columns]]  # the user's columns win
     emb = emb[[c for c in emb.columns if c not in base.columns]]
     return pd.concat([base, derived, emb], axis=1)
+
+
+def prepare_file(path: str | Path, *, pack: Any, user_schema: Any) -> Prepared | None:
+    """:func:`prepare_upload` for a local file (the CLI): image paths may lie beside the
+    manifest or inside ``CONTEXTSHIFT_DATA_ROOTS``; the derived table goes to a fresh
+    temporary folder (:meth:`Prepared.discard` removes it)."""
+    from service.settings import Settings
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    base = Settings()
+    settings = base.model_copy(update={"data_roots": [*base.data_roots, path.resolve().parent]})
+    tmp_dir = Path(tempfile.mkdtemp(prefix="contextshift-images-"))
+    try:
+        prepared = prepare_upload(settings, path, filename=path.name, pack=pack,
+                                  user_schema=user_schema, tmp_dir=tmp_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    if prepared is None:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        return None
+    return replace(prepared, own_dir=True)

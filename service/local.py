@@ -49,8 +49,18 @@ def read_annotations(path: str | None) -> tuple[pd.DataFrame, dict[str, str]] | 
 
 def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     """Read, type and validate one file, Parquet directory or glob exactly as ``POST /v1/datasets``
-    (or ``/v1/datasets/register``) would."""
-    frame, label = read_any(path)
+    (or ``/v1/datasets/register``) would; a file carrying images gets its derived columns first."""
+    from service.image_intake import prepare_file
+
+    images = prepare_file(path, pack=pack, user_schema=schema)
+    if images is not None:
+        try:
+            frame, _ = read_any(images.path)
+        finally:
+            images.discard()
+        schema, label = images.schema(schema), str(path)
+    else:
+        frame, label = read_any(path)
     path = Path(label)
     column_roles = roles.infer_roles(frame.columns, schema=roles.parse_schema(schema, frame.columns, path.name),
                                      context_columns=[c.name for c in pack.context])

@@ -146,3 +146,11 @@ def test_embedding_fixed_and_appearance_sensitive():
     other = embed(decode(encode(PHOTOS["coffee"])))
     assert np.linalg.norm(dark - a) > 0.05
     assert np.linalg.norm(other - a) > np.linalg.norm(embed(decode(encode(rgb, "JPEG", quality=90))) - a)
+
+
+def test_grey_image_has_no_skin_tone():
+    from tests.imagecontext.images import lfw_upscaled
+
+    faces, _ = lfw_upscaled()
+    values = extract(decode(encode(faces[0])))
+    assert values["face_count"] >= 1 and values["skin_ita"] is None
