@@ -2,8 +2,9 @@
 
 The detector is OpenCV's Haar cascades as the ``opencv-python-headless`` 4.x wheel ships
 them (``cv2.data.haarcascades``; OpenCV 5 ships none): ``frontalface_alt2`` first, then
-``profileface`` on the image and its mirror (the cascade knows one side) when the
-frontal pass found none. Detection runs on histogram-equalised luma with the longest
+``profileface`` on the image and its mirror (the cascade knows one side), at half the
+working size, when the frontal pass found none (a profile face under about 12 % of the
+longest side is missed). Detection runs on histogram-equalised luma with the longest
 side at most :data:`DETECT_SIDE` pixels, and faces smaller than 6 % of the longest side
 are not looked for (this bounds the cost); boxes are reported in fractions of the image
 so the working size does not show.
@@ -107,11 +108,16 @@ def detect_faces(rgb: np.ndarray, *, min_neighbors: int = 4) -> Faces:
     frontal, profile = _cascades()
     kw = dict(scaleFactor=_SCALE_STEP, minNeighbors=min_neighbors, minSize=(min_side, min_side))
     boxes = [(tuple(int(v) for v in b), "frontal") for b in frontal.detectMultiScale(g, **kw)]
-    if not boxes:  # the profile passes cost twice the frontal one: only when it found none
-        pw = g.shape[1]
-        side = [tuple(int(v) for v in b) for b in profile.detectMultiScale(g, **kw)]
+    if not boxes:
+        # only when the frontal pass found none, and at half the working size: each profile
+        # pass costs twice a frontal one at the same size (90 vs 45 ms at 300 px here)
+        half = cv2.resize(g, (max(1, g.shape[1] // 2), max(1, g.shape[0] // 2)), interpolation=cv2.INTER_AREA)
+        pw = half.shape[1]
+        kw_half = dict(kw, minSize=(_MIN_FACE, _MIN_FACE))
+        side = [tuple(int(v) for v in b) for b in profile.detectMultiScale(half, **kw_half)]
         side += [(pw - int(x) - int(bw), int(y), int(bw), int(bh))
-                 for x, y, bw, bh in profile.detectMultiScale(g[:, ::-1].copy(), **kw)]
+                 for x, y, bw, bh in profile.detectMultiScale(half[:, ::-1].copy(), **kw_half)]
+        side = [tuple(2 * v for v in b) for b in side]
         kept: list = []
         for b in side:
             if not any(_overlaps(b, other) for other in kept):

@@ -62,6 +62,11 @@ def test_zip_upload_derives_context_and_roles(client, settings):
     assert (bright[1::2] < bright[0::2]).all()  # the darkened half reads darker
     cached = list((settings.data_dir / "cache" / "images").rglob("*.json"))
     assert len(cached) == 6
+    import imagecontext
+
+    recorded = client.app.state.runtime.datasets.get(body["id"]).validation["images"]
+    assert recorded["extractor_version"] == imagecontext.EXTRACTOR_VERSION
+    assert recorded["source"] == "faces.zip:manifest.csv" and "illumination" in recorded["derived_context"]
 
 
 def test_user_column_wins_over_derived(client, settings):
