@@ -12,6 +12,7 @@ COPY service ./service
 COPY detectors ./detectors
 COPY domains ./domains
 COPY reports ./reports
+COPY imagecontext ./imagecontext
 RUN pip install --no-cache-dir . \
     && useradd --system --uid 10001 --home-dir /var/lib/contextshift --create-home contextshift
 
