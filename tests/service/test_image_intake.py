@@ -163,3 +163,35 @@ def test_parquet_image_bytes_and_hugging_face_struct(client, shape):
 def test_plain_table_untouched(client):
     r = upload(client, b"id,label,prediction\n1,a,a\n2,b,a\n", "plain.csv")
     assert r.status_code == 201 and not any(c["name"].startswith("img_") for c in r.json()["columns"])
+
+
+def test_second_upload_reads_the_cache(client, monkeypatch):
+    import service.image_intake as intake
+
+    files, manifest = images(4)
+    content = zip_bytes(files, manifest)
+    assert upload(client, content, "faces.zip").status_code == 201
+
+    def no_decoding(*args):
+        raise AssertionError("an image was decoded again")
+    monkeypatch.setattr(intake, "_derive", no_decoding)
+    r = upload(client, content, "again.zip", name="again")
+    assert r.status_code == 201, r.text
+
+
+def test_on_image_error_validated(client):
+    files, manifest = images(2)
+    r = upload(client, zip_bytes(files, manifest), "faces.zip", schema=json.dumps({"on_image_error": "maybe"}))
+    assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_schema"
+
+
+def test_archive_without_manifest_or_with_bad_bytes(client):
+    files, _ = images(2)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for member, data in files.items():
+            zf.writestr(member, data)
+    r = upload(client, buf.getvalue(), "faces.zip")
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_archive"
+    r = upload(client, b"not a zip at all", "junk.zip")
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_archive"
