@@ -39,6 +39,7 @@ from service.image_sources import (IMAGE_COLUMN, Archive, ImageLimits, cell_load
 # costs about a second of start-up, which an API or CLI that never sees an image should not pay.
 POOL_MIN_IMAGES = 16  # below this, starting worker processes costs more than it saves
 ON_IMAGE_ERROR = ("fail", "skip")
+BATCH_PER_WORKER = 64  # encoded images held per worker between two batches
 
 
 @dataclass(frozen=True)
@@ -107,43 +108,55 @@ class ImageCache:
 
 def derive_images(loaders: list, limits: ImageLimits, cache: ImageCache | None,
                   workers: int | None = None) -> tuple[list, list, dict[int, str]]:
-    """Derived values and embeddings per row (``None`` where it failed) and errors by row."""
+    """Derived values and embeddings per row (``None`` where it failed) and errors by row.
+
+    Images are read and derived :data:`BATCH_PER_WORKER` per worker at a time, so memory
+    holds one batch of encoded images, not the upload's.
+    """
     values: list = [None] * len(loaders)
     embeddings: list = [None] * len(loaders)
     errors: dict[int, str] = {}
-    todo: dict[str, list[int]] = {}
-    payload: dict[str, bytes] = {}
-    for i, load in enumerate(loaders):
-        try:
-            data = load()
-        except (ValueError, OSError) as err:
-            errors[i] = str(err)
-            continue
-        sha = hashlib.sha256(data).hexdigest()
-        hit = cache.get(sha) if cache is not None else None
-        if hit is not None:
-            values[i], embeddings[i] = hit
-        else:
-            todo.setdefault(sha, []).append(i)
-            payload[sha] = data
-    shas = list(todo)
-    args = ([payload[s] for s in shas], [limits.max_pixels] * len(shas), [limits.max_bytes] * len(shas))
     n_workers = workers or os.cpu_count() or 1
-    if len(shas) >= POOL_MIN_IMAGES and n_workers > 1:
+    pool = None
+    if len(loaders) >= POOL_MIN_IMAGES and n_workers > 1:
         # spawn, not fork: a child forked from a process whose OpenCV/server threads hold locks
         # can hang on its first image (seen here: workers idle forever after a fork)
-        with ProcessPoolExecutor(max_workers=n_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_derive, *args, chunksize=max(1, len(shas) // (4 * n_workers))))
-    else:
-        results = [_derive(*a) for a in zip(*args)]
-    for sha, (vals, emb, err) in zip(shas, results):
-        for i in todo[sha]:
-            if err is not None:
-                errors[i] = err
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=multiprocessing.get_context("spawn"))
+    batch = BATCH_PER_WORKER * n_workers
+    try:
+        for start in range(0, len(loaders), batch):
+            todo: dict[str, list[int]] = {}
+            payload: dict[str, bytes] = {}
+            for i in range(start, min(start + batch, len(loaders))):
+                try:
+                    data = loaders[i]()
+                except (ValueError, OSError) as err:
+                    errors[i] = str(err)
+                    continue
+                sha = hashlib.sha256(data).hexdigest()
+                hit = cache.get(sha) if cache is not None else None
+                if hit is not None:
+                    values[i], embeddings[i] = hit
+                else:
+                    todo.setdefault(sha, []).append(i)
+                    payload[sha] = data
+            shas = list(todo)
+            args = ([payload[s] for s in shas], [limits.max_pixels] * len(shas), [limits.max_bytes] * len(shas))
+            if pool is not None and len(shas) > 1:
+                results = list(pool.map(_derive, *args, chunksize=max(1, len(shas) // (4 * n_workers))))
             else:
-                values[i], embeddings[i] = vals, emb
-        if err is None and cache is not None:
-            cache.put(sha, vals, emb)
+                results = [_derive(*a) for a in zip(*args)]
+            for sha, (vals, emb, err) in zip(shas, results):
+                for i in todo[sha]:
+                    if err is not None:
+                        errors[i] = err
+                    else:
+                        values[i], embeddings[i] = vals, emb
+                if err is None and cache is not None:
+                    cache.put(sha, vals, emb)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return values, embeddings, errors
 
 

@@ -195,3 +195,21 @@ def test_archive_without_manifest_or_with_bad_bytes(client):
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_archive"
     r = upload(client, b"not a zip at all", "junk.zip")
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_archive"
+
+
+def test_derive_images_in_batches_keeps_rows_and_errors(tmp_path, monkeypatch):
+    from service.image_intake import ImageCache, derive_images
+    from service.image_sources import ImageLimits
+
+    files, _ = images(5)
+    datas = list(files.values())
+    loaders = [lambda d=d: d for d in datas] + [lambda: b"junk"]
+    import service.image_intake as intake
+
+    limits = ImageLimits(max_pixels=10**7, max_bytes=10**7, max_images=100, max_archive_members=100)
+    monkeypatch.setattr(intake, "BATCH_PER_WORKER", 2)  # 6 rows in batches of 2 (one worker)
+    values, embeddings, errors = derive_images(loaders, limits, ImageCache(tmp_path), workers=1)
+    assert list(errors) == [5] and "not_an_image" in errors[5]
+    assert all(v is not None for v in values[:5]) and len(embeddings[0]) > 100
+    bright = [v["img_brightness"] for v in values[:5]]
+    assert bright[1] < bright[0] and bright[3] < bright[2]
