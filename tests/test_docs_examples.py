@@ -134,8 +134,9 @@ def test_readme_cli_audit_runs(tmp_path, monkeypatch, capsys):
     from domains.examples import make_example
 
     blocks = [code for lang, code in fenced_blocks((ROOT / "README.md").read_text()) if lang == "bash"]
-    commands = [c for code in blocks for c in shell_commands(code) if COMMAND.search(c) and " audit " in c]
-    assert commands, "the README shows no `contextshift audit`"
+    commands = [c for code in blocks for c in shell_commands(code)
+                if COMMAND.search(c) and re.search(r" audit .*--benchmark \S+\.csv ", c)]
+    assert commands, "the README shows no `contextshift audit` of CSV files"
     argv = shlex.split(commands[0])[1:]
     monkeypatch.chdir(tmp_path)
     bench, prod = make_example("medical", n_benchmark=1500, n_production=1500, shift="planted", random_state=0)
