@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.records import Limitation, rank_order, severity_label
+from reports.records import STANDING_KINDS, Limitation, rank_order, severity_label
 
 __all__ = ["Relation", "fold", "REASONS"]
 
@@ -57,6 +57,19 @@ def _sentence(children: list[tuple[Limitation, Relation]]) -> str:
     return f" The same fact also shows as: {'; '.join(parts)}{more}."
 
 
+def _changed_if_a_member_changed(head: Limitation, kids: Sequence[Limitation]) -> Limitation:
+    """A standing weakness that absorbs a change about its rows (its share grew, it dropped further)
+    states a fact that changed: the group is a change claim, decided by that member's test. Left
+    standing, a weak slice whose share went from 3 % to 18 % of production never alerted."""
+    if head.claim != "standing" or head.kind in STANDING_KINDS:
+        return head
+    change = next((c for c in sorted(kids, key=lambda c: -c.score) if c.claim == "change"
+                   and c.kind not in STANDING_KINDS), None)
+    if change is None:
+        return head
+    return dataclasses.replace(head, claim="change", decision=change.decision or head.decision)
+
+
 def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> list[Limitation]:
     """Limitations with every related child folded into its root parent, re-ranked by score.
 
@@ -81,6 +94,7 @@ def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> li
                              "score": c.score, "reason": rel.reason, "note": rel.note} for c, rel in kids)
             lim = dataclasses.replace(lim, statement=lim.statement + _sentence(kids), score=round(score, 6),
                                       severity=severity_label(score), related=lim.related + related)
+            lim = _changed_if_a_member_changed(lim, [c for c, _ in kids])
         heads.append(lim)
     heads.sort(key=rank_order)
     return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(heads, start=1)]
