@@ -211,4 +211,5 @@ def test_without_a_prediction_column_metrics_come_from_the_sample(dask_client, t
     assert any("slice and overall metrics" in p for p in engine["sampled"])
     assert not any("slice and overall metrics" in p for p in engine["exact"])
     assert result["slices"] and all(s["n_production"] > 0 for s in result["slices"])
-    assert result["limitations"][0]["key"].startswith("underperforming_slice:fitzpatrick")
+    weak = [lim for lim in result["limitations"] if lim["kind"] == "underperforming_slice"]
+    assert weak and weak[0]["key"].startswith("underperforming_slice:fitzpatrick")  # the planted weak slice leads them
