@@ -1,4 +1,4 @@
-"""Full-audit benchmark (SPEC §13): 1 M production rows x 50 columns on this machine.
+"""Full-audit benchmark: 1 M production rows x 50 columns on this machine.
 
 Runs the same pipeline as ``POST /v1/audits`` / ``contextshift audit`` (every detector, the
 domain pack's expert slices, discovery, ranking, next-round plan, HTML + Markdown report) on

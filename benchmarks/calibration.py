@@ -1,4 +1,4 @@
-"""Statistical quality of the whole audit (SPEC §13), measured on SYNTHETIC data.
+"""Statistical quality of the whole audit, measured on SYNTHETIC data.
 
 * False-alarm rate of the dataset-level verdict (``verdict.shift_detected``) on no-shift
   pairs, from n = 100 to n = 1 M rows per side: the three domain generators with
@@ -6,7 +6,7 @@
   the audit-wide correction. Target: <= alpha + Monte-Carlo tolerance.
 * Power by n: a 0.3 sd mean shift in one of 20 features at n = 100 ... 3,000 per side, through
   the full audit (generic pack). Target: detected in >= 90 % of runs at n = 1,000.
-* Power by n of the within-context test (issue 9): accuracy 10 points lower inside a context
+* Power by n of the within-context test: accuracy 10 points lower inside a context
   whose share also moved (20 % -> 60 %), through the full audit; reported as concept shift?
 
     python benchmarks/calibration.py [--quick]

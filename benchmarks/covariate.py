@@ -1,4 +1,4 @@
-"""Side-by-side covariate-shift benchmark (SPEC §13): 200,000 rows x 25 columns a side.
+"""Side-by-side covariate-shift benchmark: 200,000 rows x 25 columns a side.
 
 Data (all shifts SYNTHETIC, made here): 20 numeric and 5 categorical columns; three of
 them shifted in the current sample:

@@ -1,4 +1,4 @@
-"""The Dask engine at scale (issue 13): 50 M production rows x 20 columns on 2 cores.
+"""The Dask engine at scale: 50 M production rows x 20 columns on 2 cores.
 
 Data: SYNTHETIC, from ``domains.examples.make_example("medical")`` with its planted shifts
 (a weak slice, an untested context, moved context mix; 3 embedding columns, so 20 columns),

@@ -14,7 +14,7 @@ no shift (SYNTHETIC augmentation). What is run is the product's own
 
 The paper's best method (BBSDs: univariate KS on each softmax output, Bonferroni, no floor)
 is run beside it on the same draws as the reference, together with the paper's aggregate
-numbers as quoted in issue 9 (0.47 at n = 50 to 0.70 at n = 1000, over its own image
+numbers (0.47 at n = 50 to 0.70 at n = 1000, over its own image
 datasets).
 
     python benchmarks/failing_loudly.py [--runs 5] [--quick]

@@ -1,4 +1,4 @@
-"""Scheduled-monitoring benchmark (issue 14): the price of one lifetime false-alarm budget.
+"""Scheduled-monitoring benchmark: the price of one lifetime false-alarm budget.
 
 Every run below goes through the real audit pipeline (``service.local.audit_frames``) and the
 monitor's own alert rules (``service.monitors.findings`` / ``budget``), on SYNTHETIC data:

@@ -1,4 +1,4 @@
-"""Peak memory of a streamed upload against the in-memory read it replaced (issue 13).
+"""Peak memory of a streamed upload against the in-memory read it replaced.
 
 Data: SYNTHETIC, ``--rows`` rows x 20 columns (an id, 12 floats, 4 ints, 3 short strings) as CSV.
 Each mode runs in a fresh process and reports its peak resident set size (VmHWM):

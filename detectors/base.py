@@ -230,7 +230,7 @@ def to_jsonable(value: Any) -> Any:
 
 
 class Result:
-    """Base of frozen result dataclasses: ``to_dict()`` gives the JSON of SPEC §9.
+    """Base of frozen result dataclasses: ``to_dict()`` gives the AuditResult JSON (``reports/SCHEMA.md``).
 
     Immutable all the way down: on construction (and so after ``dataclasses.replace``) every
     field is passed through :func:`freeze`, so a result holds tuples, :class:`FrozenDict`

@@ -2,7 +2,7 @@
 per class (or per slice: the per-group functions take any boolean group mask).
 
 **Concept shift** is observed production performance departing from what the label-free
-estimator predicts under the observed covariate shift (SPEC §5). Given that estimate
+estimator predicts under the observed covariate shift. Given that estimate
 (``expected=``, e.g. :class:`detectors.ConfidenceBasedEstimator` on production scores, valid
 under covariate shift), :meth:`ConceptShiftDetector.test` pairs each estimated metric
 (accuracy and per-class recall) with the observed one (:func:`detectors.compare_performance`)

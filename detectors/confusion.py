@@ -57,7 +57,7 @@ def parse_predictions(y_pred: Any, classes: Any = None, name: str = "y_pred") ->
     """Split model outputs into ``("labels", labels, None)`` or ``("proba", matrix, column_classes)``.
 
     Probabilities come as an ``(n, k)`` array (class order from ``classes``) or a DataFrame
-    whose columns are class names, optionally prefixed ``proba_`` (SPEC §3).
+    whose columns are class names, optionally prefixed ``proba_``.
     """
     if isinstance(y_pred, pd.DataFrame):
         cols = [str(c) for c in y_pred.columns]

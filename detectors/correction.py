@@ -85,7 +85,7 @@ def adjust_pvalues(p_values, correction: str = "bh") -> np.ndarray:
 
 
 def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor):
-    """The SPEC §5 decision (:func:`detectors.decision.decide`), elementwise on arrays."""
+    """The one decision rule (:func:`detectors.decision.decide`), elementwise on arrays."""
     from detectors.decision import decide
 
     return np.asarray(decide(p_value_adjusted, effect_size, alpha=alpha, effect_floor=effect_floor))
@@ -99,7 +99,7 @@ def readjust(tests: Sequence[T], *, alpha: float = 0.05, correction: str = "bh")
     """Correct a family of :class:`detectors.base.ShiftTest` records together.
 
     Returns new records with ``p_value_adjusted`` and ``drifted`` recomputed across the
-    whole family (an audit corrects everything it tested in one go, SPEC §5).
+    whole family (an audit corrects everything it tested in one go).
     """
     if not tests:
         return []

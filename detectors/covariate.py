@@ -1,6 +1,6 @@
 """Per-feature covariate shift: one test per column plus one per missing-value rate.
 
-Decision rule (SPEC §5): a column has *drifted* when its p-value, adjusted together with
+Decision rule: a column has *drifted* when its p-value, adjusted together with
 every other test of the same call (features and missing-value rates), is below ``alpha``
 **and** its effect size reaches the practical floor of its kind:
 
@@ -62,7 +62,7 @@ _LISTED = 20  # at most this many category names are listed in details
 
 @dataclass(frozen=True)
 class CovariateResult(Result):
-    """Outcome of :meth:`CovariateShiftDetector.test`; ``to_dict()`` gives SPEC §9 ``covariate``."""
+    """Outcome of :meth:`CovariateShiftDetector.test`; ``to_dict()`` gives the AuditResult's ``covariate`` block."""
 
     is_shift: bool
     features: tuple[ShiftTest, ...]
@@ -373,7 +373,7 @@ def categorical_shift_test(name: str, reference_counts: pd.Series, current_count
         vanished_share=float(reference_counts.reindex(vanished).sum() / ref.sum()) if vanished else 0.0,
         merged_categories=[str(c) for c in outcome.merged[:_LISTED]], n_merged_categories=len(outcome.merged),
     )
-    # the floor needs an effect that does not shrink when one sample is much larger (SPEC §5)
+    # the floor needs an effect that does not shrink when one sample is much larger
     effect = balanced_cramers_v(outcome.table)
     details["cramers_v_unbalanced"] = cramers_v(outcome.statistic, outcome.table)
     return ShiftTest(name, "chi2", outcome.statistic, outcome.p_value, outcome.p_value, effect, "cramers_v",

@@ -1,4 +1,4 @@
-"""The one decision rule of SPEC §5, and the protocol every detector result follows.
+"""The one decision rule, and the protocol every detector result follows.
 
 A finding is a *shift* only when its p-value, adjusted across everything one audit tested,
 is below ``alpha`` **and** its effect size reaches the practical floor of its kind. Every

@@ -1,4 +1,4 @@
-"""Label quality from an annotations table ``(item_id, annotator_id, label)`` (SPEC §3, §5.2).
+"""Label quality from an annotations table ``(item_id, annotator_id, label)``.
 
 * inter-annotator agreement: Krippendorff's alpha for nominal labels, with a bootstrap CI
   over items (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability");
@@ -319,7 +319,7 @@ def _native(value):
 
 @dataclass(frozen=True)
 class LabelQualityResult(Result):
-    """Everything label quality says about one annotations table (SPEC §5.2)."""
+    """Everything label quality says about one annotations table."""
 
     agreement: AgreementResult | None
     shares: tuple

@@ -114,7 +114,7 @@ class LabelShiftResult(Result):
         return replace(self, observed_prior=None if observed is None else {k: float(v) for k, v in observed.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``label`` block of SPEC §9 plus the estimation details."""
+        """The AuditResult's ``label`` block plus the estimation details."""
         base = super().to_dict()
         estimate = {str(c): {"estimate": base["priors"][str(c)], "ci_low": base["priors_ci"][str(c)][0],
                              "ci_high": base["priors_ci"][str(c)][1]} for c in self.priors}

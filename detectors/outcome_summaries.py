@@ -1,4 +1,4 @@
-"""Exact, mergeable outcome counts with Poisson-bootstrap replicates (issue 13).
+"""Exact, mergeable outcome counts with Poisson-bootstrap replicates.
 
 :class:`ConfusionSummary` holds ``(label, prediction)`` counts, :class:`PredictionSummary` the
 predicted-class counts of unlabelled rows; each may carry ``B`` Poisson-bootstrap replicates of

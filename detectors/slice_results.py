@@ -48,7 +48,7 @@ class Outcomes:
 
 @dataclass(frozen=True)
 class SliceResult(Result):
-    """One slice: SPEC §9 ``slices`` item plus shares, gap and both tests."""
+    """One slice: the AuditResult's ``slices`` item plus shares, gap and both tests."""
 
     name: str
     definition: str

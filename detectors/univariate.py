@@ -1,7 +1,7 @@
 """Per-feature two-sample statistics and effect sizes, computed from sorted arrays.
 
 Scoring only (no decisions): the detectors turn these numbers into
-:class:`detectors.base.ShiftTest` records and decide with the SPEC §5 rule.
+:class:`detectors.base.ShiftTest` records and decide with the one decision rule of :mod:`detectors.decision`.
 
 Numeric columns: both samples are sorted once; a *stable* argsort of the two sorted runs
 concatenated merges them in linear time (timsort finds the two runs), and one pass over
@@ -304,7 +304,7 @@ def balanced_cramers_v(table: np.ndarray) -> float:
     ``sqrt(sum_j (p_j - q_j)^2 / (2 (p_j + q_j)))`` with ``p``, ``q`` the two rows' shares:
     equal to :func:`cramers_v` when the two samples are equally large, and, unlike it, the
     same whatever their ratio (plain V shrinks as one sample grows: a 50/50 -> 35/65 shift is
-    0.15 at 3k/3k but 0.03 at 3k/300k). This is the effect used against the floor (SPEC §5).
+    0.15 at 3k/3k but 0.03 at 3k/300k). This is the effect used against the floor.
     """
     table = np.asarray(table, float)
     if table.shape[1] < 2 or (table.sum(axis=1) == 0).any():

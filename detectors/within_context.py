@@ -1,5 +1,5 @@
 """Within-context performance change: the change that remains after reweighting the benchmark to
-the production mix of contexts, model confidence and classes (SPEC §5.3, issue 9 items 6-8).
+the production mix of contexts, model confidence and classes.
 
 A slice's raw benchmark-to-production change mixes several kinds of shift: its context mix
 moved (a harder context is now more common), its inputs moved (covariate shift: the model is

@@ -1,6 +1,6 @@
 """Domain packs as data, the slice-expression language and synthetic example data.
 
-Imports nothing else of ours (SPEC §4).
+Imports nothing else of ours.
 """
 from domains.examples import EXAMPLE_DOMAINS, PLANTED, PlantedShift, make_example
 from domains.expressions import ExpressionError, check, columns_used, evaluate, parse, to_text, validate

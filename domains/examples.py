@@ -4,7 +4,7 @@ Nothing here is real data: rows are simulated on realistic metadata so that audi
 and tests have a ground truth. Every frame carries ``df.attrs["synthetic"] = True`` and a
 description of what was planted (``df.attrs["planted"]``, text; details in :data:`PLANTED`).
 
-Columns follow the naming conventions of SPEC §3: ``id``, ``label``, ``prediction``,
+Columns follow the column naming conventions: ``id``, ``label``, ``prediction``,
 ``score`` (binary positive-class probability) or ``proba_<class>`` (multiclass), the pack's
 context columns, a few ``feature`` columns and ``emb_0 … emb_{k-1}`` embeddings.
 

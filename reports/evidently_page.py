@@ -1,4 +1,4 @@
-"""Evidently's own data-drift report as a companion page beside the contextshift report (SPEC §7).
+"""Evidently's own data-drift report as a companion page beside the contextshift report.
 
 Evidently is imported lazily (it is heavy and pulls telemetry): ``DO_NOT_TRACK`` is set to
 ``"1"`` before the import unless the caller set it. Usage follows ``STACK-NOTES.md``: current

@@ -1,4 +1,4 @@
-"""Exports of a :class:`NextRoundPlan`: JSON, CSV and Dynabench-style JSON Lines (SPEC §8).
+"""Exports of a :class:`NextRoundPlan`: JSON, CSV and Dynabench-style JSON Lines.
 
 When the plan has chosen rows, the exports list the rows to label; otherwise they list the
 per-slice allocations (a collection brief rather than a labelling queue).

@@ -90,7 +90,7 @@ def slice_shares(s: Mapping, ctx: RankingContext) -> tuple[float | None, float |
 
 
 def _is_weak(s: Mapping, ctx: RankingContext) -> bool:
-    """The slice detector's ``underperforming`` flag; without it, the §5 rule on the gap test."""
+    """The slice detector's ``underperforming`` flag; without it, the decision rule on the gap test."""
     if str(s.get("status", "ok")) != "ok":
         return False
     return s.get("underperforming") is True

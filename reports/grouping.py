@@ -1,4 +1,4 @@
-"""One limitation per fact (SPEC §7): fold findings that restate another one into it.
+"""One limitation per fact: fold findings that restate another one into it.
 
 Which findings restate which is decided by the audit pipeline, which can see the rows and run the
 tests (:mod:`service.pipeline.facts`); here the folding itself is pure: a :class:`Relation` says

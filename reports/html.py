@@ -1,4 +1,4 @@
-"""The HTML audit report: one self-contained, offline file (SPEC §7).
+"""The HTML audit report: one self-contained, offline file.
 
 * Rendered from the AuditResult JSON alone (what ``GET /v1/audits/{id}`` returns, field names in
   ``reports/SCHEMA.md``): the limitations, verdict and next-round plan are read from it unless the

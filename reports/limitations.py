@@ -1,4 +1,4 @@
-"""The limitation ranking and the verdict (SPEC §7).
+"""The limitation ranking and the verdict.
 
 ``rank_limitations`` reads an AuditResult dict (see ``reports/SCHEMA.md``) and returns ranked,
 evidenced :class:`Limitation` records. It never computes a test: a finding becomes a limitation
@@ -45,7 +45,7 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     Parameters
     ----------
     audit : mapping
-        The AuditResult as JSON-ready data (SPEC §9; fields in ``reports/SCHEMA.md``).
+        The AuditResult as JSON-ready data (fields in ``reports/SCHEMA.md``).
     saturation_threshold : float, optional
         Primary-metric value at or above which the benchmark counts as saturated; default
         ``audit["parameters"]["saturation_threshold"]``, else 0.8.
@@ -57,7 +57,7 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     Returns
     -------
     list of Limitation
-        Ranks 1..n; ties in score are broken by kind (SPEC §7 order) and then by slice name.
+        Ranks 1..n; ties in score are broken by kind (the order of ``KINDS``) and then by slice name.
     """
     if not isinstance(audit, Mapping):
         raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")

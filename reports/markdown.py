@@ -1,4 +1,4 @@
-r"""A "Model limitations" section for a model card, in Markdown (SPEC §7).
+r"""A "Model limitations" section for a model card, in Markdown.
 
 User strings inside statements are neutralised for Markdown renderers: ``<`` where a tag or
 autolink could start, ``*``, ``$``, ``~``, backticks, ``|`` and backslashes are backslash-escaped,

@@ -1,4 +1,4 @@
-"""The next benchmark round (SPEC §8): split an annotation budget across slices and, when
+"""The next benchmark round: split an annotation budget across slices and, when
 production candidates are given, choose the rows to label.
 
 Budget split

@@ -29,7 +29,7 @@ __all__ = [
     "make_decision", "claim_of", "CLAIMS",
 ]
 
-# Kinds from SPEC §7, in the order used to break ties between equal scores.
+# Kinds of limitation, in the order used to break ties between equal scores.
 KINDS = (
     "underperforming_slice", "concept_shift", "untested_context", "label_shift",
     "context_mix_shift", "covariate_shift", "label_quality", "benchmark_saturation",
@@ -114,7 +114,7 @@ class SeverityPriors:
 
 @dataclass(frozen=True)
 class Limitation(Result):
-    """One ranked, evidenced statement of where the model should not be trusted (SPEC §7).
+    """One ranked, evidenced statement of where the model should not be trusted.
 
     ``severity`` is the label (low/medium/high) and ``score`` the number it comes from;
     ``title`` is a short lower-case clause used in the verdict sentence and report headings.
@@ -194,7 +194,7 @@ class RankingContext:
         return float(self.floors.get(name, DEFAULT_FLOORS.get(name, 0.0)))
 
     def supported(self, p_adjusted: Any, effect: Any, floor: float) -> bool:
-        """The SPEC §5 rule: adjusted p below alpha AND effect at least the practical floor."""
+        """The decision rule: adjusted p below alpha AND effect at least the practical floor."""
         p, e = num(p_adjusted), num(effect)
         return p is not None and e is not None and p < self.alpha and e >= floor
 
@@ -208,7 +208,7 @@ def _recorded_priors(recorded: Any) -> SeverityPriors:
 
 
 def flagged(test: Mapping, alpha: float | None = None) -> bool:
-    """Did the detector flag this test? ``reports`` never re-decides (SPEC §5: the decision rule lives
+    """Did the detector flag this test? ``reports`` never re-decides (the decision rule lives
     in ``detectors``); a test without a boolean ``drifted`` or ``is_shift`` is not a finding."""
     del alpha  # kept for callers; the detector's decision already used the audit's alpha
     if str(test.get("status", "ok")) != "ok":

@@ -5,7 +5,7 @@ and ``reports`` renders from it alone. Sections name the fields that users and t
 on; records that come straight from a detector (a test's ``details``, a limitation's
 ``evidence``) are open mappings because their content depends on the test, and the detector
 records themselves accept fields added by newer detectors (``extra="allow"``) so that the
-contract only ever grows (SPEC §9: changes are additive).
+contract only ever grows (changes are additive).
 """
 from __future__ import annotations
 
@@ -233,7 +233,7 @@ class Note(_Closed):
 
 
 class AuditResult(_Closed):
-    """GET /v1/audits/{id} of a succeeded audit (SPEC §9)."""
+    """GET /v1/audits/{id} of a succeeded audit."""
 
     id: str
     status: Literal["succeeded"] = "succeeded"

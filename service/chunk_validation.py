@@ -39,7 +39,7 @@ def _mostly(exp: Expectation) -> float:
 
 
 class ChunkedValidation:
-    """Feed chunks with :meth:`add`; :meth:`report` is the ``{"success", "results"}`` of SPEC §9.
+    """Feed chunks with :meth:`add`; :meth:`report` is the ``{"success", "results"}`` validation report.
     A context manager: leaving it removes the suites from the GE context."""
 
     def __init__(self, expectations: list[Expectation], spill_dir: Path | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Engine, sessions and migrations. SQLite by default, PostgreSQL by URL (SPEC §12)."""
+"""Engine, sessions and migrations. SQLite by default, PostgreSQL by URL."""
 from __future__ import annotations
 
 import contextlib

@@ -1,4 +1,4 @@
-"""Domain exceptions of the service; ``app.py`` maps them to the error shape of SPEC §9."""
+"""Domain exceptions of the service; ``app.py`` maps them to the API's error shape."""
 from __future__ import annotations
 
 from typing import Any

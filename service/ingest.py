@@ -1,6 +1,6 @@
 """Reading uploaded files into tables, with a clear 4xx error for every way they can be bad.
 
-Formats (SPEC §3): CSV, Parquet, JSON Lines, each optionally gzip-compressed. The format
+Formats: CSV, Parquet, JSON Lines, each optionally gzip-compressed. The format
 comes from the file name; the content must agree with it. Every reader is bounded
 (:mod:`service.bounded`): decompressed bytes, rows x columns and cell size are counted
 while reading, and the columns, column names and line lengths are checked on the raw bytes

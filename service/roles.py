@@ -1,4 +1,4 @@
-"""Column roles (SPEC §2–§3): explicit schema, else the domain pack, else naming conventions."""
+"""Column roles: explicit schema, else the domain pack, else naming conventions."""
 from __future__ import annotations
 
 import re

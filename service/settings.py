@@ -1,4 +1,4 @@
-"""Settings from environment variables with the ``CONTEXTSHIFT_`` prefix (SPEC §12)."""
+"""Settings from environment variables with the ``CONTEXTSHIFT_`` prefix."""
 from __future__ import annotations
 
 from functools import lru_cache

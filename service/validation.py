@@ -150,7 +150,7 @@ def _run(frame: pd.DataFrame, expectations: list[Expectation], result_format: st
 
 
 def validate(frame: pd.DataFrame, expectations: list[Expectation]) -> dict[str, Any]:
-    """Run the expectations; return ``{"success", "results": [...]}`` (SPEC §9)."""
+    """Run the expectations; return ``{"success", "results": [...]}``."""
     if not expectations:
         return {"success": True, "results": []}
     expectations = _unique(expectations)

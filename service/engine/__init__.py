@@ -1,4 +1,4 @@
-"""Where an audit's statistics are computed (issue 13).
+"""Where an audit's statistics are computed.
 
 * ``pandas`` (default): both datasets are loaded into memory and every detector sees every row.
 * ``dask``: both datasets stay as Parquet partitions; a ``dask.distributed`` cluster scans each

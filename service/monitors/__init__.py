@@ -1,4 +1,4 @@
-"""Scheduled monitoring (issue 14): monitors pull production rows from a folder or a SQL query,
+"""Scheduled monitoring: monitors pull production rows from a folder or a SQL query,
 audit them against a benchmark on a schedule, keep trends and alert once per finding.
 
 Modules: ``models`` (tables), ``store`` (persistence and compare-and-set steps), ``sources``

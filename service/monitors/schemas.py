@@ -1,4 +1,4 @@
-"""Request and response bodies of the monitor and alert routes (the contract of issue 14)."""
+"""Request and response bodies of the monitor and alert routes."""
 from __future__ import annotations
 
 from datetime import datetime

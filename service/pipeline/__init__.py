@@ -1,5 +1,5 @@
 """The audit pipeline: validation is done at upload; here the detectors run, the whole audit
-is corrected as one family of tests, and ``reports`` ranks, plans and renders (SPEC §4–§8).
+is corrected as one family of tests, and ``reports`` ranks, plans and renders.
 
 The stages write into one typed :class:`AuditState`, in the order of :data:`STAGES`; every
 detector result in it exposes its tests (``.tests`` / ``.with_tests``) for the audit-wide

@@ -1,4 +1,4 @@
-"""Builds the AuditResult (SPEC §9) from the corrected audit state; ``reports.result`` types it."""
+"""Builds the AuditResult from the corrected audit state; ``reports.result`` types it."""
 from __future__ import annotations
 
 from dataclasses import asdict

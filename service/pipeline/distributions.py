@@ -1,5 +1,5 @@
 """Small, JSON-ready distribution summaries of the compared columns, for the report's
-histograms (SPEC §7: the report holds aggregates, never raw rows).
+histograms (the report holds aggregates, never raw rows).
 
 Per numeric column: shared bin edges (from both datasets together, so the two histograms are
 comparable bar by bar) and each side's counts, plus the rows below/above the binned range and

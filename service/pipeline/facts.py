@@ -1,4 +1,4 @@
-"""One limitation per fact: which findings restate which (SPEC §7).
+"""One limitation per fact: which findings restate which.
 
 ``reports`` states the findings one by one; this module looks at the production rows behind
 them and decides which ones are the same fact:

@@ -1,4 +1,4 @@
-"""One multiple-testing correction across everything an audit tested (SPEC §5).
+"""One multiple-testing correction across everything an audit tested.
 
 Every detector result states its hypothesis tests explicitly (``result.tests``) and rebuilds
 itself from corrected ones (``result.with_tests(tests)``, see :mod:`detectors.decision`).

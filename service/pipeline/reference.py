@@ -1,4 +1,4 @@
-"""The audit's benchmark-side fits, through the optional :class:`ReferenceCache` (issue 14, cheap runs).
+"""The audit's benchmark-side fits, through the optional :class:`ReferenceCache`, so that repeated runs are cheap.
 
 What a detector fits on the benchmark depends on the benchmark's rows (content hash), the
 columns and classes the audit resolved, the domain pack, the options that shape fitting, the

@@ -1,4 +1,4 @@
-"""The AuditResult's one shape (SPEC §9): detector records flattened where the contract is flat.
+"""The AuditResult's one shape: detector records flattened where the contract is flat.
 
 Detector results nest their tests (``ClassifierTestResult.test``, ``SliceShare.test``,
 ``LabelQualityResult.agreement``...). The pipeline flattens those few shapes once, here, before the

@@ -65,7 +65,7 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
     the change that remains after reweighting the benchmark to the production mix of contexts,
     model confidence and classes (:func:`detectors.within_context.within_context_change`), so
     that a change caused by the context mix, covariate or label shift is not called a change
-    within context (SPEC §5.3). ``mix`` = (benchmark mask, production mask, names) of contexts
+    within context. ``mix`` = (benchmark mask, production mask, names) of contexts
     whose share moved; their names are recorded with the tests.
     """
     from detectors.slices import Outcomes, SliceEvaluator

@@ -1,4 +1,4 @@
-"""Alerts raised by monitors: list by state, acknowledge, resolve (issue 14)."""
+"""Alerts raised by monitors: list by state, acknowledge, resolve."""
 from __future__ import annotations
 
 from typing import Annotated

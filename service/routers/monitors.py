@@ -1,4 +1,4 @@
-"""Monitors: define, list, inspect, delete, run now, list runs, the trend page (issue 14)."""
+"""Monitors: define, list, inspect, delete, run now, list runs, the trend page."""
 from __future__ import annotations
 
 from typing import Annotated

@@ -1,4 +1,4 @@
-"""The Python API contract of every exported detector and estimator (issue 10).
+"""The Python API contract of every exported detector and estimator.
 
 * one verb pair: ``fit(reference, ...)`` returns ``self``, then ``test(current, ...)``;
   estimators (a quantity with a CI, no hypothesis) use ``fit`` then ``estimate``;

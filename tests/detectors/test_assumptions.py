@@ -1,4 +1,4 @@
-"""BBSE's assumption check (issue 9 item 9). SYNTHETIC data."""
+"""BBSE's assumption check. SYNTHETIC data."""
 from __future__ import annotations
 
 import numpy as np

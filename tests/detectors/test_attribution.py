@@ -148,7 +148,7 @@ def test_conditional_subsampling_and_determinism():
 
 
 def test_mix_effect_is_unbiased_when_nothing_changed():
-    """Issue 9 item 5: with production identical to the benchmark the mix effect was +0.012, CI excluding 0."""
+    """With production identical to the benchmark the mix effect was +0.012, CI excluding 0."""
     from detectors.attribution import attribute_performance
 
     effects, covered = [], []

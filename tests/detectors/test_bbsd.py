@@ -92,7 +92,7 @@ def _paper_bbsds(ref, cur, alpha=0.05):
 
 
 def test_output_shift_at_least_as_powerful_as_failing_loudly_bbsds():
-    """Issue 9 item 14: the feature floors suppressed small but real output shifts at n >= 500."""
+    """The feature floors suppressed small but real output shifts at n >= 500."""
     rng = np.random.default_rng(14)
     ours = paper = feature_floors = 0
     for _ in range(30):

@@ -1,4 +1,4 @@
-"""False-alarm rates under no shift, at n = 100 and n >= 100,000 a side (issue 9).
+"""False-alarm rates under no shift, at n = 100 and n >= 100,000 a side.
 
 Each test runs enough repetitions to tell alpha = 0.05 from 2 alpha = 0.10: with R runs the
 rate must stay below ``alpha + 2.33 sqrt(alpha (1 - alpha) / R)``; R = 600 puts that bound at

@@ -152,7 +152,7 @@ def _concept(rng, shift, flip, n=3000):
 
 
 def test_pure_covariate_shift_is_not_concept_shift():
-    """Issue 9 item 8: per-class recall changes under covariate shift were reported as concept shift."""
+    """Per-class recall changes under covariate shift were reported as concept shift."""
     flagged_old = flagged_new = 0
     for seed in range(8):
         old, new = _concept(np.random.default_rng(800 + seed), shift=1.0, flip=0.0)

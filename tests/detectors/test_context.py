@@ -181,7 +181,7 @@ def test_production_beyond_the_benchmark_range_is_untested():
 
 
 def test_no_untested_range_under_no_shift_at_1k_vs_30k():
-    """Issue 9 item 4: identical N(50, 10) fired "beyond the benchmark's range" in 13 of 20 runs."""
+    """Identical N(50, 10) fired "beyond the benchmark's range" in 13 of 20 runs."""
     fired = 0
     for seed in range(20):
         rng = np.random.default_rng(400 + seed)
@@ -223,7 +223,7 @@ def test_exceedance_pvalue_is_exact():
 
 
 def test_context_share_effect_does_not_depend_on_sample_size_ratio():
-    """Issue 9 item 3: 50/50 -> 35/65 was V 0.15 at 3k/3k (flagged) but 0.03 at 3k/300k (not flagged)."""
+    """50/50 -> 35/65 was V 0.15 at 3k/3k (flagged) but 0.03 at 3k/300k (not flagged)."""
     rng = np.random.default_rng(7)
     bench = pd.DataFrame({"site": rng.choice(["a", "b"], 3000, p=[0.5, 0.5])})
     effects = []

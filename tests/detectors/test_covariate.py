@@ -215,7 +215,8 @@ def test_power_for_a_03_sigma_shift_in_one_of_20_features(make_numeric):
 
 
 def test_categorical_effect_does_not_depend_on_sample_size_ratio():
-    """Issue 9 item 3 for features and for the predicted class (BBSD)."""
+    """The effect used against the floor does not shrink when one sample is much larger, for features
+    and for the predicted class (BBSD)."""
     from detectors import OutputShiftDetector
 
     rng = np.random.default_rng(8)

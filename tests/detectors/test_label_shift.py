@@ -277,7 +277,7 @@ def test_real_nwtco_local_review_shift_between_studies():
 
 
 def test_rlls_reports_a_covering_interval():
-    """Issue 9 item 11: the regularised interval under-covered (0.72-0.76); what is reported must cover."""
+    """The regularised interval under-covered (0.72-0.76); what is reported must cover."""
     conf = np.array([[.90, .04, .03, .03], [.04, .90, .03, .03], [.02, .02, .49, .47], [.02, .02, .46, .50]])
     truth = np.array([0.25, 0.25, 0.45, 0.05])  # classes 2 and 3 barely separable, their priors far apart
     hits, noted = [], []
@@ -293,7 +293,7 @@ def test_rlls_reports_a_covering_interval():
 
 
 def test_rare_class_ratio_counts_as_label_shift():
-    """Issue 9 item 10: a rare class growing 3.9 % -> 5.7 % (x1.45) is a shift although TV < 0.05."""
+    """A rare class growing 3.9 % -> 5.7 % (x1.45) is a shift although TV < 0.05."""
     rng = np.random.default_rng(3)
     bench_prior, prod_prior = [0.961, 0.039], [0.943, 0.057]
     conf = np.array([[0.97, 0.03], [0.10, 0.90]])

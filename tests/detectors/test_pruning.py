@@ -1,4 +1,4 @@
-"""Discovery pruning policy (moved from the pipeline into detectors, issue 9)."""
+"""Discovery pruning policy (moved from the pipeline into detectors)."""
 from __future__ import annotations
 
 import numpy as np

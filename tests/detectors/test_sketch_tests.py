@@ -1,4 +1,4 @@
-"""Tests on summaries (issue 13) against the in-memory detectors: same result types, same
+"""Tests on summaries against the in-memory detectors: same result types, same
 conclusions; exact parts equal, sketched KS within its error bound and never more significant.
 
 KLL compaction is randomised by DataSketches with a seed it does not expose, so the sketched
@@ -130,7 +130,7 @@ def test_summary_covariate_reaches_the_in_memory_conclusions(make_mixed, n):
                 assert getattr(mine, key) == pytest.approx(getattr(theirs, key), rel=1e-12, abs=1e-300)
             continue
         _check_numeric(mine, theirs)
-    json.dumps(result.to_dict())  # SPEC §9 JSON as before
+    json.dumps(result.to_dict())  # the AuditResult JSON as before
 
 
 def _check_numeric(mine, theirs) -> None:

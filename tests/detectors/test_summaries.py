@@ -1,4 +1,4 @@
-"""Mergeable summaries (issue 13): merges are associative and commutative, have an identity and
+"""Mergeable summaries: merges are associative and commutative, have an identity and
 equal the summary of the concatenated data (exact parts exactly, sketch CDFs within their rank error)."""
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ def test_docstring_examples_run(module_name):
 
 
 def test_tied_ks_is_calibrated_where_continuous_ks_is_conservative():
-    """Issue 9 item 12: integer columns with ties; KS rejected ~1 % at alpha 0.05, costing power."""
+    """Integer columns with ties; KS rejected ~1 % at alpha 0.05, costing power."""
     from detectors.univariate import ks_test, ks_tied_test
 
     rng = np.random.default_rng(12)

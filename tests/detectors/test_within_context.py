@@ -1,4 +1,4 @@
-"""Within-context change after reweighting to the production mix (issue 9 items 6-8). SYNTHETIC data."""
+"""Within-context change after reweighting to the production mix. SYNTHETIC data."""
 from __future__ import annotations
 
 import numpy as np
@@ -134,7 +134,7 @@ def test_insufficient_rows_and_metrics_and_ranking():
 
 
 def test_stratified_expected_accuracy_covers_observed_without_concept_shift():
-    """The expectation concept shift is measured against (issue 9 item 8): mix moved, nothing else."""
+    """The expectation concept shift is measured against: mix moved, nothing else."""
     from detectors.performance import compare_performance
     from detectors.metric_ci import observed_performance
     from detectors.within_context import stratified_expected

@@ -1,4 +1,4 @@
-"""Synthetic example generators: SPEC §3 columns, labelled synthetic, and the planted shifts they promise."""
+"""Synthetic example generators: conventional column names, labelled synthetic, and the planted shifts they promise."""
 import numpy as np
 import pandas as pd
 import pytest

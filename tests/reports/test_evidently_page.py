@@ -1,5 +1,5 @@
-"""The Evidently companion page: its inline JSON is escaped for script context (stored XSS,
-issue 11), and it covers what the audit compares (inputs, contexts, model outputs, labels)."""
+"""The Evidently companion page: its inline JSON is escaped for script context (stored XSS),
+and it covers what the audit compares (inputs, contexts, model outputs, labels)."""
 from __future__ import annotations
 
 import json

@@ -170,7 +170,7 @@ def test_no_chart_text_is_parsed_as_mathtext_or_markup(audit):
     assert re.search(r"\\\$\\frac|\$\\frac", html)
 
 
-# --- issue 10: a report a user can act on, rendered from the AuditResult JSON alone ---------------
+# --- a report a user can act on, rendered from the AuditResult JSON alone -------------------------
 
 def _stored(audit, budget=200):
     """The AuditResult as GET /v1/audits/{id} returns it: limitations, verdict and plan inside, JSON only."""

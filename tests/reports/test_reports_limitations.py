@@ -264,7 +264,7 @@ def test_accuracy_that_only_matches_the_majority_class_is_not_saturation(audit):
 
 
 def test_reports_never_re_decide(audit):
-    """The detectors decide (SPEC §5); reports read ``underperforming`` / ``drifted`` / ``changed`` only:
+    """The detectors decide; reports read ``underperforming`` / ``drifted`` / ``changed`` only:
     a tiny p-value without the detector's flag is not a finding, whatever alpha is given."""
     flagged = {lim.slice for lim in _by_kind(rank_limitations(audit, alpha=0.01), "underperforming_slice")}
     assert flagged == {s["name"] for s in audit["slices"] if s.get("underperforming") is True}

@@ -1,4 +1,4 @@
-"""Audits through the API: queued in the background, result shaped as SPEC §9, reports, recovery."""
+"""Audits through the API: queued in the background, result shaped as the AuditResult contract, reports, recovery."""
 from __future__ import annotations
 
 from datetime import datetime, timezone

@@ -1,4 +1,4 @@
-"""``contextshift audit --benchmark/--production`` take a file, a Parquet directory or a glob (issue 13)."""
+"""``contextshift audit --benchmark/--production`` take a file, a Parquet directory or a glob."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """Hardening through the API: packs versioned and bounded, bounds on queries and options,
-idempotent parallel uploads, auth that cannot be switched off by a typo (issue 11)."""
+idempotent parallel uploads, auth that cannot be switched off by a typo."""
 from __future__ import annotations
 
 import threading

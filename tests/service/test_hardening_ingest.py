@@ -1,4 +1,4 @@
-"""Uploads that used to take the service down or answer 500 now get their 4xx (issue 11)."""
+"""Uploads that used to take the service down or answer 500 now get their 4xx."""
 from __future__ import annotations
 
 import gzip

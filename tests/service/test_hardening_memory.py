@@ -1,4 +1,4 @@
-"""The three expansion bombs of issue 11 against a real server process: each is refused with
+"""Three expansion bombs against a real server process: each is refused with
 a 413 naming the limit, and the server's peak RSS (VmHWM) stays under a stated bound."""
 from __future__ import annotations
 

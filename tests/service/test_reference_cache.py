@@ -1,4 +1,4 @@
-"""The reference cache (issue 14, cheap runs): the cache itself, its keys, and audits and monitor
+"""The reference cache (cheap runs): the cache itself, its keys, and audits and monitor
 runs that reuse benchmark-side fits with results identical to fitting again. All data SYNTHETIC."""
 from __future__ import annotations
 

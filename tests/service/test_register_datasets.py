@@ -1,5 +1,5 @@
-"""Datasets registered in place from Parquet directories or globs inside CONTEXTSHIFT_DATA_ROOTS
-(issue 13): the path rule's refusals, delete keeps the files, an audit runs on them. SYNTHETIC data."""
+"""Datasets registered in place from Parquet directories or globs inside CONTEXTSHIFT_DATA_ROOTS:
+the path rule's refusals, delete keeps the files, an audit runs on them. SYNTHETIC data."""
 from __future__ import annotations
 
 import pandas as pd

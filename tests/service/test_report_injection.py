@@ -1,4 +1,4 @@
-"""Report HTML is immune to script injection through column names and values (SPEC §13)."""
+"""Report HTML is immune to script injection through column names and values."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """Every HTML page carries a CSP, nosniff and frame-ancestors; hostile data runs no script in
-a real Chromium; /docs works offline; a 405 says what is allowed (issue 11)."""
+a real Chromium; /docs works offline; a 405 says what is allowed."""
 from __future__ import annotations
 
 import os

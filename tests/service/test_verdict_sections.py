@@ -1,4 +1,4 @@
-"""Every flagged detector section reaches the verdict as the right kind (issue 9, items 1-2).
+"""Every flagged detector section reaches the verdict as the right kind.
 All data here is SYNTHETIC, with the truth planted by construction."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmark_rounds: named benchmark series and their rounds (SPEC §8)
+"""benchmark_rounds: named benchmark series and their rounds
 
 Revision ID: 0005
 Revises: 0004

@@ -1,4 +1,4 @@
-"""dataset_storage: partitioned datasets and datasets registered in place (issue 13)
+"""dataset_storage: partitioned datasets and datasets registered in place
 
 ``storage`` is ``copied`` (Parquet parts under data_dir, or one file for datasets stored
 before this revision) or ``registered`` (the user's files under CONTEXTSHIFT_DATA_ROOTS);
