@@ -27,6 +27,8 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def _cell(value: Any) -> Any:
     if value is None:
         return ""
+    if isinstance(value, float):  # 0.49429999999999996 is float noise, not information: 6 significant digits
+        return f"{value:.6g}"
     if isinstance(value, (list, tuple)):
         value = "; ".join(str(v) for v in value)
     if isinstance(value, str) and value.startswith(_FORMULA_START):

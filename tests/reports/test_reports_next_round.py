@@ -243,3 +243,10 @@ def test_jsonl_is_dynabench_style(audit):
         assert isinstance(record["uid"], str) and record["context"] in record["tags"]
     briefs = [json.loads(line) for line in to_jsonl(_plan(audit, 60)).splitlines()]
     assert sum(b["metadata"]["n_to_label"] for b in briefs) == 60
+
+
+def test_csv_cells_carry_no_float_noise():
+    """The plan's CSV carried float noise (0.49429999999999996)."""
+    from reports.exports import _cell
+
+    assert _cell(0.49429999999999996) == "0.4943" and _cell(1 / 3) == "0.333333" and _cell(12) == 12
