@@ -154,7 +154,7 @@ def format_over_time(null: list[MonitorOutcome], changed: list[MonitorOutcome], 
         kinds = sorted({o.kinds[0] for o in group if o.kinds})
         verdict = "FAIL" if rate.low > alpha else "ok"
         lines.append(f"| {'labelled' if labelled else 'unlabelled'} | {len(group)} | {group[0].runs} | {k} | "
-                     f"{rate.value:.3f} [{rate.low:.3f}, {rate.high:.3f}] | {verdict} | {', '.join(kinds) or '-'} |")
+                     f"{rate.rate:.3f} [{rate.low:.3f}, {rate.high:.3f}] | {verdict} | {', '.join(kinds) or '-'} |")
     lines += ["", "| change (SYNTHETIC) | from run | monitors | caught | delays (changed runs to first alert) |",
               "|---|---|---|---|---|"]
     for change in sorted({o.change for o in changed}):
