@@ -117,7 +117,19 @@ class UploadLimits:
                      "max_decompressed_bytes": self.max_decompressed_bytes})
 
 
-class CountingReader(io.RawIOBase):
+class _SourceReader(io.RawIOBase):
+    """A raw stream over ``self.source``, which it owns: closing it closes the source."""
+
+    source: BinaryIO
+
+    def close(self) -> None:
+        try:
+            self.source.close()
+        finally:
+            super().close()
+
+
+class CountingReader(_SourceReader):
     """A raw binary stream over ``source`` that raises once more than ``limit`` bytes were read."""
 
     def __init__(self, source: BinaryIO, *, limit: int, on_exceed) -> None:
@@ -140,14 +152,9 @@ class CountingReader(io.RawIOBase):
         buffer[:len(data)] = data
         return len(data)
 
-    def close(self) -> None:
-        try:
-            self.source.close()
-        finally:
-            super().close()
 
 
-class RangeReader(io.RawIOBase):
+class RangeReader(_SourceReader):
     """``prefix``, then the bytes ``[start, stop)`` of a plain file, as a raw stream."""
 
     def __init__(self, path: Path, start: int, stop: int, prefix: bytes = b"") -> None:
@@ -169,11 +176,6 @@ class RangeReader(io.RawIOBase):
         buffer[:len(data)] = data
         return len(data)
 
-    def close(self) -> None:
-        try:
-            self.source.close()
-        finally:
-            super().close()
 
 
 def open_range(path: Path, start: int, stop: int, prefix: bytes = b"", buffer_size: int = MB) -> io.BufferedReader:

