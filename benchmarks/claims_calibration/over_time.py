@@ -14,9 +14,11 @@ scoring pool; each run drops a new batch of rows into the monitor's folder.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +45,7 @@ class MonitorOutcome:
     runs: int
     first_alert: int | None
     kinds: tuple[str, ...]
+    seconds: float = 0.0  # wall time of the monitor's runs (each one cron run, in process)
 
 
 def _draw(pool: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -89,7 +92,7 @@ def run_monitor(table_name: str, *, seed: int, runs: int, labelled: bool = True,
     rng = np.random.default_rng(seed)
     bench = _draw(table.pool, n_benchmark, rng)
     sd = float(table.pool[table.source.used].std())
-    first, kinds = None, []
+    first, kinds, began = None, [], time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="monitor-claims-") as tmp, _without_rendering():
         folder = Path(tmp)
         (folder / "drop").mkdir()
@@ -118,13 +121,14 @@ def run_monitor(table_name: str, *, seed: int, runs: int, labelled: bool = True,
             if stop_at_first and first is not None:
                 break
     return MonitorOutcome(table=table_name, labelled=labelled, change=change, start=start, runs=runs,
-                          first_alert=first, kinds=tuple(kinds))
+                          first_alert=first, kinds=tuple(kinds), seconds=round(time.perf_counter() - began, 2))
 
 
-def ever_alert(*, monitors: int, runs: int, tables=OVER_TIME_TABLES, **kw) -> list[MonitorOutcome]:
+def ever_alert(*, monitors: int, runs: int, tables=OVER_TIME_TABLES, labellings=(True, False),
+               **kw) -> list[MonitorOutcome]:
     """``monitors`` no-change monitors per labelling (labelled, unlabelled), spread over ``tables``."""
     out = []
-    for labelled in (True, False):
+    for labelled in labellings:
         for m in range(monitors):
             out.append(run_monitor(tables[m % len(tables)], seed=10_000 + m, runs=runs, labelled=labelled, **kw))
     return out
@@ -141,9 +145,13 @@ def delays(*, change: str, starts=(3, 10), reps: int = 3, after: int = 8, tables
     return out
 
 
+def _delay(o: MonitorOutcome) -> int | None:
+    """Changed runs up to and including the first alert (None: not caught, or alerted before the change)."""
+    return None if o.first_alert is None or o.first_alert < o.start else o.first_alert - o.start + 1
+
+
 def format_over_time(null: list[MonitorOutcome], changed: list[MonitorOutcome], alpha: float = 0.05) -> str:
-    lines = ["Monitors over time (every run: contextshift monitor run --config; batches drawn from real tables)", "",
-             "| no change | monitors | runs each | ever alerted | rate [Wilson 95 %] | verdict | kinds at first alert |",
+    lines = ["| no change | monitors | runs each | ever alerted | rate [Wilson 95 %] | verdict | kinds at first alert |",
              "|---|---|---|---|---|---|---|"]
     for labelled in (True, False):
         group = [o for o in null if o.labelled == labelled]
@@ -155,14 +163,54 @@ def format_over_time(null: list[MonitorOutcome], changed: list[MonitorOutcome], 
         verdict = "FAIL" if rate.low > alpha else "ok"
         lines.append(f"| {'labelled' if labelled else 'unlabelled'} | {len(group)} | {group[0].runs} | {k} | "
                      f"{rate.rate:.3f} [{rate.low:.3f}, {rate.high:.3f}] | {verdict} | {', '.join(kinds) or '-'} |")
-    lines += ["", "| change (SYNTHETIC) | from run | monitors | caught | delays (changed runs to first alert) |",
-              "|---|---|---|---|---|"]
+    lines += ["", "| change (SYNTHETIC) | from run | monitors | caught within the window | caught [Wilson 95 %] | "
+              "delays (changed runs to first alert) | kinds at first alert |", "|---|---|---|---|---|---|---|"]
     for change in sorted({o.change for o in changed}):
         for start in sorted({o.start for o in changed if o.change == change}):
             group = [o for o in changed if o.change == change and o.start == start]
-            d = [None if o.first_alert is None or o.first_alert < start else o.first_alert - start + 1 for o in group]
+            d = [_delay(o) for o in group]
             early = sum(o.first_alert is not None and o.first_alert < start for o in group)
             note = f" ({early} alerted before the change)" if early else ""
-            lines.append(f"| {change} | {start} | {len(group)} | {sum(x is not None for x in d)}{note} | "
-                         f"{', '.join('-' if x is None else str(x) for x in d)} |")
+            caught = sum(x is not None for x in d)
+            rate = wilson(caught, len(group))
+            window = group[0].runs - start + 1
+            kinds = sorted({o.kinds[0] for o in group if o.kinds})
+            lines.append(f"| {change} | {start} | {len(group)} | {caught} of {len(group)} in {window} runs{note} | "
+                         f"{rate.rate:.2f} [{rate.low:.2f}, {rate.high:.2f}] | "
+                         f"{', '.join('-' if x is None else str(x) for x in d)} | {', '.join(kinds) or '-'} |")
     return "\n".join(lines)
+
+
+def _load(path: Path) -> list[MonitorOutcome]:
+    return [MonitorOutcome(**{**o, "kinds": tuple(o["kinds"])}) for o in json.loads(path.read_text())]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """One part of the full table per call (parts run side by side), or ``--format`` their outputs."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("labelled", "unlabelled", "shift", "slice_drop"))
+    parser.add_argument("--monitors", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--starts", default="3,10,50")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--after", type=int, default=8)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--format", nargs="*", type=Path, help="JSON outputs of the parts to tabulate")
+    args = parser.parse_args(argv)
+    if args.format:
+        outcomes = [o for path in args.format for o in _load(path)]
+        print(format_over_time([o for o in outcomes if o.change == "none"], [o for o in outcomes if o.change != "none"]))
+        return
+    began = time.perf_counter()
+    if args.part in ("labelled", "unlabelled"):
+        outcomes = ever_alert(monitors=args.monitors, runs=args.runs, labellings=(args.part == "labelled",))
+    else:
+        outcomes = delays(change=args.part, starts=tuple(int(s) for s in args.starts.split(",")), reps=args.reps,
+                          after=args.after)
+    args.out.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    n_runs = sum((o.first_alert or o.runs) if o.change != "none" else o.runs for o in outcomes)
+    print(f"{args.part}: {len(outcomes)} monitors, {n_runs} runs, {time.perf_counter() - began:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
