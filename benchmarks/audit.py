@@ -3,16 +3,26 @@
 Runs the same pipeline as ``POST /v1/audits`` / ``contextshift audit`` (every detector, the
 domain pack's expert slices, discovery, ranking, next-round plan, HTML + Markdown report) on
 SYNTHETIC data from ``domains.examples`` widened to 50 columns with extra numeric features
-(two of them shifted on purpose), and prints wall time, peak memory and report size.
+(two of them shifted on purpose), and prints wall time, the stage table, peak memory and
+report size. The same run measures the "sort floor" (numpy sort of every numeric column of
+both sides): a machine-independent yardstick, so the audit's cost is stated as total / floor.
 
     python benchmarks/audit.py [--rows 1000000] [--benchmark-rows 200000] [--domain medical]
+    python benchmarks/audit.py --profile                # top functions per stage (cProfile, cumulative)
+    python benchmarks/audit.py --check-claims benchmarks/results/audit_claims_baseline.json
+    python benchmarks/audit.py --save-claims FILE       # write this run's verdict and limitation keys
 
-Targets: under 60 s, peak memory increase under 3x the input frames, report under 1 MB.
+Writes ``benchmarks/results/audit.json`` (``--json`` to change). Targets: total <= 20x the sort
+floor, peak memory increase under 3x the input frames, report under 1 MB.
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import json
 import os
+import pstats
 import sys
 import threading
 import time
@@ -22,6 +32,9 @@ import numpy as np
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ROOT = Path(__file__).resolve().parents[1]
+FLOOR_RATIO_TARGET = 20.0
 
 
 def widen(frame, n_columns: int, rng, shifted: bool):
@@ -51,17 +64,86 @@ class PeakSampler(threading.Thread):
             time.sleep(0.05)
 
 
-def main() -> int:
+def sort_floor(*frames) -> float:
+    """Seconds to numpy-sort every numeric column of every frame (the cheapest exact statistic)."""
+    import pandas as pd
+
+    started = time.perf_counter()
+    for frame in frames:
+        for column in frame.columns:
+            series = frame[column]
+            if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+                np.sort(series.to_numpy(dtype="float64", na_value=np.nan))
+    return time.perf_counter() - started
+
+
+def claims(result: dict) -> dict:
+    """What the audit concludes: the verdict's status and headline, and the sorted limitation keys."""
+    verdict = result["verdict"]
+    return {"status": verdict.get("status"), "shift_detected": verdict.get("shift_detected"),
+            "headline": verdict.get("summary"),
+            "limitation_keys": sorted(lim["key"] for lim in result.get("limitations", []))}
+
+
+def claim_differences(saved: dict, now: dict) -> list[str]:
+    """Differences between two claim sets (empty: the same conclusions)."""
+    out = [f"{field}: {saved.get(field)!r} -> {now.get(field)!r}"
+           for field in ("status", "shift_detected", "headline") if saved.get(field) != now.get(field)]
+    before, after = set(saved.get("limitation_keys", [])), set(now.get("limitation_keys", []))
+    out += [f"limitation lost: {k}" for k in sorted(before - after)]
+    out += [f"limitation new: {k}" for k in sorted(after - before)]
+    return out
+
+
+class StageProfiler:
+    """cProfile per stage: the pipeline's progress callback marks where one stage ends."""
+
+    def __init__(self, stage_names: list[str]) -> None:
+        self.names, self.index = stage_names, 0
+        self.profiles: dict[str, pstats.Stats] = {}
+        self.current = cProfile.Profile()
+        self.current.enable()
+
+    def progress(self, fraction: float, label: str) -> None:  # called once per finished stage
+        self.current.disable()
+        if self.index < len(self.names):
+            self.profiles[self.names[self.index]] = pstats.Stats(self.current)
+        self.index += 1
+        self.current = cProfile.Profile()
+        self.current.enable()
+
+    def stop(self) -> None:
+        self.current.disable()
+
+    def print_top(self, n: int) -> None:
+        for name, stats in self.profiles.items():
+            buffer = io.StringIO()
+            stats.stream = buffer
+            stats.sort_stats("cumulative").print_stats(n)
+            lines = [ln for ln in buffer.getvalue().splitlines() if ln.strip()]
+            start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls")), 0)
+            print(f"\n== stage {name}: top {n} by cumulative time ==")
+            print("\n".join(lines[start:start + n + 1]))
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--benchmark-rows", type=int, default=200_000)
     parser.add_argument("--columns", type=int, default=50)
     parser.add_argument("--domain", default="medical", choices=["medical", "deepfake", "facial_expression"])
     parser.add_argument("--out", default="benchmarks/.out")
-    args = parser.parse_args()
+    parser.add_argument("--profile", action="store_true", help="print the top functions per stage (cProfile)")
+    parser.add_argument("--top", type=int, default=15, help="functions shown per stage with --profile")
+    parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "audit.json")
+    parser.add_argument("--check-claims", type=Path, help="fail (exit 1) if the verdict or limitation keys differ "
+                        "from this saved JSON")
+    parser.add_argument("--save-claims", type=Path, help="write this run's verdict and limitation keys here")
+    args = parser.parse_args(argv)
 
     from domains import load_builtin, make_example
     from service.local import audit_frames
+    from service.pipeline import STAGES
     from service.roles import infer_roles
 
     pack = load_builtin(args.domain)
@@ -79,12 +161,18 @@ def main() -> int:
     import sklearn, scipy  # noqa: F401,E401  imported before the clock starts, as in a running server
     import reports  # noqa: F401
 
+    floor = sort_floor(bench, prod)
     before = rss_mb()
     sampler = PeakSampler()
     sampler.start()
+    # the pipeline reports progress once before its first stage (after its setup) and once after each stage
+    profiler = StageProfiler(["setup", *(name for name, _, _ in STAGES), "ranking", "report"]) if args.profile else None
     started = time.perf_counter()
-    outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=roles_b, production_roles=roles_p)
+    outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=roles_b, production_roles=roles_p,
+                           progress=profiler.progress if profiler else None)
     wall = time.perf_counter() - started
+    if profiler:
+        profiler.stop()
     sampler.running = False
     sampler.join()
     out = Path(args.out)
@@ -92,13 +180,37 @@ def main() -> int:
     (out / "audit-benchmark.html").write_text(outcome.html, encoding="utf-8")
     report_kb = len(outcome.html.encode()) / 1024
     increase = sampler.peak - before
-    print(f"wall time: {wall:.1f} s (target < 60 s)")
+    timings = {k[:-2]: v for k, v in outcome.result["timings"].items()}
+    total = timings.get("total", wall)
+    ratio = total / floor
+    print(f"wall time: {wall:.1f} s" + (" (under cProfile: slower than a normal run)" if profiler else ""))
+    print(f"sort floor: {floor:.2f} s (numpy sort of every numeric column of both sides); "
+          f"total / floor = {ratio:.1f}x (target <= {FLOOR_RATIO_TARGET:.0f}x)")
     print(f"peak memory: {sampler.peak:.0f} MB resident, +{increase:.0f} MB during the audit = "
           f"{increase / input_mb:.2f}x the input frames (target < 3x)")
     print(f"report: {report_kb:.0f} KB (target < 1024 KB)")
-    print("stage timings (s):", ", ".join(f"{k[:-2]} {v:.1f}" for k, v in outcome.result["timings"].items()))
+    print("stage       seconds  x floor")
+    for name, seconds in timings.items():
+        print(f"{name:<11} {seconds:7.2f}  {seconds / floor:7.1f}")
     print(f"verdict: {outcome.result['verdict']['summary']}")
-    ok = wall < 60 and increase < 3 * input_mb and report_kb < 1024
+    found = claims(outcome.result)
+    payload = {"rows": args.rows, "benchmark_rows": args.benchmark_rows, "columns": args.columns,
+               "domain": args.domain, "profiled": bool(profiler), "stages_s": timings, "total_s": total,
+               "sort_floor_s": round(floor, 3), "ratio_to_floor": round(ratio, 2),
+               "peak_memory_mb": round(sampler.peak), "memory_increase_mb": round(increase),
+               "input_mb": round(float(input_mb)), "report_kb": round(report_kb), "claims": found}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    if args.save_claims:
+        args.save_claims.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
+    if profiler:
+        profiler.print_top(args.top)
+    ok = (profiler is not None or ratio <= FLOOR_RATIO_TARGET) and increase < 3 * input_mb and report_kb < 1024
+    if args.check_claims:
+        differences = claim_differences(json.loads(args.check_claims.read_text(encoding="utf-8")), found)
+        print("CLAIMS UNCHANGED" if not differences else "CLAIMS CHANGED:\n  " + "\n  ".join(differences))
+        if differences:
+            return 1
     print("TARGETS MET" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 
