@@ -12,8 +12,9 @@ saturation. Severity is production prevalence × gap (see :mod:`reports.records`
 ...                      "benchmark_share": 0.03, "underperforming": True}]}
 >>> [(l.rank, l.kind, l.severity) for l in rank_limitations(audit)]
 [(1, 'underperforming_slice', 'high'), (2, 'benchmark_saturation', 'low')]
->>> verdict(audit, rank_limitations(audit))["severity"]
-'high'
+>>> v = verdict(audit, rank_limitations(audit))
+>>> v["severity"], v["standing_severity"]  # weak on the benchmark as well: not a change
+('none', 'high')
 """
 from __future__ import annotations
 
@@ -126,7 +127,8 @@ def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
     overall metric's change, a slice's change) or any change claim exists. ``status`` is ``"shift"`` then;
     otherwise ``"inconclusive"`` when the tests that matter could not run (:func:`undecided`), else
     ``"no_shift"``. The summary leads with what changed; standing limitations are listed after it.
-    ``severity`` is the highest severity among the change claims, else among the standing ones.
+    ``severity`` is the highest severity among the change claims ("none" without one);
+    ``standing_severity`` the highest among the standing limitations.
     """
     changes, standing = claims(limitations)
     shift = any(get(audit, s, "is_shift") is True for s in ("covariate", "label", "semantic")) \
@@ -135,13 +137,18 @@ def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
         or any(lim.kind in SHIFT_KINDS for lim in changes) or bool(changes)
     reasons = [] if shift else undecided(audit)
     status = "shift" if shift else ("inconclusive" if reasons else "no_shift")
-    basis = changes or standing
-    severity = max((lim.severity for lim in basis), key=lambda s: SEVERITY_ORDER.get(s, 0)) if basis else "none"
-    out = {"shift_detected": shift, "severity": severity, "status": status, "reasons": reasons,
+    worst = lambda found: max((lim.severity for lim in found), key=lambda s: SEVERITY_ORDER.get(s, 0)) \
+        if found else "none"  # noqa: E731
+    # Severity describes what changed: a weakness the benchmark shows as well is the model card's
+    # (``standing_severity``), so an audit where nothing changed never reads as a problem found.
+    severity, standing_severity = worst(changes), worst(standing)
+    out = {"shift_detected": shift, "severity": severity, "standing_severity": standing_severity,
+           "status": status, "reasons": reasons,
            "sample_size": sample_size(audit) if status == "inconclusive" else None,
            "changes": [lim.key for lim in changes if getattr(lim, "key", None)],
            "standing": [lim.key for lim in standing if getattr(lim, "key", None)]}
-    standing_text = _standing_sentence(standing)
+    standing_text = _standing_sentence(standing, outranks=bool(changes) and SEVERITY_ORDER.get(standing_severity, 0)
+                                       > SEVERITY_ORDER.get(severity, 0))
     if status == "inconclusive":
         size = out["sample_size"] or {}
         out["summary"] = ("Inconclusive: the audit cannot tell whether the benchmark results hold for this production "
@@ -171,11 +178,18 @@ def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
     return out
 
 
-def _standing_sentence(standing: Sequence[Limitation]) -> str:
+def _standing_sentence(standing: Sequence[Limitation], *, outranks: bool = False) -> str:
+    """The standing limitations after the changes; when the worst of them is more severe than every
+    change, the sentence says so, so that an assumed change does not hide a measured weakness."""
     if not standing:
         return ""
     titles = "; ".join(lim.title for lim in standing[:2]) + (f"; and {len(standing) - 2} more" if len(standing) > 2
                                                              else "")
+    if outranks:
+        worst = max(standing, key=lambda lim: (SEVERITY_ORDER.get(lim.severity, 0), -lim.rank))
+        rest = len(standing) - 1
+        return (f" More severe than any change, though not new (the benchmark shows it as well; {worst.severity} "
+                f"standing limitation): {worst.title}" + (f"; and {rest} more standing" if rest else "") + ".")
     return f" Standing limitations (model card, not changes): {titles}."
 
 

@@ -204,7 +204,9 @@ class LimitationRecord(_Closed):
 
 class Verdict(_Closed):
     shift_detected: bool
-    severity: Severity
+    severity: Severity = Field(description="The highest severity among the change claims; \"none\" without one.")
+    standing_severity: Severity = Field(
+        "none", description="The highest severity among the standing limitations (weak on the benchmark as well).")
     summary: str
     status: Literal["shift", "no_shift", "inconclusive"] = Field(
         "no_shift", description='"inconclusive" when the tests that matter could not run: the audit cannot tell.')

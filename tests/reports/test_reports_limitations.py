@@ -228,9 +228,24 @@ def test_verdict_names_the_top_limitation(audit):
     assert {k: v[k] for k in ("shift_detected", "status")} == {"shift_detected": True, "status": "shift"}
     assert v["severity"] == max((lim.severity for lim in changes), key=SEVERITY_ORDER.get)
     assert ranked[0].title in v["summary"] and f"{len(changes) - 1} more changes" in v["summary"]
-    assert v["summary"].index("Standing limitations (model card") > v["summary"].index(ranked[0].title)
+    worst = max(standing, key=lambda lim: (SEVERITY_ORDER[lim.severity], -lim.rank))
+    assert v["standing_severity"] == worst.severity
+    # A standing weakness more severe than every change is named after the changes, as not new.
+    assert SEVERITY_ORDER[worst.severity] > SEVERITY_ORDER[v["severity"]]
+    assert v["summary"].index("More severe than any change, though not new") > v["summary"].index(ranked[0].title)
+    assert worst.title in v["summary"]
     assert v["changes"] == [lim.key for lim in changes] and v["standing"] == [lim.key for lim in standing]
     assert v["summary"].count(".") >= 1 and "\n" not in v["summary"]
+
+
+def test_severity_describes_changes_only():
+    """Null audits on real tables read "high" severity because standing weak slices (as weak on
+    the benchmark) were counted: the verdict's severity is the changes', the standing one apart."""
+    standing = Limitation(rank=1, kind="underperforming_slice", slice="x", severity="high", score=0.1,
+                          title="weak on x", statement="", claim="standing")
+    v = verdict({"covariate": {"features": [{"name": "x", "status": "ok", "p_value": 0.5}]}}, [standing])
+    assert (v["severity"], v["standing_severity"], v["status"]) == ("none", "high", "no_shift")
+    assert "More severe" not in v["summary"] and "weak on x" in v["summary"]
 
 
 def test_saturation_threshold_argument_overrides_parameters(audit):
