@@ -6,8 +6,10 @@ import numpy as np
 from scipy import stats
 
 from detectors.base import DetectorInputError
+from detectors.metric_registry import is_proportion
+from detectors.slice_results import SLICE_METRICS
 
-_PROPORTIONS = ("accuracy", "error_rate", "sensitivity", "specificity", "fpr", "precision")
+_PROPORTIONS = tuple(m for m in SLICE_METRICS if is_proportion(m))  # the slice metrics counted as k of n
 
 
 def _proportion_counts(name: str, cm: np.ndarray, pos: int | None) -> dict:

@@ -9,13 +9,13 @@ import numpy as np
 
 from detectors.base import DetectorInputError, Result
 from detectors.metric_ci import MetricEstimate
+from detectors.metric_registry import lower_is_better
 
-__all__ = ["Outcomes", "SliceResult", "SliceEvaluation", "SLICE_METRICS", "METRIC_ALIASES", "LOWER_IS_BETTER"]
+__all__ = ["Outcomes", "SliceResult", "SliceEvaluation", "SLICE_METRICS", "METRIC_ALIASES"]
 
 METRIC_ALIASES = {"false_positive_rate": "fpr", "recall_per_manipulation": "sensitivity"}
 SLICE_METRICS = ("accuracy", "error_rate", "balanced_accuracy", "macro_f1", "sensitivity", "specificity",
                  "fpr", "precision", "auc") + tuple(METRIC_ALIASES)
-LOWER_IS_BETTER = ("error_rate", "fpr")
 
 
 @dataclass(frozen=True)
@@ -113,4 +113,4 @@ class SliceEvaluation(Result):
 
 def _worse(metric: str, difference: float) -> bool:
     """Is ``difference`` (slice - rest) in the bad direction for ``metric``?"""
-    return difference > 0 if METRIC_ALIASES.get(metric, metric) in LOWER_IS_BETTER else difference < 0
+    return difference > 0 if lower_is_better(metric) else difference < 0

@@ -37,7 +37,7 @@ from detectors.metric_ci import (MetricEstimate, infer_positive, metric_from_con
 # result types, metric names and count helpers live in detectors.slice_results and
 # detectors.slice_counts; they stay importable from here
 from detectors.slice_counts import _PROPORTIONS, _auc_summary, _proportion_counts
-from detectors.slice_results import (LOWER_IS_BETTER, METRIC_ALIASES, SLICE_METRICS, Outcomes, SliceEvaluation,
+from detectors.slice_results import (METRIC_ALIASES, SLICE_METRICS, Outcomes, SliceEvaluation,
                                      SliceResult, _worse)
 from detectors.univariate import missing_rate_test
 

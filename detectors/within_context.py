@@ -44,7 +44,6 @@ from detectors.decision import decide
 __all__ = ["Strata", "make_strata", "within_context_change", "WithinContextChange", "TESTED_METRIC",
            "context_strata_cells", "rank_context_columns", "stratified_expected", "covered_rows"]
 
-LOWER_IS_BETTER = ("error_rate", "fpr")
 _ROW_METRICS = ("accuracy", "error_rate", "sensitivity", "specificity", "fpr")
 TESTED_METRIC = {m: m for m in _ROW_METRICS}  # others -> balanced_accuracy
 

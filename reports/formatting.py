@@ -19,17 +19,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from detectors.metric_registry import lower_is_better  # re-exported: the one answer to "is lower better?"
+
 __all__ = [
     "num", "get", "as_list", "ci_pair", "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
     "fmt_p", "fmt_n", "metric_label", "effect_label", "lower_is_better", "shorten", "capitalise",
     "fmt_value", "fmt_seconds", "no_negative_zero", "fmt_mean", "fmt_decision",
 ]
 
-# Metrics where a smaller value is better; every other metric is treated as higher-is-better.
-_LOWER_IS_BETTER = frozenset({
-    "fpr", "false_positive_rate", "fnr", "false_negative_rate", "error_rate", "error",
-    "ece", "brier", "log_loss", "mae", "rmse", "mse",
-})
 _METRIC_LABELS = {
     "auc": "AUC", "roc_auc": "AUC", "macro_f1": "macro-F1", "f1": "F1", "fpr": "false-positive rate",
     "fnr": "false-negative rate", "ece": "calibration error (ECE)", "balanced_accuracy": "balanced accuracy",
@@ -193,10 +190,6 @@ def metric_label(name: Any) -> str:
 def effect_label(name: Any) -> str:
     key = str(name or "effect size").strip()
     return _EFFECT_LABELS.get(key.lower(), key.replace("_", " "))
-
-
-def lower_is_better(metric: Any) -> bool:
-    return str(metric or "").strip().lower() in _LOWER_IS_BETTER
 
 
 def shorten(text: Any, limit: int = 80) -> str:

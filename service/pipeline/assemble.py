@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from detectors import metric_registry
 from detectors.base import to_jsonable
 from detectors.context import literal_text
 from service.pipeline.bbse_trust import trusted_prior
@@ -134,8 +135,7 @@ def _oriented_gap(metric: str, gap_vs_overall: float) -> float | None:
     """overall − slice, so that positive means the slice is worse (lower-is-better flipped)."""
     if gap_vs_overall is None or not np.isfinite(gap_vs_overall):
         return None
-    lower_is_better = metric in ("error_rate", "fpr", "false_positive_rate")
-    return float(gap_vs_overall if lower_is_better else -gap_vs_overall)
+    return float(gap_vs_overall if metric_registry.lower_is_better(metric) else -gap_vs_overall)
 
 
 def candidates_frame(production: pd.DataFrame, id_column: str | None, uncertainty: np.ndarray | None,
