@@ -7,12 +7,15 @@ here, so a metric cannot be better-when-lower in one module and worse-when-lower
 ('fpr', True, False)
 >>> canonical("recall")
 'sensitivity'
+>>> saturated("accuracy", 0.91, 0.97, threshold=0.9), saturated("accuracy", 0.88, 0.95, threshold=0.9)
+(True, False)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MetricInfo", "METRIC_REGISTRY", "metric_info", "canonical", "lower_is_better", "is_proportion"]
+__all__ = ["MetricInfo", "METRIC_REGISTRY", "metric_info", "canonical", "lower_is_better", "is_proportion",
+           "saturated"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +74,16 @@ def lower_is_better(metric: object) -> bool:
 
 def is_proportion(metric: object) -> bool:
     return metric_info(metric).proportion
+
+
+def saturated(metric: object, ci_low: float | None, ci_high: float | None, *, threshold: float) -> bool:
+    """Saturation has one meaning, for the audit and for a benchmark's rounds: the metric is
+    *credibly* at or above ``threshold``, i.e. the lower bound of its interval is (for a
+    lower-is-better metric such as the error rate, the upper bound is at or below
+    ``1 - threshold``). A point value past the threshold with an interval reaching below it is
+    sampling error, not saturation; without an interval nothing is saturated."""
+    if ci_low is None or ci_high is None or ci_low != ci_low or ci_high != ci_high:  # None or NaN
+        return False
+    if lower_is_better(metric):
+        return bool(ci_high <= 1 - threshold)
+    return bool(ci_low >= threshold)

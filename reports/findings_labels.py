@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from detectors.intervals import wilson_interval
+from detectors.metric_registry import saturated
 from reports.findings_data import make_limitation, shift_loss, slice_shares, test_decision
 from reports.formatting import (
     as_list, ci_pair, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, lower_is_better,
@@ -388,9 +389,9 @@ def _majority_baseline(audit: Mapping, ctx: RankingContext) -> tuple[str, float]
 
 
 def _within_sampling_error_of_threshold(ctx: RankingContext) -> bool:
-    """The point value passes the saturation threshold but its interval reaches below it."""
-    low = ci_pair(ctx.overall_ci)[0]
-    return low is not None and low < ctx.saturation_threshold
+    """The point value passes the saturation threshold but the one saturation rule (the interval's) does not."""
+    low, high = ci_pair(ctx.overall_ci)
+    return not saturated(ctx.metric, low, high, threshold=ctx.saturation_threshold)
 
 
 def saturation_note(audit: Mapping, ctx: RankingContext) -> dict[str, str] | None:
