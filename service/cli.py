@@ -54,7 +54,9 @@ def _build_parser() -> argparse.ArgumentParser:
     monitor_run.add_argument("--fail-on-shift", action="store_true", help="exit 1 when alerts are open")
 
     demo = sub.add_parser("demo", help="a complete audit on generated example data (synthetic shifts)")
-    demo.add_argument("--domain", default="medical", choices=["medical", "deepfake", "facial_expression"])
+    demo.add_argument("--domain", default="dermatology",
+                      choices=["dermatology", "deepfake", "facial_expression", "medical"],
+                      help="medical is the dermatology pack's former name")
     demo.add_argument("--out", default="contextshift-demo", metavar="DIR")
     demo.add_argument("--rows", type=int, default=20_000, help="production rows")
     return parser
