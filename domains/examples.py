@@ -20,10 +20,10 @@ context columns, a few ``feature`` columns and ``emb_0 … emb_{k-1}`` embedding
 
 ``shift="none"`` draws both datasets from the benchmark distribution.
 
->>> bench, prod = make_example("medical", n_benchmark=500, n_production=500, random_state=1)
+>>> bench, prod = make_example("dermatology", n_benchmark=500, n_production=500, random_state=1)
 >>> bench.attrs["synthetic"], bench.shape[0], "score" in prod.columns
 (True, 500, True)
->>> PLANTED["medical"].weak_slice
+>>> PLANTED["dermatology"].weak_slice
 'fitzpatrick_v_vi'
 """
 from __future__ import annotations
@@ -33,6 +33,8 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+
+from domains.loader import BUILTIN_ALIASES, builtin_name
 
 __all__ = ["PlantedShift", "PLANTED", "EXAMPLE_DOMAINS", "make_example"]
 
@@ -78,12 +80,13 @@ PLANTED = {
         "deepfake", "heavy_compression", 'compression == "heavy"', WEAK_DROP,
         WEAK_SHARE_BENCHMARK, WEAK_SHARE_PRODUCTION, "generator", "diffusion", 0.08,
         (("lighting", "dim"), ("content", "vlog")), HIDDEN_DROP),
-    "medical": PlantedShift(
-        "medical", "fitzpatrick_v_vi", "fitzpatrick in [5, 6]", WEAK_DROP,
+    "dermatology": PlantedShift(
+        "dermatology", "fitzpatrick_v_vi", "fitzpatrick in [5, 6]", WEAK_DROP,
         WEAK_SHARE_BENCHMARK, WEAK_SHARE_PRODUCTION, "clinical_site", "site_e", 0.10,
         (("body_site", "head_neck"), ("image_quality", "fair")), HIDDEN_DROP),
 }
 EXAMPLE_DOMAINS = tuple(PLANTED)
+PLANTED.update({alias: PLANTED[name] for alias, name in BUILTIN_ALIASES.items()})  # "medical" still works
 
 
 def _choice(rng, values, probs, n) -> np.ndarray:
@@ -157,7 +160,7 @@ _DEVICES = {"dermoscopic": (["dermlite_dl4", "heine_delta30", "fotofinder"], [.5
             "clinical": (["dslr", "other"], [.9, .1]), "smartphone": (["iphone", "android"], [.55, .45])}
 
 
-def _medical(rng, n: int, planted: bool, plant: PlantedShift):
+def _dermatology(rng, n: int, planted: bool, plant: PlantedShift):
     weak = rng.random(n) < (plant.weak_share_production if planted else plant.weak_share_benchmark)
     fitz = np.where(weak, _choice(rng, [5, 6], [.6, .4], n), _choice(rng, [1, 2, 3, 4], [.2, .35, .3, .15], n))
     modality = _choice(rng, ["dermoscopic", "clinical", "smartphone"], [.6, .3, .1], n)
@@ -258,10 +261,10 @@ _CLASSES = {
     "facial_expression": (("anger", "disgust", "fear", "happiness", "sadness", "surprise", "neutral"),
                           (.1, .05, .06, .3, .12, .12, .25)),
     "deepfake": (("real", "fake"), None),
-    "medical": (("benign", "malignant"), None),
+    "dermatology": (("benign", "malignant"), None),
 }
 _CONTEXTS: dict[str, Callable] = {"facial_expression": _facial_expression, "deepfake": _deepfake,
-                                  "medical": _medical}
+                                  "dermatology": _dermatology}
 
 
 def _one_side(rng, domain: str, n: int, planted: bool, n_embedding: int, prefix: str) -> pd.DataFrame:
@@ -270,8 +273,8 @@ def _one_side(rng, domain: str, n: int, planted: bool, n_embedding: int, prefix:
     if domain == "deepfake":
         ctx, weak, fake = _deepfake(rng, n, planted, plant)
         outcome = _binary_outcomes(rng, classes, fake, _p_correct(np.full(n, 0.9), ctx, weak, plant))
-    elif domain == "medical":
-        ctx, weak = _medical(rng, n, planted, plant)
+    elif domain == "dermatology":
+        ctx, weak = _dermatology(rng, n, planted, plant)
         malignant = rng.random(n) < 0.3
         base = np.where(malignant, 0.86, 0.9)
         outcome = _binary_outcomes(rng, classes, malignant, _p_correct(base, ctx, weak, plant))
@@ -292,7 +295,8 @@ def make_example(domain: str, *, n_benchmark: int = 2000, n_production: int = 20
 
     Parameters
     ----------
-    domain : one of ``EXAMPLE_DOMAINS`` (``facial_expression``, ``deepfake``, ``medical``)
+    domain : one of ``EXAMPLE_DOMAINS`` (``facial_expression``, ``deepfake``, ``dermatology``), or an
+        alias of one (``medical``)
     n_benchmark, n_production : rows of each frame
     shift : ``"planted"`` (see module docstring and :data:`PLANTED`) or ``"none"``
     n_embedding : number of ``emb_*`` columns (0 for none)
@@ -303,6 +307,7 @@ def make_example(domain: str, *, n_benchmark: int = 2000, n_production: int = 20
     benchmark, production : DataFrames of shape ``(n_benchmark, m)`` and ``(n_production, m)``
         with ``attrs["synthetic"] = True``, ``attrs["domain"]`` and ``attrs["planted"]``.
     """
+    domain = builtin_name(domain)
     if domain not in PLANTED:
         raise ValueError(f"no example generator for domain {domain!r}; choose one of {list(EXAMPLE_DOMAINS)}")
     if shift not in ("planted", "none"):

@@ -4,11 +4,13 @@ Errors name the fault: a YAML syntax error gives its line and column; a schema e
 the field path (``slices[3].expression``) and, for slices, the slice name and a caret under
 the expression position.
 
->>> pack = load_builtin("medical")
+>>> pack = load_builtin("dermatology")
 >>> pack.primary_metric, pack.positive_class, len(pack.slices) >= 8
 ('sensitivity', 'malignant', True)
 >>> list_builtin()
-('deepfake', 'facial_expression', 'generic', 'medical')
+('deepfake', 'dermatology', 'facial_expression', 'generic')
+>>> load_builtin("medical") is pack, builtin_name("medical"), aliases_of("dermatology")
+(True, 'dermatology', ('medical',))
 >>> load_pack_yaml("name: x")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -26,7 +28,13 @@ from pydantic import ValidationError
 
 from domains.packs import DomainPack
 
-__all__ = ["PackError", "load_pack_yaml", "load_pack_dict", "load_builtin", "list_builtin"]
+__all__ = ["PackError", "load_pack_yaml", "load_pack_dict", "load_builtin", "list_builtin", "BUILTIN_ALIASES",
+           "builtin_name", "is_builtin", "aliases_of"]
+
+# Older names of built-in packs, still accepted wherever a domain name is (REST, CLI, Python,
+# stored audits, series and monitors): the dermatology pack was called "medical", a name that
+# promised more than skin lesions.
+BUILTIN_ALIASES = {"medical": "dermatology"}
 
 
 class PackError(ValueError):
@@ -94,15 +102,34 @@ def load_pack_yaml(text: str) -> DomainPack:
 
 
 def list_builtin() -> tuple[str, ...]:
-    """Names of the packs shipped with contextshift, sorted."""
+    """Names of the packs shipped with contextshift, sorted (aliases not included)."""
     folder = resources.files("domains") / "packs"
     return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")))
 
 
-@lru_cache(maxsize=None)
+def builtin_name(name: str) -> str:
+    """The built-in pack's own name for ``name`` (an alias resolved; any other name unchanged)."""
+    return BUILTIN_ALIASES.get(name, name)
+
+
+def is_builtin(name: str) -> bool:
+    """``name`` is a built-in pack or an alias of one."""
+    return builtin_name(name) in list_builtin()
+
+
+def aliases_of(name: str) -> tuple[str, ...]:
+    """The other names the built-in pack ``name`` is accepted under."""
+    return tuple(sorted(alias for alias, target in BUILTIN_ALIASES.items() if target == name))
+
+
 def load_builtin(name: str) -> DomainPack:
-    """The built-in pack ``name`` (cached; packs are immutable so sharing is safe)."""
-    if name not in list_builtin():
+    """The built-in pack ``name`` or an alias of it (cached; packs are immutable so sharing is safe)."""
+    if not is_builtin(name):
         raise PackError(f"unknown domain {name!r}; built-in domains are {list(list_builtin())}")
+    return _load_builtin(builtin_name(name))
+
+
+@lru_cache(maxsize=None)
+def _load_builtin(name: str) -> DomainPack:
     text = (resources.files("domains") / "packs" / f"{name}.yaml").read_text(encoding="utf-8")
     return load_pack_yaml(text)

@@ -14,9 +14,9 @@ Progress = Callable[[float, str], None]
 
 
 def load_pack(name: str) -> Any:
-    from domains import PackError, list_builtin, load_builtin, load_pack_yaml
+    from domains import PackError, is_builtin, list_builtin, load_builtin, load_pack_yaml
 
-    if name in list_builtin():
+    if is_builtin(name):  # a built-in's name or its alias
         return load_builtin(name)
     path = Path(name)
     if path.suffix in (".yaml", ".yml") and path.exists():

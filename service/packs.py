@@ -113,9 +113,9 @@ class PackRegistry:
 
     def get(self, name: str, *, version: int | None = None) -> Any:
         """The pack ``name``: its current version, or ``version`` (kept even once retired)."""
-        from domains import list_builtin, load_builtin
+        from domains import is_builtin, load_builtin
 
-        if name in list_builtin():
+        if is_builtin(name):  # a built-in's name or its alias ("medical" for "dermatology")
             return load_builtin(name)
         return self.cache.parse(self.get_text(name, version=version)[0])
 
@@ -161,9 +161,9 @@ class PackRegistry:
                       .values(retired_at=datetime.now(timezone.utc)))
 
     def _current(self, name: str) -> tuple[str, int]:
-        from domains import list_builtin
+        from domains import is_builtin
 
-        if name in list_builtin():
+        if is_builtin(name):
             raise Conflict(f"{name!r} is a built-in domain and cannot be changed.", details={"domain": name})
         try:
             return self.get_text(name)
@@ -171,12 +171,12 @@ class PackRegistry:
             raise NotFound(exc.message, code=exc.code, details=exc.details) from None
 
     def _parse_custom(self, text: str, limits: PackLimits | None = None) -> Any:
-        from domains import list_builtin
+        from domains import is_builtin
 
         check_pack_limits(text, limits or PackLimits())  # first: it stops reading at the first fault
         check_yaml_shape(text)
         pack = self.cache.parse(text)
-        if pack.name in list_builtin():
+        if is_builtin(pack.name):
             raise Conflict(f"{pack.name!r} is a built-in domain; choose another name.",
                            details={"domain": pack.name})
         return pack

@@ -152,6 +152,7 @@ class DomainSummary(BaseModel):
     n_contexts: int
     n_slices: int
     builtin: bool
+    aliases: list[str] = Field(default_factory=list, description="other names the pack is accepted under")
 
 
 class DomainList(BaseModel):

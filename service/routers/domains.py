@@ -17,8 +17,10 @@ YAML_BODY = {"requestBody": {"required": True,
 
 
 def _summary(pack: Any, builtin: bool) -> DomainSummary:
+    from domains import aliases_of
+
     return DomainSummary(name=pack.name, title=pack.title, task=pack.task, n_contexts=len(pack.context),
-                         n_slices=len(pack.slices), builtin=builtin)
+                         n_slices=len(pack.slices), builtin=builtin, aliases=list(aliases_of(pack.name)))
 
 
 @router.get("", response_model=DomainList)
@@ -31,14 +33,14 @@ def list_domains(runtime: RuntimeDep) -> DomainList:
 
 @router.get("/{name}", response_model=dict[str, Any])
 def get_domain(name: str, runtime: RuntimeDep) -> dict[str, Any]:
-    from domains import list_builtin
+    from domains import aliases_of, is_builtin
 
     try:
         pack = runtime.packs.get(name)
-        version = None if name in list_builtin() else runtime.packs.get_text(name)[1]
+        version = None if is_builtin(name) else runtime.packs.get_text(name)[1]
     except InvalidRequest as exc:  # a missing resource here, not a bad reference in a body
         raise NotFound(exc.message, code=exc.code, details=exc.details) from None
-    return {**pack.to_dict(), "version": version}
+    return {**pack.to_dict(), "version": version, "aliases": list(aliases_of(pack.name))}
 
 
 async def _read_pack(request: Request, max_bytes: int) -> str:

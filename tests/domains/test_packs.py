@@ -9,12 +9,26 @@ import domains
 from domains import examples, expressions, loader, packs
 from domains.loader import PackError, list_builtin, load_builtin, load_pack_yaml
 
-BUILT_IN = ("deepfake", "facial_expression", "generic", "medical")
-EXPERT_DOMAINS = ("deepfake", "facial_expression", "medical")
+BUILT_IN = ("deepfake", "dermatology", "facial_expression", "generic")
+EXPERT_DOMAINS = ("deepfake", "dermatology", "facial_expression")
 
 
 def test_list_builtin():
     assert list_builtin() == BUILT_IN
+
+
+def test_medical_is_the_dermatology_packs_former_name():
+    assert load_builtin("medical") is load_builtin("dermatology")
+    assert load_builtin("medical").name == "dermatology" and "Dermatology" in load_builtin("medical").title
+    assert domains.is_builtin("medical") and domains.builtin_name("medical") == "dermatology"
+    assert domains.aliases_of("dermatology") == ("medical",) and domains.aliases_of("generic") == ()
+    assert "medical" not in list_builtin()
+    with pytest.raises(PackError, match="unknown domain"):
+        load_builtin("radiology")
+    bench, prod = examples.make_example("medical", n_benchmark=50, n_production=50, random_state=1)
+    same = examples.make_example("dermatology", n_benchmark=50, n_production=50, random_state=1)
+    assert bench.equals(same[0]) and prod.equals(same[1]) and bench.attrs["domain"] == "dermatology"
+    assert examples.PLANTED["medical"] is examples.PLANTED["dermatology"]
 
 
 @pytest.mark.parametrize("name", EXPERT_DOMAINS)

@@ -24,10 +24,13 @@ metrics: [sensitivity, specificity]
 
 def test_builtin_packs_listed(client):
     items = {d["name"]: d for d in client.get("/v1/domains").json()["items"]}
-    assert {"facial_expression", "deepfake", "medical", "generic"} <= set(items)
-    assert items["medical"]["n_slices"] >= 8 and items["medical"]["builtin"] is True
-    medical = client.get("/v1/domains/medical").json()
-    assert medical["name"] == "medical" and medical["slices"]
+    assert {"facial_expression", "deepfake", "dermatology", "generic"} <= set(items)
+    assert items["dermatology"]["n_slices"] >= 8 and items["dermatology"]["builtin"] is True
+    assert items["dermatology"]["aliases"] == ["medical"] and "medical" not in items  # listed once, by its name
+    assert items["generic"]["aliases"] == []
+    medical = client.get("/v1/domains/medical").json()  # the former name still reads the pack
+    assert medical["name"] == "dermatology" and medical["slices"] and medical["aliases"] == ["medical"]
+    assert client.get("/v1/domains/dermatology").json() == medical
 
 
 def test_custom_pack_round_trip(client):

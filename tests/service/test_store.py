@@ -92,4 +92,4 @@ def test_audit_life_cycle_and_recovery(store, database_url):
     assert audits.get(died.id).status == "failed" and audits.get(died.id).error["code"] == "interrupted"
     assert audits.get(done.id).result["verdict"]["shift_detected"] is False
     packs = PackRegistry(store.sessions)
-    assert "medical" in packs.names() and packs.get("medical").name == "medical"
+    assert "dermatology" in packs.names() and packs.get("medical").name == "dermatology"
