@@ -178,10 +178,25 @@ def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None
     y_true = as_label_array(y_true, "y_true")
     if name == "auc":
         return _auc_with_ci(y_true, scores, positive, confidence, min_samples)
+    classes, cm = _labelled_confusion(y_true, y_pred)
+    return _metric_of_confusion(name, classes, cm, positive=positive, cls=cls, confidence=confidence,
+                                n_bootstrap=n_bootstrap, random_state=random_state, min_samples=min_samples)
+
+
+def _labelled_confusion(y_true: np.ndarray, y_pred) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted classes of both label arrays and their (k, k) confusion counts (rows = truth)."""
     y_pred = as_label_array(y_pred, "y_pred")
     if len(y_pred) != len(y_true):
         raise DetectorInputError(f"y_true has {len(y_true)} rows but y_pred has {len(y_pred)}.")
     classes = sorted_classes(y_true, y_pred)
+    cm = confusion_counts(encode(y_true, classes, "y_true"), encode(y_pred, classes, "y_pred"), len(classes))
+    return classes, cm
+
+
+def _metric_of_confusion(name: str, classes: np.ndarray, cm: np.ndarray, *, positive, cls, confidence: float,
+                         n_bootstrap: int, random_state, min_samples: int) -> MetricEstimate:
+    """:func:`metric_with_ci` once the labels are counted: every metric of one pair of label
+    arrays reads the same counts, so the rows are encoded once, not once per metric."""
     if name in NEEDS_POSITIVE and positive is None:
         positive = infer_positive(classes.tolist())
     pos = _class_index(classes, positive, name) if name in NEEDS_POSITIVE else None
@@ -191,8 +206,7 @@ def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None
         # row/column so that its metric comes out undefined (n = 0) or well defined (specificity).
         classes = np.append(classes, np.array([positive if pos == -1 else cls], dtype=object))
         pos, idx = (len(classes) - 1 if pos == -1 else pos), (len(classes) - 1 if idx == -1 else idx)
-    k = len(classes)
-    cm = confusion_counts(encode(y_true, classes, "y_true"), encode(y_pred, classes, "y_pred"), k)
+        cm = np.pad(cm, ((0, 1), (0, 1)))
     return metric_from_counts(name, cm, pos=pos, cls_index=idx, cls=cls, confidence=confidence, n_bootstrap=n_bootstrap,
                               rng=np.random.default_rng(random_state), min_samples=min_samples)
 
@@ -263,8 +277,7 @@ def observed_performance(y_true, y_pred, scores=None, *, metrics: Sequence[str] 
     sensitivity, specificity, fpr, f1, and auc when ``scores`` are given.
     """
     y_true = as_label_array(y_true, "y_true")
-    y_pred = as_label_array(y_pred, "y_pred")
-    classes = sorted_classes(y_true, y_pred)
+    classes, cm = _labelled_confusion(y_true, y_pred)
     if positive is None and len(classes) <= 2:
         positive = infer_positive(classes.tolist())
     if metrics is None:
@@ -272,6 +285,12 @@ def observed_performance(y_true, y_pred, scores=None, *, metrics: Sequence[str] 
         if positive is not None and len(classes) <= 2:
             metrics += ["sensitivity", "specificity", "fpr", "f1"] + (["auc"] if scores is not None else [])
     kw = dict(positive=positive, confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state)
-    out = [metric_with_ci(m, y_true, y_pred, scores, **kw) for m in metrics]
-    out += [metric_with_ci("recall", y_true, y_pred, cls=c, **kw) for c in sorted_classes(y_true)]
+    for m in metrics:
+        if m not in METRICS:
+            raise DetectorInputError(f"Unknown metric {m!r}; choose one of {list(METRICS)}.")
+    out = [metric_with_ci(m, y_true, y_pred, scores, **kw) if m == "auc" else
+           _metric_of_confusion(m, classes, cm, cls=None, min_samples=1, **kw) for m in metrics]
+    # the classes y_true holds, sorted as sorted_classes(y_true) sorts them, without a second pass over the rows
+    true_classes = sorted_classes(np.array([c for c, row in zip(classes.tolist(), cm.sum(1)) if row > 0], dtype=object))
+    out += [_metric_of_confusion("recall", classes, cm, cls=c, min_samples=1, **kw) for c in true_classes]
     return ObservedPerformance(tuple(out), len(y_true), float(confidence))

@@ -108,10 +108,25 @@ def make_strata(cells_benchmark=None, cells_production=None, *, confidence_bench
     n_b = len(parts_b[0])
     combined = np.zeros(n_b + len(parts_p[0]), np.int64)
     for b, p in zip(parts_b, parts_p):  # mixed-radix code of the combination, then dense ids
-        codes = np.unique(np.concatenate([b, p]), return_inverse=True)[1].ravel()
+        codes = dense_ids(np.concatenate([b, p]))
         combined = combined * (int(codes.max()) + 1) + codes
-    ids = np.unique(combined, return_inverse=True)[1].ravel()
+    ids = dense_ids(combined)
     return Strata(ids[:n_b], ids[n_b:], bins)
+
+
+def dense_ids(codes: np.ndarray) -> np.ndarray:
+    """``np.unique(codes, return_inverse=True)[1]`` for integer codes, in linear time when their
+    range is small (a table of the values present instead of a sort of every row)."""
+    codes = np.asarray(codes, np.int64)
+    if codes.size == 0:
+        return codes
+    low, high = int(codes.min()), int(codes.max())
+    if high - low > 4 * codes.size + 1024:
+        return np.unique(codes, return_inverse=True)[1].ravel()
+    present = np.zeros(high - low + 1, bool)
+    present[codes - low] = True
+    rank = np.cumsum(present) - 1
+    return rank[codes - low]
 
 
 def _rows(metric: str, y_true: np.ndarray, y_pred: np.ndarray, positive) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -248,7 +263,7 @@ def context_strata_cells(benchmark: pd.DataFrame, production: pd.DataFrame, colu
             codes = pd.factorize(both.astype(object).where(both.notna(), "<missing>"))[0]
         codes = np.asarray(codes, np.int64)
         combined = combined * (int(codes.max()) + 1) + codes
-    ids = np.unique(combined, return_inverse=True)[1].ravel()
+    ids = dense_ids(combined)
     return ids[:n_b], ids[n_b:]
 
 
