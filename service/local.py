@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from service import ingest, roles, validation
-from service.errors import InvalidRequest, ValidationFailed
+from service import frame_checks, ingest, roles
+from service.errors import InvalidRequest
 
 Progress = Callable[[float, str], None]
 
@@ -64,16 +64,9 @@ def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFr
     path = Path(label)
     column_roles = roles.infer_roles(frame.columns, schema=roles.parse_schema(schema, frame.columns, path.name),
                                      context_columns=[c.name for c in pack.context])
-    from service.packs import view
-
-    expectations = validation.schema_expectations(frame, column_roles)
-    expectations += validation.pack_expectations(view(pack).expectations, pack.name, frame.columns)
-    report = validation.validate(frame, expectations)
-    if not report["success"]:
-        failures = [r for r in report["results"] if not r["success"]]
-        raise ValidationFailed(f"File {path.name!r} failed {len(failures)} data expectation(s); first: "
-                               f"{failures[0]['expectation']} on column {failures[0]['column']!r}.",
-                               details={"file": path.name, "failures": failures})
+    checked = frame_checks.check_frame(frame, pack, column_roles)
+    if not checked.ok:  # values outside a declared range are warnings: the audit's notes name their rows
+        raise frame_checks.refuse(path.name, checked.report)
     return frame, column_roles
 
 

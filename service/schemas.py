@@ -31,6 +31,9 @@ class ValidationOut(BaseModel):
     results: list[dict[str, Any]]
     rows_checked: int | None = Field(default=None, description="Rows the expectations ran on: every row of an "
                                      "upload, the first row groups of a registered dataset.")
+    warnings: list[dict[str, Any]] = Field(default_factory=list, description="Data-quality warnings that do not "
+                                           "refuse the data: values outside a context's declared range, with the "
+                                           "first 20 rows (ids, else row numbers) and their count.")
 
 
 class DatasetOut(BaseModel):

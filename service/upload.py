@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from service import image_intake, ingest, roles, validation
+from service import frame_checks, image_intake, ingest, roles, validation
 from service.bounded import UploadLimits
 from service.chunk_validation import ChunkedValidation
 from service.errors import ValidationFailed
@@ -36,9 +36,11 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
             explicit = roles.parse_schema(user_schema, first.columns, filename)
             column_roles = roles.infer_roles(first.columns, schema=explicit,
                                              context_columns=pack.context_names if pack else ())
+            tally = frame_checks.RangeTally(frame_checks.range_rules(pack, first),
+                                            next((c for c, r in column_roles.items() if r == "id"), None))
             with ChunkedValidation(expectations(first, column_roles, pack), spill_dir=store.tmp_dir) as checker:
-                _write_all(_chain(first, chunks), checker, writer)
-                report = checker.report()
+                _write_all(_chain(first, chunks), checker, writer, tally)
+                report = frame_checks.with_warnings(checker.report(), tally.problems())
                 if images is not None:
                     report["images"] = images.metadata  # what was derived, from what, by which version
             if not report["success"]:
@@ -55,24 +57,12 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
 
 
 def expectations(frame: pd.DataFrame, column_roles: dict[str, str], pack: Any) -> list[validation.Expectation]:
-    """What the roles imply, plus the domain pack's expectations on the columns present."""
-    found = validation.schema_expectations(frame, column_roles)
-    if pack is not None:
-        found += validation.pack_expectations(pack.expectations, pack.name, frame.columns)
-    return found
+    """The expectations that refuse an upload (:func:`service.frame_checks.refusing_expectations`)."""
+    return frame_checks.refusing_expectations(frame, column_roles, pack)
 
 
 def validation_failed(filename: str, report: dict[str, Any]) -> ValidationFailed:
-    failures = [r for r in report["results"] if not r["success"]]
-    first = failures[0]
-    example = f"rows {first['duplicate_rows'][:5]} repeat an id" if "duplicate_rows" in first else \
-        f"e.g. {first.get('partial_unexpected_list', [])[:5]}"
-    where = f"column {first['column']!r}" if first.get("column") is not None else \
-        f"columns {list((first.get('kwargs') or {}).get('column_list') or [])}"
-    return ValidationFailed(
-        f"File {filename!r} failed {len(failures)} data expectation(s); first: {first['expectation']} "
-        f"on {where}, {example}.",
-        details={"file": filename, "failures": failures, "rows_checked": report.get("rows_checked")})
+    return frame_checks.refuse(filename, report)
 
 
 def _chain(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -80,13 +70,16 @@ def _chain(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> Iterator[pd.Dat
     yield from rest
 
 
-def _write_all(chunks: Iterator[pd.DataFrame], checker: ChunkedValidation, writer: PartWriter) -> None:
+def _write_all(chunks: Iterator[pd.DataFrame], checker: ChunkedValidation, writer: PartWriter,
+               tally: frame_checks.RangeTally) -> None:
     """Validate then write each chunk; stop at the first chunk that fails for good."""
     import pyarrow as pa
 
     for chunk in chunks:
+        first_row = checker.rows_checked
         if not checker.add(chunk):
             return
+        tally.add(chunk, first_row)
         try:
             writer.write(pa.Table.from_pandas(chunk, preserve_index=False))
         except (pa.ArrowException, *ARROW_FAULTS) as exc:

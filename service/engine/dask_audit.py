@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 
 from service.engine import DEFAULT_SAMPLE_ROWS, SKETCH_K
 from service.engine.datasets import ParquetDataset
+from service.engine.quality import range_warnings
 from service.engine.scan import ALL_ROWS, Scan, ScanPlan, scan_files
 
 Progress = Callable[[float, str], None]
@@ -128,10 +129,12 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
     scan_b, scan_p, description = scan_pair(client, benchmark, production, columns, pack, options=options,
                                             progress=progress, cache=cache)
     summaries = EngineSummaries(scan_b, scan_p, slice_counter(client, benchmark, production, columns), description)
+    quality = {"benchmark": range_warnings(client, benchmark, pack, benchmark_roles),
+               "production": range_warnings(client, production, pack, production_roles)}
     inp = AuditInput(audit_id=audit_id, benchmark=scan_b.sample, production=scan_p.sample,
                      benchmark_roles=benchmark_roles, production_roles=production_roles, benchmark_ref=refs[0],
                      production_ref=refs[1], pack=pack, options=options, annotations=annotations, title=title,
-                     summaries=summaries, reference_cache=cache,
+                     summaries=summaries, reference_cache=cache, data_quality=quality,
                      benchmark_digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}")
     return run_audit(inp, progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
 
@@ -139,21 +142,14 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
 def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[str, str]:
     """Column roles as for an upload, from the column names, the schema and the pack; the first
     rows are validated with the same expectations (the full data is never loaded)."""
-    from service import roles, validation
-    from service.errors import ValidationFailed
-    from service.packs import view
+    from service import frame_checks, roles
 
     head = dataset.head()
     column_roles = roles.infer_roles(head.columns, schema=roles.parse_schema(schema, head.columns, dataset.name),
                                      context_columns=[c.name for c in pack.context])
-    expectations = validation.schema_expectations(head, column_roles)
-    expectations += validation.pack_expectations(view(pack).expectations, pack.name, head.columns)
-    report = validation.validate(head, expectations)
-    if not report["success"]:
-        failures = [r for r in report["results"] if not r["success"]]
-        raise ValidationFailed(f"Dataset {dataset.name!r} failed {len(failures)} data expectation(s) on its first "
-                               f"rows; first: {failures[0]['expectation']} on column {failures[0]['column']!r}.",
-                               details={"file": dataset.name, "failures": failures})
+    checked = frame_checks.check_frame(head, pack, column_roles)
+    if not checked.ok:  # out-of-range values are warnings, counted over every partition by range_warnings
+        raise frame_checks.refuse(dataset.name, checked.report, where=" on its first rows")
     return column_roles
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from service import frame_checks
 from service.pipeline import assemble, mix, overall, reference, slicing, stages
 from service.pipeline.columns import AuditColumns, resolve_columns
 from service.pipeline.family import correct_together
@@ -41,6 +42,7 @@ class AuditInput:
     # result is the same with or without it, only faster when the benchmark was seen before
     reference_cache: Any = None
     benchmark_digest: str | None = None  # the stored benchmark's sha256; None: the cache hashes the frame
+    data_quality: dict[str, list] | None = None  # warnings on every row (Dask engine); None: the frames are checked
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     from service.roles import role_disagreements
 
     notes: list[dict[str, str]] = role_disagreements(inp.benchmark_roles, inp.production_roles)
+    notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes)
     for column in columns.contexts_only_in_production:
         notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "

@@ -195,6 +195,15 @@ def test_domain_pack_expectations_checked_on_upload(client, settings):
     assert any(r["source"] == "domain:dermatology" for r in ok.json()["validation"]["results"])
     bad = bench.assign(fitzpatrick=bench["fitzpatrick"].where(bench.index > 2, 9))
     res = upload(client, _csv_bytes(bad), name="derm-bad", domain="medical")
-    assert res.status_code == 422, res.text
-    failure = next(f for f in res.json()["error"]["details"]["failures"] if f["column"] == "fitzpatrick")
-    assert 9 in failure["partial_unexpected_list"] and failure["source"] == "domain:dermatology"
+    # outside the declared range is a data-quality warning naming the rows, not a refusal
+    assert res.status_code == 201, res.text
+    report = res.json()["validation"]
+    assert report["success"] is True
+    (warning,) = [w for w in report["warnings"] if w["column"] == "fitzpatrick"]
+    assert warning["severity"] == "warning" and warning["kind"] == "out_of_declared_range"
+    assert warning["rows"] == list(bad["id"][:3]) and warning["n_rows"] == 3 and warning["values"] == [9.0] * 3
+    bad_site = bench.assign(modality=bench["modality"].where(bench.index > 2, "x-ray"))
+    res = upload(client, _csv_bytes(bad_site), name="derm-bad-site", domain="medical")
+    assert res.status_code == 422, res.text  # a value the pack does not allow still refuses
+    failure = next(f for f in res.json()["error"]["details"]["failures"] if f["column"] == "modality")
+    assert "x-ray" in failure["partial_unexpected_list"] and failure["source"] == "domain:dermatology"
