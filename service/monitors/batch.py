@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # a cron run with nothing new never loads pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)

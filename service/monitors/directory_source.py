@@ -20,13 +20,14 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from service.errors import ServiceError
 from service.monitors.batch import Batch
 from service.paths import inside_roots
+
+if TYPE_CHECKING:  # read lazily: listing a folder with nothing new needs no pandas
+    import pandas as pd
 
 MAX_FILES_PER_RUN = 1000
 _CHUNK = 1 << 20
@@ -159,6 +160,8 @@ def take_directory(source: dict[str, Any], taken: set[tuple[str, str]], roots: l
                          f"the {run.left} file(s) after it in the listing wait for the next run")
     if not run.frames:
         return Batch(frame=None, notes=tuple(run.notes))
+    import pandas as pd
+
     frame = pd.concat(run.frames, ignore_index=True)
     return Batch(frame=frame, files=run.files, description=f"{len(run.files)} file(s) from {folder.name}",
                  notes=tuple(run.notes))

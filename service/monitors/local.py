@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from service.errors import InvalidRequest
-from service.monitors import budget, findings
-from service.monitors.alerting import ACTIVE, deliver, payload, update_alerts
-from service.monitors.decide import decide_run
-from service.monitors.models import AlertRow
-from service.monitors.sources import take_directory, take_sql
+from service.monitors.batch import Batch
+from service.monitors.run_path import BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run
 
 EXIT_OK, EXIT_SHIFT, EXIT_BAD_INPUT = 0, 1, 2
 ALERT_FIELDS = ("id", "monitor_id", "key", "kind", "severity", "statement", "state", "opened_run_id",
                 "last_seen_run_id", "missed_runs", "created_at", "last_seen", "resolved_at")
+ACTIVE = ("open", "acknowledged")  # service.monitors.alerting.ACTIVE, without its imports (tests pin them equal)
 
 
 def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
@@ -78,6 +77,7 @@ def read_config(path: str) -> dict[str, Any]:
     source = config.get("source") or {}
     if source.get("type") == "directory" and source.get("path"):
         source["path"] = str((base / source["path"]).resolve())
+    check_engine(config.get("options") or {})
     missing = [k for k in ("benchmark", "source", "state") if not config.get(k)]
     if missing or source.get("type") not in ("directory", "sql"):
         raise InvalidRequest(f"Monitor config {path!r} needs benchmark, source (type directory or sql) and state; "
@@ -97,7 +97,9 @@ def _save_state(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)  # a crash leaves the old state whole
 
 
-def _alert_row(data: dict[str, Any]) -> AlertRow:
+def _alert_row(data: dict[str, Any]) -> Any:
+    from service.monitors.models import AlertRow
+
     values = {k: data.get(k) for k in ALERT_FIELDS}
     for k in ("created_at", "last_seen", "resolved_at"):
         if isinstance(values[k], str):
@@ -105,62 +107,105 @@ def _alert_row(data: dict[str, Any]) -> AlertRow:
     return AlertRow(**values)
 
 
+class StateFileStore:
+    """A run's state in the monitor's JSON state file: what was taken, the budget spent, the alerts."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config, self.path = config, Path(config["state"])
+        self.state = _load_state(self.path)
+        options = config.get("options") or {}
+        self.monitor = MonitorView(id=str(config.get("name") or "monitor"), name=str(config.get("name") or "monitor"),
+                                   alpha=float(options.get("alpha", 0.05)), options=dict(options),
+                                   alerts=dict(config.get("alerts") or {}), n_tested=int(self.state["n_tested"]),
+                                   harm_state=self.state.get("harm_state") or {})
+        self.batch: Batch | None = None
+        self.error: dict[str, Any] | None = None
+        self.taken = {tuple(t) for t in self.state["taken"]}
+
+    def take(self) -> Batch:
+        source = self.config["source"]
+        if source["type"] == "directory":
+            from service.monitors.directory_source import take_directory
+
+            self.batch = take_directory(source, self.taken, None)
+        else:
+            from service.monitors.sql_source import take_sql
+
+            self.batch = take_sql(source, source["url"], self.state.get("watermark"))
+        return self.batch
+
+    def _taken(self) -> None:
+        """What was taken stays taken, whatever the run's outcome (a bad file fails one run, not every later one)."""
+        batch = self.batch
+        if batch is not None:
+            self.state.update(taken=sorted(self.taken | set(batch.files)),
+                              watermark=batch.watermark or self.state.get("watermark"))
+
+    def no_new_data(self, run_id: str, batch: Batch) -> None:
+        if batch.files:  # unreadable files were taken (and skipped): remember them
+            self._taken()
+            _save_state(self.path, self.state)
+
+    def benchmark(self) -> BenchmarkSide:
+        from service.monitors.local_benchmark import benchmark_side
+
+        return benchmark_side(self.config, self.state)
+
+    def audit(self, run_id: str, batch: Batch, roles: dict[str, str], validation: dict, side: BenchmarkSide,
+              alpha_k: float) -> tuple[None, dict[str, Any]]:
+        from service.pipeline import AuditInput, run_audit
+        from service.schemas import AuditOptions
+
+        options = {key: v for key, v in self.monitor.options.items() if key != "harm_tolerance"}
+        outcome = run_audit(AuditInput(
+            audit_id=run_id, benchmark=side.frame, production=batch.frame, benchmark_roles=side.roles,
+            production_roles=roles, benchmark_ref={"id": "benchmark", "name": Path(self.config["benchmark"]).name},
+            production_ref={"id": run_id, "name": batch.description or "new rows"}, pack=side.pack,
+            options=AuditOptions(**{**options, "alpha": alpha_k}).model_dump(),
+            reference_cache=_reference_cache(self.config, self.path), benchmark_digest=side.digest),
+            progress=lambda p, s: None)
+        if self.config.get("out"):
+            out = Path(self.config["out"])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / f"{run_id}.html").write_text(outcome.html, encoding="utf-8")
+            (out / f"{run_id}.json").write_text(json.dumps(outcome.result), encoding="utf-8")
+        return None, outcome.result
+
+    def active_alerts(self) -> list[Any]:
+        return [_alert_row(a) for a in self.state["alerts"] if a["state"] in ACTIVE]
+
+    def save(self, record: RunRecord) -> None:
+        from service.monitors import findings
+
+        state, update = self.state, record.update
+        _deliver(self.config, record.run_id, record.result, update, state)
+        kept = {a.id: a for a in self.active_alerts()}
+        kept.update({a.id: a for a in update.changed})
+        history = [a for a in state["alerts"] if a["state"] not in ACTIVE and a["id"] not in kept]
+        self._taken()
+        state.update(n_tested=record.k, harm_state=record.decision.harm_state,
+                     alerts=history + [{f: getattr(a, f) for f in ALERT_FIELDS} for a in kept.values()])
+        state["runs"].append({"id": record.run_id, "status": "succeeded", "n_rows": len(record.batch.frame),
+                              "alpha": record.alpha_k, "verdict": record.result["verdict"],
+                              "summary": findings.trend_summary(record.result),
+                              "opened": [a.id for a in update.opened], "timings": record.timings})
+        _save_state(self.path, state)
+
+    def fail(self, run_id: str, error: dict[str, Any]) -> None:
+        self.error = error
+        self._taken()
+        self.state["runs"].append({"id": run_id, "status": "failed", "error": error})
+        _save_state(self.path, self.state)
+
+
 def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     """One run of the monitor a YAML file describes (no server, no database)."""
-    from service.local import audit_frames, load_pack, read_dataset, read_schema
-    from service.monitors.runner import BenchmarkSide, production_roles
-    from service.store import new_id
-
     config = read_config(path)
-    state_path = Path(config["state"])
-    state = _load_state(state_path)
-    source, run_id = config["source"], new_id("run")
-    taken = {tuple(t) for t in state["taken"]}
-    batch = (take_directory(source, taken, None) if source["type"] == "directory"
-             else take_sql(source, source["url"], state.get("watermark")))
-    if batch.empty:  # before the benchmark is read: a cron run with nothing new costs about start-up
-        n_open = sum(1 for a in state["alerts"] if a["state"] == "open")
-        return _exit("no_new_data", None, None, n_open, fail_on_shift, run_id, None)
-    pack = load_pack(config.get("domain") or "generic")
-    schema = read_schema(config.get("benchmark_schema"))
-    bench, bench_roles = read_dataset(config["benchmark"], schema=schema, pack=pack)
-    k = int(state["n_tested"]) + 1
-    alpha = float((config.get("options") or {}).get("alpha", 0.05))
-    alpha_k = budget.run_alpha(alpha, k)
-    options = {key: v for key, v in (config.get("options") or {}).items() if key != "harm_tolerance"}
-    side = BenchmarkSide(frame=bench, roles=bench_roles, ref={"id": "benchmark", "name": config["benchmark"]}, pack=pack)
-    prod_roles = production_roles(batch.frame, side)
-    outcome = audit_frames(bench, batch.frame, pack=pack, benchmark_roles=bench_roles,
-                           production_roles=prod_roles, options={**options, "alpha": alpha_k},
-                           names=(Path(config["benchmark"]).name, batch.description or "new rows"),
-                           reference_cache=_reference_cache(config, state_path))
-    result = outcome.result
-    active = [_alert_row(a) for a in state["alerts"] if a["state"] in ACTIVE]
-    decision = decide_run(result, benchmark=bench, production=batch.frame, benchmark_roles=bench_roles,
-                          production_roles=prod_roles, harm_state=state.get("harm_state") or {},
-                          open_keys=[a.key for a in active], alpha=alpha,
-                          tolerance=float((config.get("options") or {}).get("harm_tolerance", 0.05)),
-                          min_severity=(config.get("alerts") or {}).get("min_severity", "medium"))
-    update = update_alerts(active, decision.alerting, decision.present_keys,
-                           monitor_id=str(config.get("name") or "monitor"), run_id=run_id,
-                           at=datetime.now(timezone.utc))
-    _deliver(config, run_id, result, update, state)
-    if config.get("out"):
-        out = Path(config["out"])
-        out.mkdir(parents=True, exist_ok=True)
-        (out / f"{run_id}.html").write_text(outcome.html, encoding="utf-8")
-        (out / f"{run_id}.json").write_text(json.dumps(result), encoding="utf-8")
-    kept = {a.id: a for a in active}
-    kept.update({a.id: a for a in update.changed})
-    history = [a for a in state["alerts"] if a["state"] not in ACTIVE and a["id"] not in kept]
-    state.update(taken=sorted(taken | set(batch.files)), watermark=batch.watermark or state.get("watermark"),
-                 n_tested=k, harm_state=decision.harm_state,
-                 alerts=history + [{f: getattr(a, f) for f in ALERT_FIELDS} for a in kept.values()])
-    state["runs"].append({"id": run_id, "n_rows": len(batch.frame), "alpha": alpha_k, "verdict": result["verdict"],
-                          "summary": findings.trend_summary(result), "opened": [a.id for a in update.opened]})
-    _save_state(state_path, state)
-    n_open = sum(1 for a in state["alerts"] if a["state"] == "open")
-    return _exit("succeeded", result["verdict"], None, n_open, fail_on_shift, run_id, None)
+    store, run_id = StateFileStore(config), f"run_{uuid.uuid4().hex[:16]}"
+    status = execute_run(store, run_id)
+    n_open = sum(1 for a in store.state["alerts"] if a["state"] == "open")
+    verdict = store.state["runs"][-1].get("verdict") if status == "succeeded" else None
+    return _exit(status, verdict, store.error, n_open, fail_on_shift, run_id, None)
 
 
 def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:
@@ -180,6 +225,8 @@ def _deliver(config: dict[str, Any], run_id: str, result: dict[str, Any], update
     url = (config.get("alerts") or {}).get("webhook")
     if not url:
         return
+    from service.monitors.alerting import deliver, payload
+
     monitor = {"id": None, "name": config.get("name") or "monitor", "benchmark": config["benchmark"]}
     run = {"id": run_id, "verdict": result["verdict"], "n_rows": result["production"]["n_rows"]}
     for event, rows in (("opened", update.opened), ("resolved", update.resolved)):

@@ -1,46 +1,35 @@
 """One monitor run in the service: take new rows, register them, audit them, alert.
 
-The new rows become a production dataset and a normal audit (so a run's ``audit_id`` opens a
-real audit and report). The benchmark side is computed once per monitor and reused: its frame
-read from Parquet, its column roles and the domain pack are kept in memory
-(:class:`BenchmarkCache`), and everything the audit fits on the benchmark alone (detectors'
-reference summaries, the performance estimators' bootstrap) goes through the runtime's
-:class:`~service.pipeline.reference_cache.ReferenceCache` (memory and ``data_dir/cache/reference``),
-so a run costs about the tests on its new rows (benchmarks/monitoring.py measures it).
+The run itself is :func:`service.monitors.run_path.execute_run`, shared with ``contextshift
+monitor run --config``; this module is its database store (:class:`ServiceRunStore`). The new rows
+become a production dataset and a normal audit (so a run's ``audit_id`` opens a real audit and
+report). The benchmark side is computed once per monitor and reused: its frame read from Parquet,
+its column roles and the domain pack are kept in memory (:class:`BenchmarkCache`), and everything
+the audit fits on the benchmark alone (detectors' reference summaries, the performance estimators'
+bootstrap) goes through the runtime's :class:`~service.pipeline.reference_cache.ReferenceCache`
+(memory and ``data_dir/cache/reference``), so a run costs about the tests on its new rows
+(benchmarks/monitoring.py measures it).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import threading
-import time
-import traceback
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from service.errors import ServiceError, ValidationFailed
+from service.errors import ServiceError
 from service.monitors import budget, findings
-from service.monitors.alerting import ACTIVE, payload, update_alerts
-from service.monitors.decide import RunDecision, decide_run
 from service.monitors.models import MonitorRow
 from service.monitors.outbox import Outbox, message
+from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run,
+                                       production_roles, run_error)
 from service.monitors.sources import Batch, take_directory, take_sql
 from service.monitors.store import MonitorStore, now
 
-log = logging.getLogger("contextshift.monitors")
-
-
-@dataclass(frozen=True)
-class BenchmarkSide:
-    frame: pd.DataFrame
-    roles: dict[str, str]
-    ref: dict[str, Any]
-    pack: Any
-    digest: str | None = None  # the benchmark's content hash, for the reference cache's keys
-
+__all__ = ["BenchmarkSide", "BenchmarkCache", "ServiceRunStore", "execute", "production_roles", "take",
+           "check_engine"]
 
 class BenchmarkCache:
     """The benchmark side of each monitor, read once (thread-safe, bounded)."""
@@ -71,14 +60,6 @@ class BenchmarkCache:
         return side
 
 
-def production_roles(frame: pd.DataFrame, side: BenchmarkSide) -> dict[str, str]:
-    """Columns the benchmark has keep its roles (a schema given at upload holds); others are inferred."""
-    from service import roles
-
-    inferred = roles.infer_roles(frame.columns, context_columns=[c.name for c in side.pack.context])
-    return {c: side.roles.get(c, inferred[c]) for c in frame.columns}
-
-
 def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
     source = monitor.source
     if source["type"] == "directory":
@@ -91,26 +72,74 @@ def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
                     timeout_s=settings.monitor_query_timeout_s)
 
 
-def register(runtime: Any, monitor: MonitorRow, run_id: str, frame: pd.DataFrame,
-             side: BenchmarkSide) -> tuple[Any, dict[str, str]]:
-    """Validate the new rows like an upload and store them as a production dataset."""
-    from service import roles, validation
-    from service.packs import view
+class ServiceRunStore:
+    """A run's state in the service's database: runs, taken files, alerts and the webhook outbox."""
 
-    column_roles = production_roles(frame, side)
-    expectations = validation.schema_expectations(frame, column_roles)
-    expectations += validation.pack_expectations(view(side.pack).expectations, side.pack.name, frame.columns)
-    report = validation.validate(frame, expectations)
-    if not report["success"]:
-        failures = [r for r in report["results"] if not r["success"]]
-        raise ValidationFailed(f"The new rows failed {len(failures)} data expectation(s); first: "
-                               f"{failures[0]['expectation']} on column {failures[0]['column']!r}.",
-                               details={"failures": failures[:20]})
+    def __init__(self, runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: str,
+                 outbox: Outbox | None) -> None:
+        self.runtime, self.store, self.cache, self.outbox, self.run_id = runtime, store, cache, outbox, run_id
+        self.row: MonitorRow = store.get(store.get_run(run_id).monitor_id)
+        row = self.row
+        self.monitor = MonitorView(id=row.id, name=row.name, alpha=row.alpha, options=dict(row.options or {}),
+                                   alerts=dict(row.alerts or {}), n_tested=row.n_tested,
+                                   harm_state=row.harm_state or {})
+
+    def take(self) -> Batch:
+        batch = take(self.row, self.store, self.runtime.settings)
+        # What was taken is taken, whatever happens next: a bad file must not fail every later run
+        # (nor be re-read by every later run when it was all the folder held).
+        if batch.files:
+            self.store.record_files(self.row.id, self.run_id, batch.files)
+        if not batch.empty and batch.watermark:
+            self.store.update(self.row.id, watermark=batch.watermark)
+        return batch
+
+    def no_new_data(self, run_id: str, batch: Batch) -> None:
+        if self.outbox is not None:  # a quiet run is a retry point for messages still pending
+            self.outbox.deliver_pending(monitor_id=self.row.id, due_only=False)
+        self.store.finish_run(run_id, "no_new_data", n_rows=0,
+                              **({"summary": {"notes": list(batch.notes)}} if batch.notes else {}))
+
+    def benchmark(self) -> BenchmarkSide:
+        check_engine(self.monitor.options)  # a monitor defined before the check runs no silent pandas
+        return self.cache.get(self.runtime, self.row.benchmark_id, self.row.domain)
+
+    def audit(self, run_id: str, batch: Batch, roles: dict[str, str], validation: dict, side: BenchmarkSide,
+              alpha_k: float) -> tuple[str, dict[str, Any]]:
+        dataset = register(self.runtime, self.row, run_id, batch.frame, roles, validation, side)
+        return audit(self.runtime, self.row, dataset, roles, batch.frame, side, alpha_k)
+
+    def active_alerts(self) -> list[Any]:
+        from service.monitors.alerting import ACTIVE
+
+        return self.store.alerts(monitor_id=self.row.id, states=ACTIVE)
+
+    def save(self, record: RunRecord) -> None:
+        row, store = self.row, self.store
+        store.update(row.id, n_tested=record.k, alpha_spent=budget.spent(row.alpha, record.k),
+                     harm_state=record.decision.harm_state)
+        summary = {**findings.trend_summary(record.result), "harm": [c.__dict__ for c in record.decision.checks],
+                   "notes": list(record.batch.notes), "timings": record.timings}
+        store.update_run(record.run_id, n_rows=len(record.batch.frame), audit_id=record.audit_id, alpha=record.alpha_k,
+                         verdict=record.result.get("verdict"), summary=summary)
+        _save_alerts(store, row, record)
+        if self.outbox is not None:  # never raises: a dead receiver or a refused URL fails nothing else
+            self.outbox.deliver_pending(monitor_id=row.id, due_only=False)
+        store.finish_run(record.run_id, "succeeded", alert_ids=[a.id for a in record.update.opened])
+
+    def fail(self, run_id: str, error: dict[str, Any]) -> None:
+        self.store.finish_run(run_id, "failed", error=error)
+
+
+def register(runtime: Any, monitor: MonitorRow, run_id: str, frame: pd.DataFrame, column_roles: dict[str, str],
+             report: dict, side: BenchmarkSide) -> Any:
+    """Store the new rows (validated by the run) as a production dataset."""
+    from service import roles
+
     digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).values.tobytes()).hexdigest()
-    row = runtime.datasets.create(name=f"{monitor.name} / {run_id}", role="production", domain=side.pack.name,
-                                  frame=frame, columns=roles.describe_columns(frame, column_roles),
-                                  validation=report, sha256=digest)
-    return row, column_roles
+    return runtime.datasets.create(name=f"{monitor.name} / {run_id}", role="production", domain=side.pack.name,
+                                   frame=frame, columns=roles.describe_columns(frame, column_roles),
+                                   validation=report, sha256=digest)
 
 
 def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[str, str], frame: pd.DataFrame,
@@ -140,8 +169,8 @@ def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[st
             atomic_write_text(audits.reports_dir / f"{row.id}.next-round.{fmt}", text)
         audits.mark_succeeded(row.id, outcome.result, f"{row.id}.html")
     except BaseException as exc:
-        audits.mark_failed(row.id, {"code": "audit_error", "message": f"{type(exc).__name__}: {exc}",
-                                    "details": {"trace": traceback.format_exc(limit=3)[-2000:]}})
+        error = run_error(exc)  # the code and message, as the audit worker stores them (no traceback)
+        audits.mark_failed(row.id, error if isinstance(exc, ServiceError) else {**error, "code": "audit_error"})
         raise
     return row.id, outcome.result
 
@@ -149,77 +178,26 @@ def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[st
 def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: str, *,
             outbox: Outbox | None = None) -> str:
     """Run a claimed run to its end; returns the final status (errors are stored, not raised)."""
-    monitor = store.get(store.get_run(run_id).monitor_id)
-    clock = [time.perf_counter()]
-
-    def lap() -> float:
-        clock.append(time.perf_counter())
-        return round(clock[-1] - clock[-2], 3)
-
     try:
-        batch = take(monitor, store, runtime.settings)
-        took = lap()
-        # What was taken is taken, whatever happens next: a bad file must not fail every later run
-        # (nor be re-read by every later run when it was all the folder held).
-        if batch.files:
-            store.record_files(monitor.id, run_id, batch.files)
-        if batch.empty:
-            if outbox is not None:  # a quiet run is a retry point for messages still pending
-                outbox.deliver_pending(monitor_id=monitor.id, due_only=False)
-            store.finish_run(run_id, "no_new_data", n_rows=0,
-                             **({"summary": {"notes": list(batch.notes)}} if batch.notes else {}))
-            return "no_new_data"
-        if batch.watermark:
-            store.update(monitor.id, watermark=batch.watermark)
-        side = cache.get(runtime, monitor.benchmark_id, monitor.domain)
-        cached = lap()
-        dataset, column_roles = register(runtime, monitor, run_id, batch.frame, side)
-        registered = lap()
-        k = monitor.n_tested + 1
-        alpha_k = budget.run_alpha(monitor.alpha, k)
-        audit_id, result = audit(runtime, monitor, dataset, column_roles, batch.frame, side, alpha_k)
-        audited = lap()
-        active = store.alerts(monitor_id=monitor.id, states=ACTIVE)
-        decision = decide_run(result, benchmark=side.frame, production=batch.frame, benchmark_roles=side.roles,
-                              production_roles=column_roles, harm_state=monitor.harm_state,
-                              open_keys=[a.key for a in active], alpha=monitor.alpha,
-                              tolerance=float(monitor.options.get("harm_tolerance", 0.05)),
-                              min_severity=(monitor.alerts or {}).get("min_severity", "medium"))
-        store.update(monitor.id, n_tested=k, alpha_spent=budget.spent(monitor.alpha, k),
-                     harm_state=decision.harm_state)
-        summary = {**findings.trend_summary(result), "harm": [c.__dict__ for c in decision.checks],
-                   "notes": list(batch.notes),
-                   "timings": {"take_s": took, "benchmark_s": cached, "register_s": registered, "audit_s": audited}}
-        store.update_run(run_id, n_rows=len(batch.frame), audit_id=audit_id, alpha=alpha_k,
-                         verdict=result.get("verdict"), summary=summary)
-        alert_ids = _alerts(store, monitor, run_id, decision, active)
-        if outbox is not None:  # never raises: a dead receiver or a refused URL fails nothing else
-            outbox.deliver_pending(monitor_id=monitor.id, due_only=False)
-        store.finish_run(run_id, "succeeded", alert_ids=alert_ids)
-        return "succeeded"
-    except Exception as exc:  # the run fails, the scheduler and service stay up
-        if not isinstance(exc, ServiceError):
-            log.exception("monitor run %s failed", run_id)
-        error = exc.to_body()["error"] if isinstance(exc, ServiceError) else {
-            "code": "run_error", "message": f"{type(exc).__name__}: {exc}",
-            "details": {"trace": traceback.format_exc(limit=3)[-2000:]}}
-        store.finish_run(run_id, "failed", error=error)
+        run_store = ServiceRunStore(runtime, store, cache, run_id, outbox)
+    except ServiceError as exc:  # the monitor was deleted between the claim and now
+        store.finish_run(run_id, "failed", error=run_error(exc))
         return "failed"
+    return execute_run(run_store, run_id)
 
 
-def _alerts(store: MonitorStore, monitor: MonitorRow, run_id: str, decision: RunDecision,
-            active: list[Any]) -> list[str]:
-    update = update_alerts(active, decision.alerting, decision.present_keys, monitor_id=monitor.id, run_id=run_id,
-                           at=now())
+def _save_alerts(store: MonitorStore, monitor: MonitorRow, record: RunRecord) -> None:
+    from service.monitors.alerting import payload
+
+    update = record.update
     url = (monitor.alerts or {}).get("webhook")
-    run = store.get_run(run_id)
-    run_info = {"id": run_id, "audit_id": run.audit_id, "n_rows": run.n_rows, "verdict": run.verdict,
+    run = store.get_run(record.run_id)
+    run_info = {"id": record.run_id, "audit_id": run.audit_id, "n_rows": run.n_rows, "verdict": run.verdict,
                 "started_at": run.started_at, "report": f"/v1/monitors/{monitor.id}/report"}
     info = {"id": monitor.id, "name": monitor.name, "benchmark": monitor.benchmark_id, "domain": monitor.domain}
     at = now()
     # the messages are written with the alerts they announce: none is lost if the receiver is down
-    messages = [message(monitor.id, run_id, event, [a.id for a in rows],
+    messages = [message(monitor.id, record.run_id, event, [a.id for a in rows],
                         json.loads(json.dumps(payload(info, run_info, rows, event), default=str)), at)
                 for event, rows in (("opened", update.opened), ("resolved", update.resolved)) if url and rows]
     store.save_alerts(update.changed, messages)
-    return [a.id for a in update.opened]

@@ -20,7 +20,7 @@ from service.monitors.definitions import check_schedule, check_source, check_web
 from service.monitors.heartbeat import Heartbeat
 from service.monitors.models import MonitorRow, MonitorRunRow
 from service.monitors.outbox import Outbox
-from service.monitors.runner import BenchmarkCache, execute
+from service.monitors.runner import BenchmarkCache, check_engine, execute
 from service.monitors.schemas import MonitorCreate
 from service.monitors.store import MonitorStore, now
 
@@ -100,6 +100,7 @@ class MonitorService:
         schedule = check_schedule(body.schedule, settings.monitor_min_interval_s)
         check_webhook(body.alerts.webhook, allow_private=settings.webhook_allow_private)
         options = body.options.model_dump()
+        check_engine(options)
         row = self.store.create(name=body.name, benchmark_id=bench.id, domain=body.domain, source=source,
                                 schedule=schedule, options=options, alerts=body.alerts.model_dump(),
                                 alpha=options["alpha"])
