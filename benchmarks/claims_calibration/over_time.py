@@ -124,17 +124,20 @@ def run_monitor(table_name: str, *, seed: int, runs: int, labelled: bool = True,
                           first_alert=first, kinds=tuple(kinds), seconds=round(time.perf_counter() - began, 2))
 
 
-def ever_alert(*, monitors: int, runs: int, tables=OVER_TIME_TABLES, labellings=(True, False),
-               **kw) -> list[MonitorOutcome]:
-    """``monitors`` no-change monitors per labelling (labelled, unlabelled), spread over ``tables``."""
+def ever_alert(*, monitors: int, runs: int, tables=OVER_TIME_TABLES, labellings=(True, False), first: int = 0,
+               done=None, **kw) -> list[MonitorOutcome]:
+    """``monitors`` no-change monitors per labelling (labelled, unlabelled), spread over ``tables``;
+    ``first`` numbers the first one (parts of one table run side by side); ``done`` sees each outcome."""
     out = []
     for labelled in labellings:
-        for m in range(monitors):
+        for m in range(first, first + monitors):
             out.append(run_monitor(tables[m % len(tables)], seed=10_000 + m, runs=runs, labelled=labelled, **kw))
+            if done is not None:
+                done(out[-1])
     return out
 
 
-def delays(*, change: str, starts=(3, 10), reps: int = 3, after: int = 8, tables=OVER_TIME_TABLES,
+def delays(*, change: str, starts=(3, 10), reps: int = 3, after: int = 8, tables=OVER_TIME_TABLES, done=None,
            **kw) -> list[MonitorOutcome]:
     """Runs from the change to the first alert, for a change from each run in ``starts``."""
     out = []
@@ -142,6 +145,8 @@ def delays(*, change: str, starts=(3, 10), reps: int = 3, after: int = 8, tables
         for r in range(reps):
             out.append(run_monitor(tables[r % len(tables)], seed=20_000 + 100 * start + r, runs=start + after - 1,
                                    change=change, start=start, stop_at_first=True, **kw))
+            if done is not None:
+                done(out[-1])
     return out
 
 
@@ -182,7 +187,9 @@ def format_over_time(null: list[MonitorOutcome], changed: list[MonitorOutcome], 
 
 
 def _load(path: Path) -> list[MonitorOutcome]:
-    return [MonitorOutcome(**{**o, "kinds": tuple(o["kinds"])}) for o in json.loads(path.read_text())]
+    """The outcomes a part wrote, one JSON object a line (a part stopped early keeps what it finished)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [MonitorOutcome(**{**o, "kinds": tuple(o["kinds"])}) for o in rows]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -190,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("labelled", "unlabelled", "shift", "slice_drop"))
     parser.add_argument("--monitors", type=int, default=20)
+    parser.add_argument("--first", type=int, default=0, help="number of the first no-change monitor of this part")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--starts", default="3,10,50")
     parser.add_argument("--reps", type=int, default=3)
@@ -202,12 +210,17 @@ def main(argv: list[str] | None = None) -> None:
         print(format_over_time([o for o in outcomes if o.change == "none"], [o for o in outcomes if o.change != "none"]))
         return
     began = time.perf_counter()
+
+    def done(outcome: MonitorOutcome) -> None:
+        with args.out.open("a") as fh:
+            fh.write(json.dumps(asdict(outcome)) + "\n")
+
     if args.part in ("labelled", "unlabelled"):
-        outcomes = ever_alert(monitors=args.monitors, runs=args.runs, labellings=(args.part == "labelled",))
+        outcomes = ever_alert(monitors=args.monitors, runs=args.runs, labellings=(args.part == "labelled",),
+                              first=args.first, done=done)
     else:
         outcomes = delays(change=args.part, starts=tuple(int(s) for s in args.starts.split(",")), reps=args.reps,
-                          after=args.after)
-    args.out.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+                          after=args.after, done=done)
     n_runs = sum((o.first_alert or o.runs) if o.change != "none" else o.runs for o in outcomes)
     print(f"{args.part}: {len(outcomes)} monitors, {n_runs} runs, {time.perf_counter() - began:.0f} s")
 
