@@ -49,7 +49,9 @@ class ContextColumn(_Frozen):
     name: str = Field(min_length=1)
     type: TypingLiteral["numeric", "categorical", "boolean"]
     description: str = Field(min_length=1)
-    values: tuple[Scalar, ...] | None = None  # allowed values (categorical)
+    # allowed values (categorical); left out, the values the benchmark holds (a many-valued
+    # context such as 80 clinic names need not be listed) and new production values are untested contexts
+    values: tuple[Scalar, ...] | None = None
     min: float | None = None  # allowed range (numeric), inclusive
     max: float | None = None
     integer: bool = False
@@ -58,8 +60,9 @@ class ContextColumn(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> "ContextColumn":
-        if self.type == "categorical" and not self.values:
-            raise ValueError(f"categorical column {self.name!r} needs its allowed 'values'")
+        if self.type == "categorical" and self.values is not None and not self.values:
+            raise ValueError(f"categorical column {self.name!r}: 'values' is empty (leave it out to take the "
+                             "benchmark's values)")
         if self.type != "categorical" and self.values is not None:
             raise ValueError(f"'values' is only for categorical columns ({self.name!r} is {self.type})")
         if self.type != "numeric" and (self.min is not None or self.max is not None):
@@ -261,7 +264,7 @@ class DomainPack(_Frozen):
         for c in self.context:
             if c.required:
                 derived.append(ColumnExists(type="expect_column_to_exist", column=c.name))
-            if c.type == "categorical":
+            if c.type == "categorical" and c.values is not None:
                 derived.append(ValuesInSet(type="expect_column_values_to_be_in_set", column=c.name,
                                            value_set=c.values))
             elif c.type == "boolean":

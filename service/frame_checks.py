@@ -232,11 +232,32 @@ def frame_warnings(frame: pd.DataFrame, pack: Any, column_roles: Mapping[str, st
 
 
 def data_quality_notes(inp: Any) -> list[dict[str, str]]:
-    """The audit's data-quality notes: the warnings the engine found on every row
-    (``inp.data_quality``), else those of the audit's two frames under the audit's pack, so an
-    upload stored without a pack or under another one is checked against the pack it is audited with."""
+    """The audit's notes on its input data under its pack: the out-of-range warnings the engine
+    found on every row (``inp.data_quality``), else those of the audit's two frames, so an upload
+    stored without a pack or under another one is checked against the pack it is audited with;
+    then the categorical contexts whose values were taken from the benchmark."""
     found = inp.data_quality
     if found is None:
         found = {"benchmark": frame_warnings(inp.benchmark, inp.pack, inp.benchmark_roles),
                  "production": frame_warnings(inp.production, inp.pack, inp.production_roles)}
-    return audit_notes(found)
+    return audit_notes(found) + benchmark_value_notes(inp.pack, inp.benchmark, getattr(inp, "summaries", None))
+
+
+def benchmark_values(pack: Any, benchmark: pd.DataFrame, summaries: Any = None) -> dict[str, int]:
+    """Categorical contexts declared without ``values`` -> how many distinct values the benchmark
+    holds (every row's count from the Dask engine's scan when there is one, else the frame's)."""
+    pack = _domain_pack(pack)
+    out = {}
+    for c in getattr(pack, "context", ()):
+        if c.type != "categorical" or c.values is not None or c.name not in benchmark.columns:
+            continue
+        scanned = getattr(getattr(summaries, "benchmark", None), "categories", {}).get(c.name)
+        out[c.name] = len(scanned.counts) if scanned is not None else int(benchmark[c.name].nunique(dropna=True))
+    return out
+
+
+def benchmark_value_notes(pack: Any, benchmark: pd.DataFrame, summaries: Any = None) -> list[dict[str, str]]:
+    return [{"part": f"context {column}",
+             "reason": f"values of {column} taken from the benchmark: {n}; production values outside them are "
+                       "new values, audited as untested contexts (the pack lists no values for it)."}
+            for column, n in benchmark_values(pack, benchmark, summaries).items()]

@@ -155,7 +155,7 @@ def test_type_error_and_unknown_value_in_slice():
     (lambda d: d.update(metrics=["per_class_recall"]), "primary (first) metric"),
     (lambda d: d.update(min_slice_size=0), "min_slice_size: Input should be greater than or equal to 1"),
     (lambda d: d["context"][0].update(type="number"), "context[0] (fitzpatrick).type"),
-    (lambda d: d["context"][1].pop("values"), "categorical column 'body_site' needs its allowed 'values'"),
+    (lambda d: d["context"][1].update(values=[]), "categorical column 'body_site': 'values' is empty"),
     (lambda d: d["context"][0].update(min=7), "min 7.0 > max 6.0"),
     (lambda d: d["slices"].append(dict(d["slices"][0])), "slices: duplicate names ['fitzpatrick_v_vi']"),
     (lambda d: d["slices"][0].update(name="Bad Name"), "slices[0] (Bad Name).name"),
@@ -167,6 +167,14 @@ def test_malformed_pack_fields_are_named(mutate, fragment):
     data = _medical()
     mutate(data)
     assert fragment in _error(data)
+
+
+def test_a_categorical_context_may_leave_its_values_to_the_benchmark():
+    data = _medical()
+    data["context"][1].pop("values")
+    pack = loader.load_pack_dict(data)
+    assert pack.column("body_site").values is None
+    assert not [e for e in pack.all_expectations() if e.type.endswith("in_set") and e.column == "body_site"]
 
 
 def test_multiclass_pack_rejects_binary_metrics():
