@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Protocol
 
-from service.errors import InvalidRequest, ServiceError, ValidationFailed
+from service.errors import InvalidRequest, ServiceError
 from service.monitors.batch import Batch
 
 if TYPE_CHECKING:
@@ -113,20 +113,15 @@ def production_roles(frame: "pd.DataFrame", side: BenchmarkSide) -> dict[str, st
     return {c: side.roles.get(c, inferred[c]) for c in frame.columns}
 
 
-def validate_rows(frame: "pd.DataFrame", column_roles: dict[str, str], pack: Any) -> dict[str, Any]:
-    """The new rows checked like an upload (role and pack expectations); raises on a failure."""
-    from service import validation
-    from service.packs import view
+def validate_rows(frame: "pd.DataFrame", column_roles: dict[str, str], pack: Any, name: str) -> dict[str, Any]:
+    """The new rows checked as an upload is (:func:`service.frame_checks.check_frame`): refusals
+    raise; out-of-range values are warnings in the report, their rows named in the audit's notes."""
+    from service import frame_checks
 
-    expectations = validation.schema_expectations(frame, column_roles)
-    expectations += validation.pack_expectations(view(pack).expectations, pack.name, frame.columns)
-    report = validation.validate(frame, expectations)
-    if not report["success"]:
-        failures = [r for r in report["results"] if not r["success"]]
-        raise ValidationFailed(f"The new rows failed {len(failures)} data expectation(s); first: "
-                               f"{failures[0]['expectation']} on column {failures[0]['column']!r}.",
-                               details={"failures": failures[:20]})
-    return report
+    checked = frame_checks.check_frame(frame, pack, column_roles)
+    if not checked.ok:
+        raise frame_checks.refuse(name, checked.report)
+    return checked.report
 
 
 def run_error(exc: BaseException) -> dict[str, Any]:
@@ -159,7 +154,7 @@ def execute_run(store: RunStore, run_id: str) -> str:
         side = store.benchmark()
         timings["benchmark_s"] = lap()
         column_roles = production_roles(batch.frame, side)
-        report = validate_rows(batch.frame, column_roles, side.pack)
+        report = validate_rows(batch.frame, column_roles, side.pack, batch.description or "new rows")
         timings["validate_s"] = lap()
         k = monitor.n_tested + 1
         alpha_k = budget.run_alpha(monitor.alpha, k)
