@@ -57,3 +57,14 @@ def test_builtin_name_cannot_be_replaced(client):
 def test_unknown_domain_is_404(client):
     res = client.get("/v1/domains/astrology")
     assert res.status_code == 404 and res.json()["error"]["code"] == "unknown_domain"
+
+
+def test_the_former_name_medical_is_accepted_wherever_a_domain_name_is(client):
+    from service.local import load_pack
+
+    assert load_pack("medical") is load_pack("dermatology")  # CLI --domain and the Python API
+    packs = client.app.state.runtime.packs  # what audits, series and monitors resolve their stored domain with
+    assert packs.get("medical") is packs.get("dermatology")
+    taken = CUSTOM.replace("name: retail_vision", "name: medical")
+    res = client.post("/v1/domains", content=taken, headers={"Content-Type": "application/yaml"})
+    assert res.status_code == 409  # a custom pack cannot take the alias
