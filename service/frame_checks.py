@@ -100,7 +100,8 @@ def _declared_range(item: Mapping[str, Any], rules: Iterable[RangeRule]) -> bool
         for r in rules)
 
 
-def refusing_expectations(frame: pd.DataFrame, column_roles: Mapping[str, str], pack: Any) -> list[validation.Expectation]:
+def refusing_expectations(frame: pd.DataFrame, column_roles: Mapping[str, str],
+                          pack: Any) -> list[validation.Expectation]:
     """What the roles imply plus the pack's expectations on the columns present, without the
     declared context ranges :func:`range_rules` turns into warnings."""
     from service.packs import view

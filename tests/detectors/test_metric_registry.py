@@ -22,8 +22,8 @@ LOWER = {s for info in METRIC_REGISTRY if info.lower_is_better for s in (info.na
 
 def _literal_names(node: ast.AST) -> set[str] | None:
     """The strings of a literal tuple/list/set (or frozenset/set/tuple of one), else None."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("frozenset", "set", "tuple") \
-            and len(node.args) == 1:
+    wrapped = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1
+    if wrapped and node.func.id in ("frozenset", "set", "tuple"):
         node = node.args[0]
     if not isinstance(node, (ast.Tuple, ast.List, ast.Set)) or len(node.elts) < 2:
         return None
