@@ -14,4 +14,4 @@ __all__ = ["EXTRACTOR_VERSION", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_PIXELS", "Deco
            "ImageError", "decode", "extract", "embed", "embedding_columns", "COLUMNS",
            "EMBEDDING_DIM"]
 
-EXTRACTOR_VERSION = "1"
+EXTRACTOR_VERSION = "2"

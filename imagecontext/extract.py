@@ -19,6 +19,7 @@ from typing import Literal
 
 import numpy as np
 
+from imagecontext.canonical import canonical_rgb
 from imagecontext.decoding import DecodedImage
 from imagecontext.embedding import EMBEDDING_DIM, appearance_embedding
 from imagecontext.faces import detect_faces
@@ -55,8 +56,10 @@ def extract(image: DecodedImage, *, faces: bool = True,
     if skin not in ("auto", "face", "lesion", "none"):
         raise ValueError(f"skin must be 'auto', 'face', 'lesion' or 'none', got {skin!r}")
     rgb = image.rgb
+    # the pixel statistics all measure at the canonical size: resize once, not per statistic
+    small = canonical_rgb(rgb)
     facts = file_facts(image)
-    stats = pixel_stats(rgb)
+    stats = pixel_stats(small)
     out: dict[str, object] = {
         "img_format": facts.format, "img_width": facts.width, "img_height": facts.height,
         "img_aspect": facts.aspect, "img_megapixels": facts.megapixels,
@@ -67,9 +70,12 @@ def extract(image: DecodedImage, *, faces: bool = True,
         "img_dark_share": stats.dark_share, "img_saturated_share": stats.saturated_share,
         "img_cast_a": stats.cast_a, "img_cast_b": stats.cast_b,
         "img_saturation": stats.saturation,
-        "img_sharpness": sharpness(rgb), "img_noise": noise_level(rgb),
+        "img_sharpness": sharpness(small), "img_noise": noise_level(small),
     }
-    found = detect_faces(rgb) if faces else None
+    # the detector works below the canonical size, so it starts from the shrunk image
+    # (an image smaller than that was enlarged for the statistics: detect on the original)
+    shrunk = small.shape[0] < rgb.shape[0] or small.shape[1] < rgb.shape[1]
+    found = detect_faces(small if shrunk else rgb) if faces else None
     largest = found.largest if found is not None else None
     out.update({
         "face_count": found.count if found is not None else None,
@@ -83,7 +89,7 @@ def extract(image: DecodedImage, *, faces: bool = True,
     if skin in ("auto", "face") and largest is not None:
         tone = skin_tone_face(rgb, largest)
     elif skin == "lesion" or (skin == "auto" and found is not None and largest is None):
-        tone = skin_tone_lesion(rgb)
+        tone = skin_tone_lesion(small)
     out.update({"skin_ita": tone.ita if tone else None,
                 "skin_ita_category": tone.category if tone else None,
                 "skin_source": tone.source if tone else None})
