@@ -9,11 +9,12 @@ import numpy as np
 
 from detectors.base import DetectorInputError, Result
 from detectors.metric_ci import MetricEstimate
-from detectors.metric_registry import lower_is_better
+from detectors.metric_registry import canonical, lower_is_better
 
 __all__ = ["Outcomes", "SliceResult", "SliceEvaluation", "SLICE_METRICS", "METRIC_ALIASES"]
 
-METRIC_ALIASES = {"false_positive_rate": "fpr", "recall_per_manipulation": "sensitivity"}
+# the pack spellings a slice metric may take, mapped to their canonical name by the registry
+METRIC_ALIASES = {alias: canonical(alias) for alias in ("false_positive_rate", "recall_per_manipulation")}
 SLICE_METRICS = ("accuracy", "error_rate", "balanced_accuracy", "macro_f1", "sensitivity", "specificity",
                  "fpr", "precision", "auc") + tuple(METRIC_ALIASES)
 
