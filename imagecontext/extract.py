@@ -28,7 +28,7 @@ from imagecontext.pixel_stats import pixel_stats
 from imagecontext.sharpness import noise_level, sharpness
 from imagecontext.skin import skin_tone_face, skin_tone_lesion
 
-__all__ = ["COLUMNS", "extract", "embed", "embedding_columns"]
+__all__ = ["COLUMNS", "EMBEDDING_EXTRACTOR", "extract", "embed", "embedding_columns", "extractor_of"]
 
 COLUMNS = (
     "img_format", "img_width", "img_height", "img_aspect", "img_megapixels", "img_bytes",
@@ -38,6 +38,25 @@ COLUMNS = (
     "face_count", "face_area_share", "face_height_px", "face_center_x", "face_center_y", "face_pose",
     "skin_ita", "skin_ita_category", "skin_source",
 )
+
+# which extractor (module of this package) gives each column: what a report cites as the source
+_EXTRACTOR_COLUMNS = {
+    "file_facts": COLUMNS[:9], "pixel_stats": COLUMNS[9:16], "sharpness": COLUMNS[16:18],
+    "faces": COLUMNS[18:24], "skin": COLUMNS[24:],
+}
+_EXTRACTORS = {column: f"imagecontext.{name}" for name, cols in _EXTRACTOR_COLUMNS.items() for column in cols}
+EMBEDDING_EXTRACTOR = "imagecontext.embedding"
+
+
+def extractor_of(column: str) -> str | None:
+    """The extractor that derives ``column`` (``None`` for a name no extractor gives).
+
+    >>> extractor_of("img_brightness"), extractor_of("face_count"), extractor_of("img_emb_3")
+    ('imagecontext.pixel_stats', 'imagecontext.faces', 'imagecontext.embedding')
+    """
+    if column.startswith("img_emb_") and column[8:].isdigit() and int(column[8:]) < EMBEDDING_DIM:
+        return EMBEDDING_EXTRACTOR
+    return _EXTRACTORS.get(column)
 
 
 def extract(image: DecodedImage, *, faces: bool = True,

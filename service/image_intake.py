@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from service.errors import BadUpload, InvalidRequest, ValidationFailed
+from service.image_origins import column_sources
 from service.image_sources import (IMAGE_COLUMN, Archive, ImageLimits, cell_loaders, is_archive,
                                    path_loaders)
 
@@ -274,6 +275,7 @@ def _prepare(settings, spooled, filename, pack, user_schema, tmp_dir, archive) -
     metadata = {"extractor_version": imagecontext.EXTRACTOR_VERSION, "source": shown,
                 "n_images": len(keep), "derived_context": list(added),
                 "derived_columns": list(imagecontext.COLUMNS),
+                "columns": column_sources([c for c in frame.columns if c != IMAGE_COLUMN], added, domain),
                 "skipped_rows": [{"row": i + 1, "error": errors[i]} for i in sorted(errors)][:1000]}
     return Prepared(out, Path(filename).stem + ".parquet", roles, metadata)
 

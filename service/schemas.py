@@ -26,6 +26,30 @@ class ColumnOut(BaseModel):
     dtype: str
 
 
+class ColumnSource(BaseModel):
+    """Where one column of an image upload came from."""
+
+    column: str = Field(description="A column name; img_emb_* stands for the appearance embedding's columns.")
+    source: Literal["derived_from_image", "user_metadata"]
+    extractor: str | None = Field(default=None, description="The imagecontext extractor that derived it.")
+    extractor_version: str | None = Field(default=None, description="imagecontext.EXTRACTOR_VERSION.")
+    derived_from: str | None = Field(default=None, description="A pack context: the image value it was mapped from "
+                                                                "by the pack's derived: block.")
+    feeds_context: list[str] = Field(default_factory=list, description="The pack contexts this column gives.")
+
+
+class ImageDerivation(BaseModel):
+    """What an upload carrying images derived from them."""
+
+    source: str = Field(description="The file (and manifest) the images came from.")
+    n_images: int
+    extractor_version: str
+    derived_context: list[str] = Field(default_factory=list, description="Pack contexts derived from image values.")
+    columns: list[ColumnSource] = Field(default_factory=list)
+    skipped_rows: list[dict[str, Any]] = Field(default_factory=list, description='Rows skipped under '
+                                               '"on_image_error": "skip", with the error.')
+
+
 class ValidationOut(BaseModel):
     success: bool
     results: list[dict[str, Any]]
@@ -34,6 +58,9 @@ class ValidationOut(BaseModel):
     warnings: list[dict[str, Any]] = Field(default_factory=list, description="Data-quality warnings that do not "
                                            "refuse the data: values outside a context's declared range, with the "
                                            "first 20 rows (ids, else row numbers) and their count.")
+    images: ImageDerivation | None = Field(default=None, description="Uploads carrying images: which columns were "
+                                           "derived from the images (extractor and version) and which are the "
+                                           "user's, and the pack contexts each feeds.")
 
 
 class DatasetOut(BaseModel):
