@@ -165,11 +165,35 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         if not self.calibrate:
             return None
         rng, n = _benchmark_stream(self.random_state), self.n_benchmark_
+        if len(self._sorted_scores) == 1:  # binary: a resample is multinomial counts of (score, outcome) cells
+            return [self._fit_binary_calibrator(counts) for counts in self._resampled_cells(rng)]
         maps = []
         for _ in range(int(self.n_bootstrap)):
             resample = np.bincount(rng.integers(0, n, n), minlength=n)
             maps.append(self._fit_calibrators(resample.astype(float)))
         return maps
+
+    def _resampled_cells(self, rng: np.random.Generator):
+        """Bootstrap resamples of the benchmark as counts of its (distinct score, outcome) cells.
+
+        A row resample only enters the calibration through how many rows of each cell it
+        draws, and those counts are multinomial(n, cell shares): the same distribution as
+        resampling rows, at the cost of the cells (thousands), not of the rows (hundreds of
+        thousands)."""
+        _, x, inverse, hit = self._sorted_scores[0]
+        cells = np.bincount(inverse * 2 + hit.astype(np.int64), minlength=2 * len(x))
+        shares = cells / cells.sum()
+        for _ in range(int(self.n_bootstrap)):
+            yield rng.multinomial(self.n_benchmark_, shares)
+
+    def _fit_binary_calibrator(self, counts: np.ndarray) -> list:
+        """The isotonic map of :meth:`_fit_calibrators` from (score, outcome) cell counts."""
+        c, x, _, _ = self._sorted_scores[0]
+        w = (counts[0::2] + counts[1::2]).astype(float)
+        wy = counts[1::2].astype(float)
+        keep = w > 0
+        fitted = isotonic_regression(wy[keep] / w[keep], sample_weight=w[keep], y_min=0.0, y_max=1.0)
+        return [(c, *_block_ends(x[keep], fitted))]
 
     def _calibrated(self, proba: np.ndarray, maps) -> np.ndarray:
         """Apply isotonic ``maps`` (None: the scores as they are)."""
@@ -204,12 +228,37 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         sub = rng.choice(n_p, _MAX_BOOTSTRAP_ROWS, replace=False) if n_p > _MAX_BOOTSTRAP_ROWS else np.arange(n_p)
         boot = np.empty((self.n_bootstrap, k, k))
         proba_sub = proba[sub]
+        if k == 2 and self.bootstrap_calibrators_ and len(self.bootstrap_calibrators_[0]) == 1:
+            return self._summarise("confidence_based", expected,
+                                   self._binary_label_draws(proba_sub, pred[sub], boot, rng), n_p)
         # production half of the bootstrap: each benchmark replicate's calibration, then label draws
         for b in range(self.n_bootstrap):
             maps = None if self.bootstrap_calibrators_ is None else self.bootstrap_calibrators_[b]
             labels = _draw_labels(self._calibrated(proba_sub, maps), rng)
             boot[b] = np.bincount(labels * k + pred[sub], minlength=k * k).reshape(k, k)
         return self._summarise("confidence_based", expected, boot, n_p)
+
+    def _binary_label_draws(self, proba_sub: np.ndarray, pred_sub: np.ndarray, boot: np.ndarray,
+                            rng: np.random.Generator) -> np.ndarray:
+        """The production half of the bootstrap for two classes, on (score, prediction) cells.
+
+        Rows with the same scores and prediction have the same calibrated class probability
+        under every replicate's map, so their drawn labels are one binomial count per cell: the
+        same distribution as one draw per row, at the cost of the distinct scores."""
+        c = self.bootstrap_calibrators_[0][0][0]  # the calibrated (positive) column
+        scores, inverse = np.unique(proba_sub[:, c], return_inverse=True)
+        cell = inverse.ravel() * 2 + pred_sub
+        counts = np.bincount(cell, minlength=2 * len(scores))
+        used = np.flatnonzero(counts)
+        rows, score_of, pred_of = counts[used], used // 2, used % 2
+        for b, maps in enumerate(self.bootstrap_calibrators_):
+            _, x, y = maps[0]
+            calibrated = np.clip(np.interp(scores, x, y), 0.0, 1.0)
+            p_one = calibrated[score_of] if c == 1 else 1.0 - calibrated[score_of]  # P(drawn label = class 1)
+            ones = rng.binomial(rows, p_one)
+            boot[b] = np.bincount(np.r_[pred_of, 2 + pred_of], weights=np.r_[rows - ones, ones],
+                                  minlength=4).reshape(2, 2)
+        return boot
 
     def _predicted_codes(self, proba, raw_scores, y_pred) -> np.ndarray:
         if y_pred is not None:

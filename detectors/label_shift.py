@@ -33,107 +33,34 @@ marks the estimate unreliable (``reliable=False`` with a reason) when the audit 
 covariate shift that the estimated label shift does not explain; ``observed_prior`` holds the
 production class shares when production is labelled, to be shown beside the estimate.
 
-Layout. This module holds the estimator and its result; the batched solver, the conditioning /
+Layout. This module holds the estimator; its result is in :mod:`detectors.label_shift_result`
+(re-exported here), fitting and estimating from counts alone in :mod:`detectors.label_shift_counts`,
+the batched solver, the conditioning /
 ridge choice and the bootstrap of the benchmark joint are in :mod:`detectors.bbse_solver`, the
 effect measure in :mod:`detectors.prior_effect`. ``solve_priors``, ``ridge_for_condition``,
 ``check_regularization``, ``prior_shift_effect`` and ``PRIOR_RATIO_FLOOR`` are re-exported here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_fitted, check_fraction,
-                            check_int, check_number, check_random_state)
+from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_fitted, check_fraction, check_int,
+                            check_number, check_random_state)
 from detectors.bbse_solver import (bootstrap_soft_joint, check_regularization, choose_regularization,
-                                   percentile_intervals, ridge_for_condition, soft_joint, solve_priors)
+                                   ridge_for_condition, soft_joint, solve_priors)
 from detectors.confusion import (as_label_array, bootstrap_row_means, chi2_two_sample, confusion_counts, encode,
                                  match_columns, parse_predictions, sorted_classes)
-from detectors.decision import check_tests, decide
+from detectors.decision import decide
+from detectors.label_shift_counts import CountsFitting
+from detectors.label_shift_result import INTERVAL_NOTE, LabelShiftResult, insufficient_result, prior_result
 from detectors.prior_effect import PRIOR_RATIO_FLOOR, prior_shift_effect
 
 __all__ = ["LabelShiftEstimator", "LabelShiftResult", "solve_priors", "ridge_for_condition", "check_regularization",
            "prior_shift_effect", "PRIOR_RATIO_FLOOR"]
 
-INTERVAL_NOTE = ("The regularised (RLLS) estimate is biased towards the benchmark priors and its bootstrap "
-                 "interval does not cover; the unregularised BBSE estimate and its interval are reported, the "
-                 "regularised one is in regularized_priors.")
-
-
-@dataclass(frozen=True)
-class LabelShiftResult(Result):
-    """Estimated production class priors with bootstrap CIs and the "no shift" test.
-
-    Dicts are keyed by class label. ``weights`` are importance weights
-    ``production prior / benchmark prior``. ``effect_size`` is the total variation distance
-    between ``benchmark_prior`` and ``priors``; ``is_shift`` is ``test.drifted``: ``p_value < alpha``
-    and a TV of at least ``effect_floor`` or a class prior ratio of at least the ratio floor. With ``status == "insufficient_data"`` estimates are NaN.
-    """
-
-    priors: dict
-    priors_ci: dict
-    benchmark_prior: dict
-    weights: dict
-    weights_ci: dict
-    predicted_prior: dict
-    p_value: float
-    effect_size: float
-    effect_floor: float
-    is_shift: bool
-    method: str
-    condition_number: float
-    regularization: float
-    n_benchmark: int
-    n_production: int
-    confidence: float
-    status: str
-    test: ShiftTest
-    regularized_priors: dict | None = None  # RLLS point estimate when regularisation was needed
-    interval_note: str | None = None
-    reliable: bool = True  # False: the audit found evidence against BBSE's assumption
-    reliability_reason: str | None = None
-    observed_prior: dict | None = None  # production class shares, when production is labelled
-
-    @property
-    def tests(self) -> tuple:
-        return (self.test,)
-
-    def with_tests(self, tests) -> "LabelShiftResult":
-        """A copy holding the re-corrected test, ``is_shift`` re-derived."""
-        (test,) = check_tests(self, tests)
-        return replace(self, test=test, is_shift=bool(test.drifted))
-
-    def with_assumption_check(self, *, reliable: bool, reason: str | None = None) -> "LabelShiftResult":
-        """A copy saying whether BBSE's assumption (``P(x | y)`` fixed) is credible here, and why not."""
-        return replace(self, reliable=bool(reliable), reliability_reason=None if reliable else reason)
-
-    def with_observed_prior(self, observed: dict | None) -> "LabelShiftResult":
-        """A copy carrying the observed production class shares (labelled production)."""
-        return replace(self, observed_prior=None if observed is None else {k: float(v) for k, v in observed.items()})
-
-    def to_dict(self) -> dict[str, Any]:
-        """The AuditResult's ``label`` block plus the estimation details."""
-        base = super().to_dict()
-        estimate = {str(c): {"estimate": base["priors"][str(c)], "ci_low": base["priors_ci"][str(c)][0],
-                             "ci_high": base["priors_ci"][str(c)][1]} for c in self.priors}
-        weights = {str(c): {"estimate": base["weights"][str(c)], "ci_low": base["weights_ci"][str(c)][0],
-                            "ci_high": base["weights_ci"][str(c)][1]} for c in self.weights}
-        return {"is_shift": base["is_shift"], "p_value": base["p_value"], "status": base["status"],
-                "benchmark_prior": base["benchmark_prior"], "production_prior_estimate": estimate,
-                "importance_weights": weights, "predicted_prior": base["predicted_prior"],
-                "effect_size": base["effect_size"], "effect_name": "tvd_prior",
-                "effect_floor": base["effect_floor"], "method": base["method"],
-                "condition_number": base["condition_number"], "regularization": base["regularization"],
-                "n_benchmark": base["n_benchmark"], "n_production": base["n_production"],
-                "confidence": base["confidence"], "test": base["test"],
-                "regularized_priors": base["regularized_priors"], "interval_note": base["interval_note"],
-                "reliable": base["reliable"], "reliability_reason": base["reliability_reason"],
-                "observed_prior": base["observed_prior"]}
-
-
-class LabelShiftEstimator:
+class LabelShiftEstimator(CountsFitting):
     """Estimate production class priors from benchmark labels and production predictions.
 
     Parameters
@@ -235,33 +162,6 @@ class LabelShiftEstimator:
         self.n_benchmark_ = len(y_true)
         return self._fit_joint()
 
-    def fit_counts(self, joint_counts, *, classes, pred_classes) -> "LabelShiftEstimator":
-        """:meth:`fit` from benchmark counts of hard labels, e.g. summaries of data beyond memory.
-
-        Parameters
-        ----------
-        joint_counts : array of shape (k, k_pred)
-            Rows with true class ``classes[t]`` predicted ``pred_classes[p]``; every row non-empty.
-        classes : sequence of length k (sorted benchmark labels)
-        pred_classes : sequence of length k_pred (sorted labels and predictions)
-        """
-        self._check_params()
-        joint = np.asarray(joint_counts, dtype=np.int64)
-        self.classes_ = np.array(list(classes), dtype=object)
-        self.pred_classes_ = np.array(list(pred_classes), dtype=object)
-        if joint.shape != (len(self.classes_), len(self.pred_classes_)) or (joint.sum(1) == 0).any():
-            raise DetectorInputError(f"joint_counts must have shape ({len(self.classes_)}, {len(self.pred_classes_)}) "
-                                     f"with rows for every class, got shape {joint.shape}.")
-        if joint.sum() < self.min_samples:
-            raise DetectorInputError(f"Benchmark has {joint.sum()} rows; at least {self.min_samples} are needed.")
-        if len(self.classes_) < 2:
-            raise DetectorInputError(f"Benchmark labels hold a single class {self.classes_.tolist()}; "
-                                     "label shift needs at least two.")
-        self.kind_, self.joint_counts_, self._benchmark_rows = "labels", joint, None
-        self.benchmark_pred_counts_ = joint.sum(0)
-        self.n_benchmark_ = int(joint.sum())
-        return self._fit_joint()
-
     def _fit_joint(self) -> "LabelShiftEstimator":
         self.joint_ = self.joint_counts_ / self.n_benchmark_
         self.benchmark_prior_ = self.joint_.sum(1)
@@ -330,31 +230,6 @@ class LabelShiftEstimator:
         n_p = int(prod_counts.sum())
         return self._estimate(mu, prod_counts, lambda lam: self.bootstrap_priors(mu, n_p, rows, rng, lam=lam)[2])
 
-    def estimate_counts(self, production_counts, *, joint_replicates=None,
-                        production_replicates=None) -> LabelShiftResult:
-        """:meth:`estimate` from production predicted-class counts (shape (k_pred,), ``pred_classes_``
-        order) after :meth:`fit_counts` or a hard-label :meth:`fit`.
-
-        With ``joint_replicates`` (B, k, k_pred) and ``production_replicates`` (B, k_pred), e.g.
-        Poisson-bootstrap counts paired by index, the intervals come from them; otherwise from
-        :meth:`bootstrap_priors`, as :meth:`estimate` does.
-        """
-        check_fitted(self, "joint_")
-        self._check_params()
-        counts = np.asarray(production_counts, dtype=np.int64)
-        if self.kind_ != "labels" or counts.shape != (len(self.pred_classes_),) or counts.sum() == 0:
-            raise DetectorInputError(f"production_counts must be non-empty hard-label counts of shape "
-                                     f"({len(self.pred_classes_)},), got {counts.shape} after a {self.kind_} fit.")
-        mu = counts / counts.sum()
-        if joint_replicates is None:
-            rng = np.random.default_rng(self.random_state)
-            return self._estimate(mu, counts, lambda lam: self.bootstrap_priors(mu, int(counts.sum()), None, rng,
-                                                                                lam=lam)[2])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            joint = np.asarray(joint_replicates, float) / np.sum(joint_replicates, axis=(-2, -1), keepdims=True)
-            mu_b = np.asarray(production_replicates, float) / np.sum(production_replicates, axis=-1, keepdims=True)
-        return self._estimate(mu, counts, lambda lam: solve_priors(joint, mu_b, lam))
-
     def _estimate(self, mu: np.ndarray, prod_counts: np.ndarray, bootstrap) -> LabelShiftResult:
         """Estimate, interval (``bootstrap(lam)`` -> (B, k) priors) and test from production ``mu``."""
         n_p = int(prod_counts.sum())
@@ -401,28 +276,7 @@ class LabelShiftEstimator:
         return joint, mu, solve_priors(joint, mu, lam)
 
     def _result(self, q, q_boot, mu, p_value, effect, drifted, n_p, test, status) -> LabelShiftResult:
-        lo_q, hi_q = (1 - self.confidence) / 2, 1 - (1 - self.confidence) / 2
-        p = self.benchmark_prior_
-        ci_q = percentile_intervals(q_boot, lo_q, hi_q, len(p))
-        w_boot = None if q_boot is None else q_boot / p
-        ci_w = percentile_intervals(w_boot, lo_q, hi_q, len(p))
-        cls = [c for c in self.classes_.tolist()]
-        return LabelShiftResult(
-            priors={c: float(v) for c, v in zip(cls, q)}, priors_ci={c: ci for c, ci in zip(cls, ci_q)},
-            benchmark_prior={c: float(v) for c, v in zip(cls, p)},
-            weights={c: float(v) for c, v in zip(cls, q / p)}, weights_ci={c: ci for c, ci in zip(cls, ci_w)},
-            predicted_prior={c: float(v) for c, v in zip(self.pred_classes_.tolist(), mu)},
-            p_value=float(p_value), effect_size=float(effect), effect_floor=float(self.effect_floor),
-            is_shift=bool(drifted), method=self.method_, condition_number=float(self.condition_number_),
-            regularization=float(self.lambda_), n_benchmark=int(self.n_benchmark_), n_production=int(n_p),
-            confidence=float(self.confidence), status=status, test=test)
+        return prior_result(self, q, q_boot, mu, p_value, effect, drifted, n_p, test, status)
 
     def _insufficient(self, n_p: int, mu: np.ndarray) -> LabelShiftResult:
-        nan = float("nan")
-        test = ShiftTest(name="label_prior", method="chi2_predicted_class", statistic=nan, p_value=nan,
-                         p_value_adjusted=nan, effect_size=nan, effect_name="prior_shift_relative",
-                         effect_floor=1.0, n_reference=self.n_benchmark_, n_current=n_p,
-                         drifted=False, kind="label", status="insufficient_data",
-                         details={"min_samples": self.min_samples})
-        q = np.full(len(self.classes_), nan)
-        return self._result(q, None, mu, nan, nan, False, n_p, test, "insufficient_data")
+        return insufficient_result(self, n_p, mu)

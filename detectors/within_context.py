@@ -172,7 +172,7 @@ def within_context_change(y_true_b, y_pred_b, y_true_p, y_pred_p, strata: Strata
     mp_mask = np.ones(len(yp), bool) if mask_p is None else np.asarray(mask_p, bool)
     tested = TESTED_METRIC.get(metric, "balanced_accuracy")
     groups_b, groups_p = _rows(tested, yb, pb, positive), _rows(tested, yp, pp, positive)
-    classes = sorted({c for c in np.unique(yb[mb_mask])})
+    classes = sorted(set(pd.unique(yb[mb_mask])))  # hashed, not sorted row by row (text labels sort slowly)
     if tested == "balanced_accuracy":  # align per-class groups by class
         groups_b = [(yb == c, pb == c) for c in classes]
         groups_p = [(yp == c, pp == c) for c in classes]

@@ -28,6 +28,15 @@ class AuditColumns:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
+def column_view(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """``frame[columns]`` without copying the columns: a new frame over the same arrays.
+
+    ``frame[list]`` copies every selected column (a second of copying for 1 M rows x 45 columns),
+    and the detectors only read their inputs; a row subset or a write would copy anyway.
+    """
+    return pd.DataFrame({c: frame[c] for c in columns}, index=frame.index, copy=False)
+
+
 def _by_role(roles: Mapping[str, str], role: str) -> list[str]:
     return [c for c, r in roles.items() if r == role]
 

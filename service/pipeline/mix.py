@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from service.pipeline.columns import column_view
 from service.pipeline.stage_context import Outputs, StageContext
 
 CONDITIONAL_MAX_COLUMNS = 5  # drifted features re-tested within context cells (cost grows per column)
@@ -43,7 +44,8 @@ def pool_rare_values(benchmark, production, columns, min_count: int):
     choice looks at the pooled counts only, so it is the same under any relabelling of rows."""
     import pandas as pd
 
-    bench, prod = benchmark[columns].copy(), production[columns].copy()
+    # views: a pooled column is replaced in the view, the caller's frames are never written
+    bench, prod = column_view(benchmark, columns), column_view(production, columns)
     for c in columns:
         numeric = pd.api.types.is_numeric_dtype(bench[c]) and not pd.api.types.is_bool_dtype(bench[c])
         if numeric and bench[c].nunique(dropna=True) > 12:
@@ -99,4 +101,4 @@ def conditional(ctx: StageContext, covariate_result, cells):
         return None
     cells_b, cells_p = cells
     return ConditionalShiftDetector(alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(
-        ctx.benchmark[drifted], cells_b).test(ctx.production[drifted], cells_p)
+        column_view(ctx.benchmark, drifted), cells_b).test(column_view(ctx.production, drifted), cells_p)

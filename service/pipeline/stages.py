@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from service.pipeline.columns import AuditColumns, class_list
+from service.pipeline.columns import AuditColumns, class_list, column_view
 from service.pipeline.slicing import strata_for
 from service.pipeline.stage_context import Outputs, StageContext
 
@@ -42,7 +42,7 @@ def covariate(ctx: StageContext):
     features = list(ctx.columns.features)
     if not features:
         return None, None
-    ref, cur = ctx.benchmark[features], ctx.production[features]
+    ref, cur = column_view(ctx.benchmark, features), column_view(ctx.production, features)
     if ctx.summaries is not None:
         from service.engine import exact
 
@@ -55,7 +55,8 @@ def covariate(ctx: StageContext):
     tested = [c for c in features if c in {t.name for t in result.features}]
     multivariate = None
     if tested and min(len(ref), len(cur)) >= 50:
-        multivariate = ClassifierTwoSampleDetector(alpha=ctx.alpha, random_state=ctx.seed).fit(ref[tested]).test(cur[tested])
+        multivariate = ClassifierTwoSampleDetector(alpha=ctx.alpha, random_state=ctx.seed).fit(
+            column_view(ref, tested)).test(column_view(cur, tested))
     return result, multivariate
 
 
@@ -68,8 +69,8 @@ def model_outputs(ctx: StageContext):
         return None
     detector = ctx.fitted("outputs", lambda: OutputShiftDetector(
         alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes if len(ctx.classes) >= 2 else None,
-        random_state=ctx.seed).fit(ctx.benchmark[used]), columns=used)  # one class seen: names come from the data
-    return detector.test(ctx.production[used])
+        random_state=ctx.seed).fit(column_view(ctx.benchmark, used)), columns=used)  # one class seen: names from the data
+    return detector.test(column_view(ctx.production, used))
 
 
 def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
@@ -156,8 +157,8 @@ def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]],
     if not contexts and not slices:
         return None
     types = {c.name: c.type for c in ctx.pack.context if c.name in contexts}
-    bench = ctx.benchmark[contexts] if contexts else pd.DataFrame(index=ctx.benchmark.index)
-    prod = ctx.production[contexts] if contexts else pd.DataFrame(index=ctx.production.index)
+    bench = column_view(ctx.benchmark, contexts) if contexts else pd.DataFrame(index=ctx.benchmark.index)
+    prod = column_view(ctx.production, contexts) if contexts else pd.DataFrame(index=ctx.production.index)
     detector = ctx.fitted("context", lambda: ContextShiftDetector(
         alpha=ctx.alpha, correction=ctx.correction, min_slice_size=ctx.min_slice_size, random_state=ctx.seed).fit(
         bench, column_types=types), columns=contexts, types=types)
@@ -176,8 +177,9 @@ def embedding(ctx: StageContext):
         return None
     contexts = list(ctx.columns.contexts)
     detector = ctx.fitted("embedding", lambda: EmbeddingShiftDetector(
-        alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ctx.benchmark[emb]), columns=emb)
-    return detector.test(ctx.production[emb], context=ctx.production[contexts] if contexts else None)
+        alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(column_view(ctx.benchmark, emb)), columns=emb)
+    return detector.test(column_view(ctx.production, emb),
+                         context=column_view(ctx.production, contexts) if contexts else None)
 
 
 def label_quality(ctx: StageContext, annotations, slices):

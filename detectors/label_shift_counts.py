@@ -1,0 +1,70 @@
+"""Label-shift estimation from counts alone (:class:`CountsFitting`, a base of
+:class:`detectors.label_shift.LabelShiftEstimator`): the benchmark's (true class x predicted
+class) counts and production's predicted-class counts, e.g. summaries of data that never fits
+in memory, with optional paired bootstrap replicates of those counts."""
+from __future__ import annotations
+
+import numpy as np
+
+from detectors.base import DetectorInputError, check_fitted
+from detectors.bbse_solver import solve_priors
+
+__all__ = ["CountsFitting"]
+
+
+class CountsFitting:
+    """``fit_counts`` / ``estimate_counts``: :meth:`fit` and :meth:`estimate` of the estimator
+    from counts (hard labels only); the estimator supplies ``_fit_joint``, ``_estimate`` and
+    ``bootstrap_priors``."""
+
+    def fit_counts(self, joint_counts, *, classes, pred_classes) -> "LabelShiftEstimator":
+        """:meth:`fit` from benchmark counts of hard labels, e.g. summaries of data beyond memory.
+
+        Parameters
+        ----------
+        joint_counts : array of shape (k, k_pred)
+            Rows with true class ``classes[t]`` predicted ``pred_classes[p]``; every row non-empty.
+        classes : sequence of length k (sorted benchmark labels)
+        pred_classes : sequence of length k_pred (sorted labels and predictions)
+        """
+        self._check_params()
+        joint = np.asarray(joint_counts, dtype=np.int64)
+        self.classes_ = np.array(list(classes), dtype=object)
+        self.pred_classes_ = np.array(list(pred_classes), dtype=object)
+        if joint.shape != (len(self.classes_), len(self.pred_classes_)) or (joint.sum(1) == 0).any():
+            raise DetectorInputError(f"joint_counts must have shape ({len(self.classes_)}, {len(self.pred_classes_)}) "
+                                     f"with rows for every class, got shape {joint.shape}.")
+        if joint.sum() < self.min_samples:
+            raise DetectorInputError(f"Benchmark has {joint.sum()} rows; at least {self.min_samples} are needed.")
+        if len(self.classes_) < 2:
+            raise DetectorInputError(f"Benchmark labels hold a single class {self.classes_.tolist()}; "
+                                     "label shift needs at least two.")
+        self.kind_, self.joint_counts_, self._benchmark_rows = "labels", joint, None
+        self.benchmark_pred_counts_ = joint.sum(0)
+        self.n_benchmark_ = int(joint.sum())
+        return self._fit_joint()
+
+    def estimate_counts(self, production_counts, *, joint_replicates=None,
+                        production_replicates=None) -> LabelShiftResult:
+        """:meth:`estimate` from production predicted-class counts (shape (k_pred,), ``pred_classes_``
+        order) after :meth:`fit_counts` or a hard-label :meth:`fit`.
+
+        With ``joint_replicates`` (B, k, k_pred) and ``production_replicates`` (B, k_pred), e.g.
+        Poisson-bootstrap counts paired by index, the intervals come from them; otherwise from
+        :meth:`bootstrap_priors`, as :meth:`estimate` does.
+        """
+        check_fitted(self, "joint_")
+        self._check_params()
+        counts = np.asarray(production_counts, dtype=np.int64)
+        if self.kind_ != "labels" or counts.shape != (len(self.pred_classes_),) or counts.sum() == 0:
+            raise DetectorInputError(f"production_counts must be non-empty hard-label counts of shape "
+                                     f"({len(self.pred_classes_)},), got {counts.shape} after a {self.kind_} fit.")
+        mu = counts / counts.sum()
+        if joint_replicates is None:
+            rng = np.random.default_rng(self.random_state)
+            return self._estimate(mu, counts, lambda lam: self.bootstrap_priors(mu, int(counts.sum()), None, rng,
+                                                                                lam=lam)[2])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            joint = np.asarray(joint_replicates, float) / np.sum(joint_replicates, axis=(-2, -1), keepdims=True)
+            mu_b = np.asarray(production_replicates, float) / np.sum(production_replicates, axis=-1, keepdims=True)
+        return self._estimate(mu, counts, lambda lam: solve_priors(joint, mu_b, lam))
