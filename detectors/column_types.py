@@ -107,8 +107,10 @@ def finite_matrix(frame: pd.DataFrame, columns, *, role: str) -> np.ndarray:
     columns = list(columns)
     if not columns:
         return np.empty((0, len(frame)))
-    try:  # always a new array: callers sort it in place
-        matrix = np.array(frame[columns].to_numpy(dtype=float, na_value=np.nan).T, order="C")
+    try:  # always a new array: callers sort it in place; filled a column at a time (no transposed copy)
+        matrix = np.empty((len(columns), len(frame)))
+        for i, column in enumerate(columns):
+            matrix[i] = frame[column].to_numpy(dtype=float, na_value=np.nan)
     except (TypeError, ValueError):
         bad = [c for c in columns if not _is_numeric_like(frame[c])]
         raise DetectorInputError(f"The {role} frame has non-numeric values in numeric columns {bad}.") from None

@@ -117,7 +117,14 @@ def _no_change_test_for_discoveries(evaluation, sources):
 
 
 def strata_for(ctx: StageContext, bench: Outputs, prod: Outputs):
-    """Strata for the within-context tests: the most moved context columns x confidence bins."""
+    """Strata for the within-context tests: the most moved context columns x confidence bins
+    (computed once per audit: the concept and the slice tests read the same strata)."""
+    if "strata" not in ctx.shared:
+        ctx.shared["strata"] = _strata(ctx, bench, prod)
+    return ctx.shared["strata"]
+
+
+def _strata(ctx: StageContext, bench: Outputs, prod: Outputs):
     from detectors.within_context import context_strata_cells, make_strata, rank_context_columns
 
     contexts = [c for c in ctx.columns.contexts if c in ctx.benchmark.columns and c in ctx.production.columns]

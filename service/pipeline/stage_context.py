@@ -41,6 +41,8 @@ class StageContext:
     covariate_result: Any = None  # set by covariate(): the label stage checks BBSE's assumption with it
     summaries: Any = None  # Dask engine: exact counts and sketches of every row (service.engine.exact)
     reference: Any = None  # service.pipeline.reference.ReferenceFits: benchmark-side fits kept across audits
+    # what several stages read and each would otherwise recompute over every row (the within-context strata)
+    shared: dict[str, Any] = field(default_factory=dict)
 
     def fitted(self, part: str, fit, **depends) -> Any:
         """``fit()`` on the benchmark, or the same fitted state from the reference cache (a
