@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from service.errors import ServiceError
+from service.image_origins import derived_ref
 
 log = logging.getLogger("contextshift.worker")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s'\"/\\]+){2,}")  # server paths are not the client's business
@@ -76,8 +77,8 @@ class AuditWorker:
             benchmark=datasets.load_frame(bench_row.id), production=datasets.load_frame(prod_row.id),
             benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
             production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
-            benchmark_ref={"id": bench_row.id, "name": bench_row.name},
-            production_ref={"id": prod_row.id, "name": prod_row.name},
+            benchmark_ref={"id": bench_row.id, "name": bench_row.name, **derived_ref(bench_row.validation)},
+            production_ref={"id": prod_row.id, "name": prod_row.name, **derived_ref(prod_row.validation)},
             pack=pack,
             options=options, annotations=self._annotations(row.options.get("annotations")),
             reference_cache=runtime.reference_cache(), benchmark_digest=bench_row.sha256)
@@ -96,7 +97,7 @@ class AuditWorker:
             sources[0], sources[1], pack=pack, options=options, audit_id=audit_id,
             benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
             production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
-            refs=({"id": bench_row.id, "name": bench_row.name}, {"id": prod_row.id, "name": prod_row.name}),
+            refs=tuple({"id": r.id, "name": r.name, **derived_ref(r.validation)} for r in (bench_row, prod_row)),
             scheduler=runtime.settings.dask_scheduler, annotations=annotations, cache=runtime.reference_cache(),
             progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
 
