@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reports import charts
+from reports.derived_note import derived_note
 from reports.distribution_charts import distribution_note, histogram_svg
 from reports.findings_labels import performance_estimates
 from reports.formatting import (
@@ -242,6 +243,7 @@ def context(audit: Mapping) -> dict:
                      "contexts": _region_contexts(r.get("top_contexts"))} for r in regions],
         "regions_more": regions_more, "panels": panels, "panels_more": panels_more,
         "attribution": _attribution(get(audit, "semantic", "attribution", default={}), metric_name),
+        "derived": derived_note(audit),
     }
 
 
