@@ -6,7 +6,8 @@
   ``covariate.distributions``, ``label.observed_prior``) are used when present, skipped when not.
 * It leads with the most severe harm: the verdict, then the top limitation stated once (with
   its numbers and the rows it concerns), then the other limitations ranked.
-* No JavaScript, no external style, font or image: inline CSS and inline SVG charts only.
+* No JavaScript, no external style, font or image: inline CSS and inline SVG charts only (and,
+  when the caller passes them, small JPEG thumbnails as data URIs: :mod:`reports.thumbnails`).
 * Jinja2 with autoescape ON: every user string (column, value, slice and domain names) is
   escaped by the template; only chart SVG (text XML-escaped where it is built, then checked) is
   marked safe.
@@ -195,7 +196,8 @@ def _title(audit: Mapping, pack_title: str) -> dict:
             "audit_id": "" if is_local(audit) else shorten(get(audit, "id"), NAME_LIMIT)}
 
 
-def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any = None) -> str:
+def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any = None,
+                thumbnails: Mapping[str, Sequence[str]] | None = None, thumbnail_note: str | None = None) -> str:
     """Render the whole report as one self-contained HTML string (well under 1 MB).
 
     Parameters
@@ -206,13 +208,17 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
         Default: the AuditResult's own ``limitations`` (and then its ``verdict``).
     plan : NextRoundPlan or dict, optional
         Default: the AuditResult's own ``next_round``.
+    thumbnails, thumbnail_note : optional
+        :func:`reports.thumbnails.thumbnail_strips`: data URIs by limitation key, shown in each
+        limitation, and why some are missing (listed with the notes).
     """
     audit = as_dict(audit)
     if not isinstance(audit, Mapping):
         raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
     audit = dict(audit)
     items = _limitations(audit, limitations)
-    rows = [_limitation_row(lim) for lim in items]
+    rows = [{**_limitation_row(lim), "thumbnails": list((thumbnails or {}).get(str(lim.get("key") or lim.get("rank")), ()))}
+            for lim in items]
     changes = [r for r in rows if r["claim"] == "change"]
     standing = [r for r in rows if r["claim"] == "standing"]
     top, rest = (changes[0], changes[1:]) if changes else (None, [])
@@ -236,7 +242,8 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
         "engine": _engine_note(get(params, "engine")),
         "companion": get(params, "evidently_companion") is True,
         "notes": [{"part": shorten(n.get("part"), 80), "reason": shorten(n.get("reason"), 300)}
-                  for n in as_list(get(audit, "notes"))][:TABLE_CAP],
+                  for n in as_list(get(audit, "notes"))][:TABLE_CAP]
+                 + ([{"part": "thumbnails", "reason": thumbnail_note}] if thumbnail_note else []),
         "priors": _priors(params), "high_score": HIGH_SCORE, "medium_score": MEDIUM_SCORE,
         "alpha": fmt_value(num(get(params, "alpha")) or 0.05),
         "correction": CORRECTION_LABELS.get(str(get(params, "correction") or "bh"), shorten(get(params, "correction"), 40)),
