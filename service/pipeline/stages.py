@@ -128,7 +128,8 @@ def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
     from detectors.assumptions import class_conditional_unexplained, label_shift_unexplained
 
     if prod.y_true is not None:
-        values, counts = np.unique(prod.y_true, return_counts=True)
+        codes, values = pd.factorize(prod.y_true, sort=True)  # np.unique's sorted classes, hashed not sorted
+        counts = np.bincount(codes, minlength=len(values))
         if ctx.summaries is not None:  # every row's labels, not the sample's
             values, counts = ctx.summaries.label_counts()
         prior = prior.with_observed_prior({str(v): c / counts.sum() for v, c in zip(values, counts)})

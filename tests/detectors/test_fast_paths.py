@@ -104,3 +104,21 @@ def test_confidence_based_cell_bootstrap_covers_the_realised_accuracy():
         observed = float(np.mean(np.where(s_p >= 0.5, "pos", "neg") == y_p))
         covered += acc.ci_low <= observed <= acc.ci_high
     assert covered / reps >= 0.85  # nominal 95 %
+
+
+@pytest.mark.parametrize("metric", ["accuracy", "sensitivity", "specificity", "balanced_accuracy"])
+def test_within_context_change_on_label_codes_equals_the_test_on_labels(metric):
+    from detectors.within_context import label_codes, make_strata, within_context_change
+
+    rng = np.random.default_rng(8)
+    labels = np.array(["benign", "malignant", "unclear"], dtype=object)
+    yb, yp = labels[rng.integers(0, 3, 4_000)], labels[rng.integers(0, 3, 6_000)]
+    pb = np.where(rng.random(4_000) < 0.8, yb, labels[rng.integers(0, 3, 4_000)])
+    pp = np.where(rng.random(6_000) < 0.75, yp, labels[rng.integers(0, 3, 6_000)])
+    strata = make_strata(rng.integers(0, 4, 4_000), rng.integers(0, 4, 6_000))
+    mask_b, mask_p = rng.random(4_000) < 0.5, rng.random(6_000) < 0.5
+    codes, positive = label_codes(yb, pb, yp, pp, "malignant")
+    on_labels = within_context_change(yb, pb, yp, pp, strata, mask_b=mask_b, mask_p=mask_p, metric=metric,
+                                      positive="malignant")
+    on_codes = within_context_change(*codes, strata, mask_b=mask_b, mask_p=mask_p, metric=metric, positive=positive)
+    assert on_labels == on_codes
