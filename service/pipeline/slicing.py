@@ -141,14 +141,16 @@ def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, pr
     from dataclasses import replace
 
     from detectors.slices import METRIC_ALIASES
-    from detectors.within_context import within_context_change
+    from detectors.within_context import label_codes, within_context_change
 
     metric = METRIC_ALIASES.get(evaluator.metric, evaluator.metric)
     within = {}
+    # the labels as integer codes once: every slice's test then compares integers, not text
+    (yb, pb, yp, pp), positive = label_codes(bench.y_true, bench.y_pred, prod.y_true, prod.y_pred,
+                                             getattr(ctx.pack, "positive_class", None))
     for name, (mask_b, mask_p) in slices.items():
-        _, test = within_context_change(bench.y_true, bench.y_pred, prod.y_true, prod.y_pred, strata,
-                                        mask_b=mask_b, mask_p=mask_p, metric=metric,
-                                        positive=getattr(ctx.pack, "positive_class", None), name=name,
+        _, test = within_context_change(yb, pb, yp, pp, strata, mask_b=mask_b, mask_p=mask_p, metric=metric,
+                                        positive=positive, name=name,
                                         alpha=ctx.alpha, effect_floor=evaluator.effect_floor,
                                         min_samples=min(30, ctx.min_slice_size))
         within[name] = replace(test, details={**test.details, "excluded_contexts": [],
