@@ -3,7 +3,9 @@
 :func:`prepare_upload` recognises an upload that carries images (see
 :mod:`service.image_sources`), decodes each image once within the limits, derives its
 context with :mod:`imagecontext` and writes ONE Parquet table: the manifest's columns
-(minus ``image``), the derived ``img_*``/``face_*``/``skin_*`` values (role ``feature``),
+(minus ``image``), each row's image hash ``image_sha256`` (role ``ignore``: it finds the
+row's thumbnail in the cache, :mod:`service.image_cache`), the derived
+``img_*``/``face_*``/``skin_*`` values (role ``feature``),
 the appearance embedding ``img_emb_*`` (role ``embedding``) and the domain pack's
 mapped context columns (role ``context``; a column the user supplied wins). The usual
 streamed upload then validates and stores that table, so nothing half-written is stored.
@@ -32,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from service.errors import BadUpload, InvalidRequest, ValidationFailed
+from service.image_cache import THUMBNAIL_KEY, ImageCache, thumbnail
 from service.image_origins import column_sources
 from service.image_sources import (IMAGE_COLUMN, Archive, ImageLimits, cell_loaders, is_archive,
                                    path_loaders)
@@ -41,6 +44,7 @@ from service.image_sources import (IMAGE_COLUMN, Archive, ImageLimits, cell_load
 POOL_MIN_IMAGES = 16  # below this, starting worker processes costs more than it saves
 ON_IMAGE_ERROR = ("fail", "skip")
 BATCH_PER_WORKER = 64  # encoded images held per worker between two batches
+HASH_COLUMN = "image_sha256"  # kept (role ignore) so a report can show the row's thumbnail
 
 
 @dataclass(frozen=True)
@@ -78,33 +82,10 @@ def _derive(data: bytes, max_pixels: int, max_bytes: int) -> tuple[dict | None, 
     cv2.setNumThreads(1)  # one image per process: OpenCV's own threads would oversubscribe
     try:
         decoded = imagecontext.decode(data, max_pixels=max_pixels, max_bytes=max_bytes)
-        return imagecontext.extract(decoded), imagecontext.embed(decoded).tolist(), None
+        values = {**imagecontext.extract(decoded), THUMBNAIL_KEY: thumbnail(decoded.rgb)}
+        return values, imagecontext.embed(decoded).tolist(), None
     except imagecontext.ImageError as err:
         return None, None, str(err)
-
-
-class ImageCache:
-    """Derived values by image hash, one JSON file each, under ``directory``."""
-
-    def __init__(self, directory: Path):
-        self.directory = directory
-
-    def _file(self, sha: str) -> Path:
-        return self.directory / sha[:2] / f"{sha}.json"
-
-    def get(self, sha: str) -> tuple[dict, list] | None:
-        try:
-            found = json.loads(self._file(sha).read_text())
-            return found["values"], found["embedding"]
-        except (OSError, ValueError, KeyError):
-            return None
-
-    def put(self, sha: str, values: dict, embedding: list) -> None:
-        target = self._file(sha)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".{uuid.uuid4().hex}.tmp")
-        tmp.write_text(json.dumps({"values": values, "embedding": embedding}))
-        os.replace(tmp, target)  # atomic: a concurrent reader sees all of it or none
 
 
 def derive_images(loaders: list, limits: ImageLimits, cache: ImageCache | None,
@@ -116,6 +97,7 @@ def derive_images(loaders: list, limits: ImageLimits, cache: ImageCache | None,
     """
     values: list = [None] * len(loaders)
     embeddings: list = [None] * len(loaders)
+    row_hashes: list = [None] * len(loaders)
     errors: dict[int, str] = {}
     n_workers = workers or os.cpu_count() or 1
     pool = None
@@ -136,6 +118,7 @@ def derive_images(loaders: list, limits: ImageLimits, cache: ImageCache | None,
                     continue
                 sha = hashlib.sha256(data).hexdigest()
                 hit = cache.get(sha) if cache is not None else None
+                row_hashes[i] = sha
                 if hit is not None:
                     values[i], embeddings[i] = hit
                 else:
@@ -158,6 +141,9 @@ def derive_images(loaders: list, limits: ImageLimits, cache: ImageCache | None,
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+    for i, sha in enumerate(row_hashes):
+        if values[i] is not None:
+            values[i] = {**values[i], HASH_COLUMN: sha}
     return values, embeddings, errors
 
 
@@ -272,6 +258,7 @@ def _prepare(settings, spooled, filename, pack, user_schema, tmp_dir, archive) -
     roles = {c: "feature" for c in imagecontext.COLUMNS}
     roles.update({c: "embedding" for c in imagecontext.embedding_columns()})
     roles.update({c: "context" for c in added})
+    roles[HASH_COLUMN] = "ignore"
     metadata = {"extractor_version": imagecontext.EXTRACTOR_VERSION, "source": shown,
                 "n_images": len(keep), "derived_context": list(added),
                 "derived_columns": list(imagecontext.COLUMNS),
@@ -290,6 +277,7 @@ def _table(frame: pd.DataFrame, keep: list[int], values: list, embeddings: list)
             derived[name] = pd.to_numeric(derived[name], errors="coerce").astype(float)
     emb = pd.DataFrame(np.asarray([embeddings[i] for i in keep], dtype=np.float32),
                        columns=list(imagecontext.embedding_columns()))
+    derived[HASH_COLUMN] = [values[i].get(HASH_COLUMN) for i in keep]
     derived = derived[[c for c in derived.columns if c not in base.columns]]  # the user's columns win
     emb = emb[[c for c in emb.columns if c not in base.columns]]
     return pd.concat([base, derived, emb], axis=1)

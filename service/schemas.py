@@ -135,6 +135,10 @@ class AuditOptions(BaseModel):
         default=None, description="Where the statistics are computed; default: CONTEXTSHIFT_ENGINE (pandas).")
     sample_rows: int = Field(default=200_000, ge=1_000, le=50_000_000,
                              description="Dask engine: rows per dataset kept (uniformly) for the row-level tests.")
+    report_thumbnails: bool = Field(default=False, description="Image uploads: show up to 8 thumbnails of production "
+                                    "rows inside each of the top 5 limitations in the HTML report.")
+    report_thumbnails_medical: bool = Field(default=False, description="Also for the dermatology (medical) domain, "
+                                            "whose images are patient data; without it they are not shown there.")
 
 
 class AuditCreate(BaseModel):

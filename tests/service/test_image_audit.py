@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -91,13 +92,20 @@ def test_api_zip_upload_audit_finds_dim_illumination(zips, tmp_path):
             assert roles["illumination"] == "context"
             ids.append(res.json()["id"])
         res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1],
-                                              "domain": "facial_expression"})
+                                              "domain": "facial_expression",
+                                              "options": {"report_thumbnails": True}})
         assert res.status_code == 202, res.text
         result = wait_for(client, res.json()["id"], timeout=300)
+        html = client.get(f"/v1/audits/{res.json()['id']}/report").text
     assert result["status"] == "succeeded", result.get("error")
     first = _check_top_limitation(result)
     text = json.dumps(first)
     assert "dim" in text
+    # the report shows real faces of the top limitation's rows, and says illumination was derived
+    assert result["production"]["derived_context"]["illumination"]["from"] == "img_brightness"
+    top = re.search(r'id="top-limitation">.*?</div>\s*</div>', html, re.S).group(0)
+    assert top.count("<img ") == 8 and len(html.encode()) < 2_000_000
+    assert re.search(r'<p class="derived">Derived from the images[^<]*illumination \(from img_brightness', html)
 
 
 def test_cli_audit_of_zips_finds_dim_illumination(zips, tmp_path):
