@@ -11,6 +11,7 @@ from typing import Any
 
 from service.errors import ServiceError
 from service.image_origins import derived_ref
+from service.report_thumbnails import with_thumbnails
 
 log = logging.getLogger("contextshift.worker")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s'\"/\\]+){2,}")  # server paths are not the client's business
@@ -72,9 +73,10 @@ class AuditWorker:
                                     self._annotations(row.options.get("annotations")))
             self._store(audit_id, outcome)
             return
+        production = datasets.load_frame(prod_row.id)
         audit_input = AuditInput(
             audit_id=audit_id,
-            benchmark=datasets.load_frame(bench_row.id), production=datasets.load_frame(prod_row.id),
+            benchmark=datasets.load_frame(bench_row.id), production=production,
             benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
             production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
             benchmark_ref={"id": bench_row.id, "name": bench_row.name, **derived_ref(bench_row.validation)},
@@ -83,6 +85,7 @@ class AuditWorker:
             options=options, annotations=self._annotations(row.options.get("annotations")),
             reference_cache=runtime.reference_cache(), benchmark_digest=bench_row.sha256)
         outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
+        outcome = with_thumbnails(outcome, production, runtime.settings, options=options, domain=pack.name)
         self._store(audit_id, outcome)
 
     def _on_dask(self, audit_id: str, bench_row, prod_row, pack, options: dict, contexts: list[str], annotations):
