@@ -197,7 +197,8 @@ class EmbeddingShiftDetector:
         far = (near[:, 0] > self.distance_threshold_, labels_p[probe])
         regions = [self._region(c, labels_b, labels_p, far) for c in range(int(self.n_clusters))]
         tests = readjust([mmd] + [r.test for r in regions], alpha=self.alpha, correction=self.correction)
-        profile = _ContextProfile(context) if context is not None else None
+        # the context profile only describes drifted regions: encoded only when there is one
+        profile = _ContextProfile(context) if context is not None and any(t.drifted for t in tests[1:]) else None
         regions = [replace(r, test=t, is_novel=bool(t.drifted),
                            contexts=profile.describe(labels_p == r.cluster) if profile and t.drifted else ())
                    for r, t in zip(regions, tests[1:])]
@@ -207,8 +208,12 @@ class EmbeddingShiftDetector:
 
     def _clusters(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(self.random_state)
-        pooled = np.vstack([self.benchmark_, x])
-        fit_rows = pooled[rng.choice(len(pooled), min(len(pooled), 2 * int(self.max_rows)), replace=False)]
+        n_b, n_pooled = len(self.benchmark_), len(self.benchmark_) + len(x)
+        rows = rng.choice(n_pooled, min(n_pooled, 2 * int(self.max_rows)), replace=False)
+        # the sampled rows of benchmark-then-production, without stacking a copy of every row
+        fit_rows = np.empty((len(rows), x.shape[1]), dtype=np.result_type(self.benchmark_, x))
+        from_b = rows < n_b
+        fit_rows[from_b], fit_rows[~from_b] = self.benchmark_[rows[from_b]], x[rows[~from_b] - n_b]
         # thin (n x k) products: BLAS threads only add overhead, and spin on a busy machine
         with threadpool_limits(limits=1, user_api="blas"):
             centres = _kmeans(fit_rows, min(int(self.n_clusters), len(fit_rows)), rng)
