@@ -105,7 +105,9 @@ def sorted_classes(*arrays: np.ndarray) -> np.ndarray:
         if values.dtype.kind == "f" and np.all(values == np.round(values)):
             values = values.astype(np.int64)  # 1.0 and 1 are the same class; report it as 1
         return np.array(values.tolist(), dtype=object)
-    values = pd.unique(np.concatenate([a.astype(object) for a in arrays])) if arrays else np.array([])
+    # object arrays are hashed as they are (astype(object) and a one-array concatenate would copy every row)
+    parts = [a if a.dtype == object else a.astype(object) for a in arrays]
+    values = (pd.unique(parts[0]) if len(parts) == 1 else pd.unique(np.concatenate(parts))) if parts else np.array([])
     try:
         ordered = sorted(values)
     except TypeError:
