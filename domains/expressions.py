@@ -297,6 +297,10 @@ def _compare(node: Compare, df: pd.DataFrame) -> np.ndarray:
         left = _as_bool(left)
     known = _known(left, n) & _known(right, n)
     op = {**_ORDERING, **_EQUALITY}[node.op]
+    if node.op in _EQUALITY and isinstance(left, pd.Series) and left.dtype == object and isinstance(right, str):
+        # a text column against a text literal: numpy's element-wise == on the values gives the
+        # same booleans as the Series comparison at a third of its cost (slice masks of 1 M rows)
+        return op(left.to_numpy(), right) & known
     try:
         result = op(left, right)
     except TypeError as err:
