@@ -75,6 +75,11 @@ class Condition(Result):
         if self.op == "missing":
             return s.isna().to_numpy()
         if self.op == "==":
+            if s.dtype == object and isinstance(self.value, str):  # the same booleans, a third of the cost
+                try:
+                    return s.to_numpy() == self.value
+                except TypeError:  # pd.NA among the values: the Series comparison handles it
+                    pass
             return (s == self.value).fillna(False).to_numpy(dtype=bool)
         v = pd.to_numeric(s, errors="coerce").to_numpy(float)
         with np.errstate(invalid="ignore"):

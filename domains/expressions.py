@@ -295,12 +295,17 @@ def _compare(node: Compare, df: pd.DataFrame) -> np.ndarray:
         right = _as_bool(right)
     if isinstance(node.right, Literal) and isinstance(node.right.value, bool) and isinstance(left, pd.Series):
         left = _as_bool(left)
-    known = _known(left, n) & _known(right, n)
     op = {**_ORDERING, **_EQUALITY}[node.op]
     if node.op in _EQUALITY and isinstance(left, pd.Series) and left.dtype == object and isinstance(right, str):
         # a text column against a text literal: numpy's element-wise == on the values gives the
-        # same booleans as the Series comparison at a third of its cost (slice masks of 1 M rows)
-        return op(left.to_numpy(), right) & known
+        # same booleans as the Series comparison at a third of its cost (slice masks of 1 M rows);
+        # a missing value never equals text, so only != needs the missing rows taken out
+        try:
+            result = op(left.to_numpy(), right)
+            return result if node.op == "==" else result & _known(left, n)
+        except TypeError:  # pd.NA among the values has no truth value: the Series comparison handles it
+            pass
+    known = _known(left, n) & _known(right, n)
     try:
         result = op(left, right)
     except TypeError as err:

@@ -22,3 +22,9 @@ def test_text_equality_equals_the_series_comparison_with_missing_values(op):
     series = frame["body_site"]
     expected = getattr(operator, "eq" if op == "==" else "ne")(series, "trunk").fillna(False).to_numpy(bool)
     assert np.array_equal(got, expected & series.notna().to_numpy())
+
+
+def test_text_equality_with_pandas_na_values_falls_back_to_the_series_comparison():
+    frame = pd.DataFrame({"site": pd.Series(["a", pd.NA, "b"], dtype=object)})
+    assert evaluate('site == "a"', frame).tolist() == [True, False, False]
+    assert evaluate('site != "a"', frame).tolist() == [False, False, True]
