@@ -319,9 +319,16 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
                           f"{fmt_num(ctx.overall_value)} overall.")
         delta = abs((prod or 0.0) - (bench or 0.0))
         score = delta * max(gap, 0.0) if gap is not None else effect * ctx.priors.shift_gap
-        evidence.update(production_share=prod, benchmark_share=bench, gap=gap, severity_basis=(
-            f"share change {delta:.3f} × max(gap {gap:.3f}, 0)" if gap is not None
-            else f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}"))
+        basis = (f"share change {delta:.3f} × max(gap {gap:.3f}, 0)" if gap is not None
+                 else f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}")
+        m = ctx.measured
+        if m is not None and max(0.0, m.loss) < score:
+            # Measured beats expected: a mix change cannot cost more than everything that changed did.
+            score = max(0.0, m.loss)
+            basis = (f"measured loss {score:.3f} over all of production (interval {fmt_num(m.loss_ci[0])} to "
+                     f"{fmt_num(m.loss_ci[1])}, labelled production), below the {basis} the mix alone predicts")
+            statement += " " + m.sentence() + " The severity uses this measured loss."
+        evidence.update(production_share=prod, benchmark_share=bench, gap=gap, severity_basis=basis)
         title = f"the share of {name} changed ({fmt_share(bench)} → {fmt_share(prod)})"
         return make_limitation("context_mix_shift", str(t.get("name")), title, statement, score, evidence,
                                definition=s.get("definition") if s else None, decision=test_decision(t, ctx))

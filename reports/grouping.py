@@ -30,6 +30,7 @@ REASONS = {
     "column_mix": "the mix change of this context column",
     "class_mix": "explained by the class-mix change: against the benchmark with the production class mix it disappears",
     "located": "explained by it: the change is located in these rows",
+    "covariate_mix": "explained by the covariate shift: the benchmark reweighted to production's inputs has this mix",
 }
 
 

@@ -70,9 +70,13 @@ def claim_of(lim: Any) -> str:
 
 def rank_order(lim: "Limitation") -> tuple:
     """Sort key of the ranking: change claims first, then standing limitations (model card), each by
-    score, kind and name; a saturated benchmark is informational and always comes last."""
-    return (lim.kind in STANDING_KINDS, claim_of(lim) == "standing", -lim.score, KINDS.index(lim.kind) if lim.kind in KINDS else len(KINDS),
-            str(lim.slice or ""))
+    score (to 0.0001 of the metric), then by evidence (adjusted p-value), kind and name; a saturated
+    benchmark is informational and always comes last. Scores that tie (a measured loss of 0 caps
+    them all) are ordered by how sure the audit is, not by which kind was listed first."""
+    decision = lim.decision if isinstance(getattr(lim, "decision", None), dict) else {}
+    p = num(decision.get("p_value_adjusted"))
+    return (lim.kind in STANDING_KINDS, claim_of(lim) == "standing", -round(lim.score, 4),
+            1.0 if p is None else p, KINDS.index(lim.kind) if lim.kind in KINDS else len(KINDS), str(lim.slice or ""))
 
 
 def make_decision(statistic: str, value: Any, *, rule: str, test: str | None = None, p_value_adjusted: Any = None,

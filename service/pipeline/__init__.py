@@ -124,11 +124,7 @@ def _discovery(s: AuditState, inp: AuditInput) -> None:
 
 def _context(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
-    # A discovered slice's boundaries were chosen on these rows, so a test of its share would be
-    # biased towards "changed" (null audits set the verdict's shift on such tests alone): only expert
-    # slices' shares are tested; a discovered slice is still measured and change-tested as a slice.
-    tested = {name: masks for name, masks in s.slices.items() if s.sources.get(name) != "discovered"}
-    found = ctx.guard("context shift", None, stages.context, ctx, tested, s.definitions)
+    found = ctx.guard("context shift", None, stages.context, ctx, s.slices, s.definitions)
     s.context = slicing.merge_untested(ctx, found, s.slices)
     _untested_as_slices(s)
 

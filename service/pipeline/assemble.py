@@ -100,9 +100,15 @@ def _headline(target: dict[str, Any], estimates: list[Any], metric: str | None) 
 
 
 def semantic_block(context: Any, embedding: Any, attribution: Any, conditional: Any,
-                   contexts_only_in_production: tuple[str, ...]) -> dict[str, Any]:
+                   contexts_only_in_production: tuple[str, ...], discovered: frozenset = frozenset()) -> dict[str, Any]:
+    """The ``semantic`` section. A discovered slice's share test stays in the family and in the evidence,
+    but alone it does not make the section's ``is_shift``: the slice's boundaries were chosen on these
+    rows, and null audits on real tables read "a shift was detected" with nothing to claim."""
     block = context.to_dict() if context is not None else {"is_shift": False, "contexts": [],
                                                             "untested_contexts": []}
+    if context is not None:
+        block["is_shift"] = any(t.drifted for t in context.tests
+                                if not (t.kind == "slice_share" and t.name in discovered))
     block["embedding"] = _d(embedding)
     block["attribution"] = _d(attribution)
     block["conditional"] = _d(conditional)
@@ -227,7 +233,8 @@ def audit_json(inp: Any, state: Any) -> dict[str, Any]:
     prior = trusted_prior(ctx, state.prior, state.context, state.embedding)
     label_parts = {"prior": prior, "concept": state.concept, "estimates": state.estimates}
     semantic = semantic_block(state.context, state.embedding, state.attribution, state.conditional,
-                              columns.contexts_only_in_production)
+                              columns.contexts_only_in_production,
+                              frozenset(n for n, source in state.sources.items() if source == "discovered"))
     semantic["untested_contexts"] = _untested_list(state.context, state.definitions, state.measured_by)
     # candidates that are not claimed (too few rows, within chance, too small a share): kept, with the reason
     semantic["not_claimed_contexts"] = [{**u.to_dict(), "definition": untested_definition(u, state.definitions)}

@@ -176,7 +176,7 @@ def _weights(state: Any, prior: dict[str, float]) -> np.ndarray | None:
     return w if w.sum() > 0 else None
 
 
-def _share_explained(w: np.ndarray, mb: np.ndarray, mp: np.ndarray, alpha: float, floor: float) -> bool:
+def share_explained(w: np.ndarray, mb: np.ndarray, mp: np.ndarray, alpha: float, floor: float) -> bool:
     """Is production's share of the rows ``mp`` what the class-reweighted benchmark predicts?"""
     from scipy import stats
 
@@ -187,7 +187,7 @@ def _share_explained(w: np.ndarray, mb: np.ndarray, mp: np.ndarray, alpha: float
     return bool(p >= alpha and abs(s_p - s_w) < floor)
 
 
-def _column_explained(w: np.ndarray, bench: Any, prod: Any, alpha: float, floor: float) -> bool:
+def column_explained(w: np.ndarray, bench: Any, prod: Any, alpha: float, floor: float) -> bool:
     """Is production's mix of a context column what the class-reweighted benchmark predicts (Cramér's V)?"""
     from scipy import stats
 
@@ -225,9 +225,9 @@ def mix_relations(found: list, masks: dict, bench_masks: dict, relations: list, 
         floor = float(lim.evidence.get("effect_floor") or CONTEXT_EFFECT_FLOORS.get(effect, 0.02))
         column = lim.evidence.get("name") if lim.evidence.get("kind") == "context" and effect == "cramers_v" else None
         if lim.key in masks and lim.key in bench_masks:
-            explained = any(_share_explained(w, bench_masks[lim.key], masks[lim.key], ctx.alpha, floor) for w in weights)
+            explained = any(share_explained(w, bench_masks[lim.key], masks[lim.key], ctx.alpha, floor) for w in weights)
         elif column in ctx.benchmark.columns and column in ctx.production.columns:
-            explained = any(_column_explained(w, ctx.benchmark[column], ctx.production[column], ctx.alpha, floor)
+            explained = any(column_explained(w, ctx.benchmark[column], ctx.production[column], ctx.alpha, floor)
                             for w in weights)
         else:
             continue

@@ -32,12 +32,14 @@ from reports.formatting import fmt_num, lower_is_better, num
 from reports.grouping import Relation, fold
 from reports.records import Limitation
 from service.pipeline.class_mix import class_mix_relations, mix_relations
+from service.pipeline.covariate_mix import covariate_mix_relations
 from service.pipeline.located import located_concept_shifts
 
 MIN_SCORE = 5e-5  # a limitation whose expected loss rounds to 0.000 points of the metric is not a limitation
 # most telling first: a change located in a slice (concept shift) says more than the slice being weak
 ROW_KINDS = ("untested_context", "concept_shift", "underperforming_slice", "context_mix_shift")
 PARENT_KINDS = ("untested_context", "context_mix_shift")  # row groups whose share moved: they can explain inputs
+WHOLE_POPULATION = 0.9  # an untested context holding this share of production is production's population
 
 
 def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.DataFrame) -> list[Limitation]:
@@ -60,8 +62,28 @@ def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.Da
     relations += _explained_labels(found, masks, bench_masks, state)
     relations += class_mix_relations(found, relations, state)
     relations += mix_relations(found, masks, bench_masks, relations, state)
+    relations += covariate_mix_relations(found, masks, bench_masks, relations, state)
     moved = {rel.child for rel in located}  # a located change absorbs its spill-overs, whatever else held them
-    return fold(found, [r for r in relations if r.child not in moved] + located)
+    relations = [r for r in relations if r.child not in moved] + located
+    return fold(found, relations + _whole_population(found, masks, relations))
+
+
+def _whole_population(found: list[Limitation], masks: dict[str, np.ndarray], relations: list) -> list[Relation]:
+    """When (nearly) all of production is a population the benchmark lacks, no benchmark → production
+    test can tell another change of production apart from that population: all of production in a
+    new context read as four claims (the context, and the covariate, label and concept shifts it
+    brings). Every other change claim folds into the untested context, with its statement kept."""
+    taken = {r.child for r in relations}
+    roots = [lim for lim in found if lim.kind == "untested_context" and lim.claim == "change" and lim.key in masks
+             and lim.key not in taken and float(masks[lim.key].mean()) >= WHOLE_POPULATION]
+    if not roots:
+        return []
+    root = max(roots, key=lambda lim: float(masks[lim.key].mean()))
+    share = float(masks[root.key].mean())
+    return [Relation(lim.key, root.key, "explains", note=(
+        f"{share:.0%} of production is in this context, which the benchmark lacks: no change of production can be "
+        "told apart from it")) for lim in found
+        if lim is not root and lim.claim == "change" and lim.key not in taken]
 
 
 def _one_per_key(found: list[Limitation]) -> list[Limitation]:

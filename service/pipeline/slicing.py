@@ -152,7 +152,7 @@ def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, pr
         _, test = within_context_change(yb, pb, yp, pp, strata, mask_b=mask_b, mask_p=mask_p, metric=metric,
                                         positive=positive, name=name,
                                         alpha=ctx.alpha, effect_floor=evaluator.effect_floor,
-                                        min_samples=min(30, ctx.min_slice_size))
+                                        min_samples=min(30, ctx.min_slice_size), pool_thin=not names)
         within[name] = replace(test, details={**test.details, "excluded_contexts": [],
                                               "mix_shifted_contexts": list(names)})
     tests = [within.get(t.name, t) if t.kind == "slice_performance" else t for t in evaluation.tests]
