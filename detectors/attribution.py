@@ -54,9 +54,8 @@ def _column_codes(b: pd.Series, p: pd.Series, n_bins: int, discrete_max_unique: 
         labels = [_range_text(b.name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
         labels.append(f"{b.name} is missing")
     else:
-        values = both.astype(object).where(both.notna(), None)
-        uniques = pd.unique(values.dropna())
-        codes = pd.Index(uniques).get_indexer(values.to_numpy())
+        # one hashing pass: codes in order of first appearance, missing values last
+        codes, uniques = pd.factorize(both if both.dtype == object else both.astype(object))
         codes = np.where(codes < 0, len(uniques), codes)
         labels = [f"{b.name} == {literal_text(v)}" for v in uniques] + [f"{b.name} is missing"]
     return codes[: len(b)], codes[len(b):], labels
