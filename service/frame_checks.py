@@ -107,11 +107,11 @@ def refusing_expectations(frame: pd.DataFrame, column_roles: Mapping[str, str],
     from service.packs import view
 
     found = validation.schema_expectations(frame, dict(column_roles))
-    pack = _domain_pack(pack)
     if pack is not None:
+        name, pack = pack.name, _domain_pack(pack)  # the name the data were sent under (an alias stays one)
         rules = range_rules(pack, frame)
         items = [e for e in view(pack).expectations if not _declared_range(e, rules)]
-        found += validation.pack_expectations(items, pack.name, frame.columns)
+        found += validation.pack_expectations(items, name, frame.columns)
     return found
 
 

@@ -203,12 +203,14 @@ class PackRegistry:
 
 
 def resolve_pack(runtime: Any, name: str) -> PackView:
-    """The pack called ``name`` (422 ``unknown_domain`` naming the known ones otherwise)."""
-    return view(runtime.packs.get(name))
+    """The pack called ``name`` (422 ``unknown_domain`` naming the known ones otherwise). The view
+    keeps the name asked for: a dataset uploaded for ``medical`` is recorded as ``medical``, the
+    name its client knows, and reads the dermatology pack it is an alias of."""
+    return view(runtime.packs.get(name), name=name)
 
 
-def view(pack: Any) -> PackView:
-    return PackView(name=pack.name, context_names=tuple(c.name for c in pack.context),
+def view(pack: Any, *, name: str | None = None) -> PackView:
+    return PackView(name=name or pack.name, context_names=tuple(c.name for c in pack.context),
                     expectations=tuple(_expectation_dict(e) for e in pack.all_expectations()), pack=pack)
 
 

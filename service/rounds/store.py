@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from domains import builtin_name
 from service.errors import Conflict, InvalidRequest, NotFound
 from service.rounds.frames import RoundTable, check_domain, require_labelled, roles_of, round_table, validation_column
 from service.rounds.models import BenchmarkRoundRow, BenchmarkSeriesRow
@@ -98,7 +99,7 @@ class RoundStore:
             return s.get(BenchmarkSeriesRow, name)
 
     def _check_sources(self, domain: str, ds: Any, audit: Any) -> None:
-        if ds.domain and ds.domain != domain:
+        if ds.domain and builtin_name(ds.domain) != builtin_name(domain):  # "medical" is "dermatology"
             raise InvalidRequest(f"Dataset {ds.id!r} was uploaded for domain {ds.domain!r} but the series is "
                                  f"{domain!r}.", code="round_contradicts_domain",
                                  details={"dataset": ds.id, "dataset_domain": ds.domain, "domain": domain})
@@ -107,7 +108,7 @@ class RoundStore:
         if audit.status != "succeeded":
             raise Conflict(f"Audit {audit.id!r} is {audit.status}; a round can answer its plan once it has succeeded.",
                            code="audit_not_ready", details={"plan": audit.id, "status": audit.status})
-        if audit.domain != domain:
+        if builtin_name(audit.domain) != builtin_name(domain):
             raise InvalidRequest(f"Audit {audit.id!r} is a {audit.domain!r} audit but the series is {domain!r}.",
                                  code="round_contradicts_domain", details={"plan": audit.id, "domain": domain})
 

@@ -192,7 +192,7 @@ def test_domain_pack_expectations_checked_on_upload(client, settings):
     assert ok.status_code == 201, ok.text
     roles = {c["name"]: c["role"] for c in ok.json()["columns"]}
     assert roles["fitzpatrick"] == "context" and roles["score"] == "score"
-    assert any(r["source"] == "domain:dermatology" for r in ok.json()["validation"]["results"])
+    assert any(r["source"] == "domain:medical" for r in ok.json()["validation"]["results"])
     bad = bench.assign(fitzpatrick=bench["fitzpatrick"].where(bench.index > 2, 9))
     res = upload(client, _csv_bytes(bad), name="derm-bad", domain="medical")
     # outside the declared range is a data-quality warning naming the rows, not a refusal
@@ -206,4 +206,4 @@ def test_domain_pack_expectations_checked_on_upload(client, settings):
     res = upload(client, _csv_bytes(bad_site), name="derm-bad-site", domain="medical")
     assert res.status_code == 422, res.text  # a value the pack does not allow still refuses
     failure = next(f for f in res.json()["error"]["details"]["failures"] if f["column"] == "modality")
-    assert "x-ray" in failure["partial_unexpected_list"] and failure["source"] == "domain:dermatology"
+    assert "x-ray" in failure["partial_unexpected_list"] and failure["source"] == "domain:medical"
