@@ -185,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     # by its second audit: a 2,000-row audit first keeps one-off import seconds out of the stages.
     audit_frames(bench.head(2_000), prod.head(2_000), pack=pack, benchmark_roles=roles_b, production_roles=roles_p)
 
-    floor, floor_cpu = sort_floor(bench, prod)
+    # the floor's best of three (the usual guard against a neighbour's burst); the audit runs once
+    floors = [sort_floor(bench, prod) for _ in range(3)]
+    floor, floor_cpu = min(f[0] for f in floors), min(f[1] for f in floors)
     before = rss_mb()
     sampler = PeakSampler()
     sampler.start()
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ratio = total / floor
     print(f"wall time: {wall:.1f} s" + (" (under cProfile: slower than a normal run)" if profiler else ""))
     cpu_ratio = cpu_total / floor_cpu
-    print(f"sort floor: {floor:.2f} s (numpy sort of every numeric column of both sides); "
+    print(f"sort floor: {floor:.2f} s (numpy sort of every numeric column of both sides, best of 3); "
           f"total / floor = {ratio:.1f}x (target <= {FLOOR_RATIO_TARGET:.0f}x)")
     print(f"CPU time: audit {cpu_total:.1f} s, sort floor {floor_cpu:.2f} s, ratio {cpu_ratio:.1f}x "
           "(steadier than wall time when other jobs share the machine)")
