@@ -75,6 +75,16 @@ def _limitation_row(lim: Mapping) -> dict:
             "claim": claim_of(lim), "decision": _generated(fmt_decision(lim.get("decision")), 600)}
 
 
+def _outranking_standing(v: Mapping, standing: Sequence[Mapping]) -> Mapping | None:
+    """The worst standing limitation when it is more severe than every change (named in the banner:
+    an assumed change must not hide a measured weakness the benchmark shows as well)."""
+    order = {"none": 0, "low": 1, "medium": 2, "high": 3}
+    worst = max(standing, key=lambda r: order.get(r["severity"], 0), default=None)
+    if worst is None or order.get(worst["severity"], 0) <= order.get(str(v.get("severity") or "none"), 0):
+        return None
+    return worst
+
+
 def _verdict_view(v: Mapping) -> dict:
     """What the banner shows: a lead clause when changes were claimed (the top one is stated below it),
     else the whole summary; an inconclusive audit is never shown in the all-clear colour."""
@@ -233,6 +243,7 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
         "verdict": _verdict_view(v),
         "top": top, "headline": _headline(audit, items), "limitations": shown, "limitations_more": more,
         "standing": standing_shown, "standing_more": standing_more, "n_changes": len(changes),
+        "standing_worst": _outranking_standing(v, standing),
         "n_limitations": len(rows),
         "covariate": sections.covariate(audit), "label": sections.label(audit), "context": sections.context(audit),
         "slices": sections.slices(audit, [str(lim.get("slice")) for lim in items

@@ -297,3 +297,18 @@ def test_companion_note_does_not_claim_network_loading(audit):
     text = _text(render_html(audit, []))
     assert "report.evidently" in text and "loads nothing from the network" in text
     assert "loads scripts from the network" not in text
+
+
+def test_a_standing_weakness_more_severe_than_every_change_is_named_in_the_banner(audit):
+    """The banner led with an assumed-loss covariate shift (medium) while the one high limitation,
+    a standing weakness, was only counted ("6, listed after the changes")."""
+    limitations = rank_limitations(audit)
+    changes = [lim for lim in limitations if lim.claim == "change"]
+    standing = [lim for lim in limitations if lim.claim == "standing"]
+    worst = max(standing, key=lambda lim: ("low", "medium", "high").index(lim.severity))
+    assert ("low", "medium", "high").index(worst.severity) > max(("low", "medium", "high").index(c.severity)
+                                                                  for c in changes)
+    html = render_html(audit, limitations, plan_next_round(audit, limitations, budget=100, min_slice_size=30))
+    banner = html[html.index('id="verdict"'):html.index('class="figures"')]
+    assert "More severe than any change, though not new" in banner
+    assert worst.title.replace("&", "&amp;")[:40].lower() in re.sub(r"\s+", " ", banner).lower()
