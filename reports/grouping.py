@@ -91,6 +91,14 @@ def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> li
         kids = children.get(lim.key, [])
         if kids:
             score = lim.score if lim.evidence.get("gap_measured") else max([lim.score] + [c.score for c, _ in kids])
+            if score > lim.score:  # the group is scored by a member: the basis says which, not the head's own
+                member = max((c for c, _ in kids), key=lambda c: c.score)
+                statement = lim.statement.replace(
+                    " The severity uses this measured loss, not an assumed one.",
+                    " The severity is that of the largest finding it absorbs (below), not this overall loss.")
+                lim = dataclasses.replace(lim, statement=statement, evidence={**lim.evidence, "severity_basis": (
+                    f"the largest expected loss in the group, of {member.title}: "
+                    f"{member.evidence.get('severity_basis') or round(member.score, 6)}")})
             related = tuple({"key": c.key, "kind": c.kind, "slice": c.slice, "title": c.title, "statement": c.statement,
                              "score": c.score, "reason": rel.reason, "note": rel.note} for c, rel in kids)
             lim = dataclasses.replace(lim, statement=lim.statement + _sentence(kids), score=round(score, 6),

@@ -40,7 +40,8 @@ def pack_title(audit: Mapping) -> str:
 @lru_cache(maxsize=16)
 def _builtin_title(name: str) -> str | None:
     try:
-        from domains.loader import list_builtin, load_builtin
+        from domains.loader import BUILTIN_ALIASES, list_builtin, load_builtin
+        name = BUILTIN_ALIASES.get(name, name)  # a former name ("medical") is the same pack
         return load_builtin(name).title if name in list_builtin() else None
     except Exception:  # a title is cosmetic; the report must render without the domains package
         return None
