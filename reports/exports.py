@@ -18,7 +18,7 @@ from reports.next_round import NextRoundPlan
 
 __all__ = ["to_json", "to_csv", "to_jsonl", "ROW_COLUMNS", "ALLOCATION_COLUMNS"]
 
-ROW_COLUMNS = ("rank", "id", "slice", "uncertainty", "group", "tags")
+ROW_COLUMNS = ("rank", "id", "slice", "uncertainty", "group", "tags", "image")
 ALLOCATION_COLUMNS = ("slice", "kind", "definition", "n_to_label", "n_selected", "n_benchmark", "n_production",
                       "production_share", "gap", "ci_width", "weight", "reason", "key")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -80,7 +80,7 @@ def to_jsonl(plan: NextRoundPlan, *, what: str = "auto") -> str:
             meta = {"rank": row.rank, "uncertainty": row.uncertainty, "group": row.group,
                     "audit_id": plan.audit_id, "definition": allocation.definition if allocation else None,
                     "reason": allocation.reason if allocation else None,
-                    "key": allocation.key if allocation else None}
+                    "key": allocation.key if allocation else None, "image": getattr(row, "image", None)}
             lines.append({"uid": str(row.id), "context": row.slice, "tags": list(row.tags), "metadata": meta})
     else:
         for a in plan.allocations:

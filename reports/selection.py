@@ -38,6 +38,14 @@ class LabelRequest(Result):
     uncertainty: float | None
     group: str | None
     tags: tuple[str, ...]
+    image: str | None = None  # the row's image (path or archive member) when the data came as images
+
+
+def _image(frame: pd.DataFrame, pos: int) -> str | None:
+    if "image" not in frame.columns:
+        return None
+    value = frame["image"].iat[pos]
+    return value if isinstance(value, str) else None
 
 
 def _plain(value: Any) -> Any:
@@ -121,5 +129,6 @@ def select_rows(candidates: pd.DataFrame, quotas: list[tuple[str, int]], *,
         rows.append(LabelRequest(
             rank=rank, id=_plain(frame["id"].iat[pos]), slice=name, uncertainty=u if np.isfinite(u) else None,
             group=str(groups[pos]) if group_col else None,
-            tags=tuple(n for n in names if members[n][pos])))
+            tags=tuple(n for n in names if members[n][pos]),
+            image=_image(frame, pos)))
     return tuple(rows)

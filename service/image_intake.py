@@ -45,6 +45,7 @@ POOL_MIN_IMAGES = 16  # below this, starting worker processes costs more than it
 ON_IMAGE_ERROR = ("fail", "skip")
 BATCH_PER_WORKER = 64  # encoded images held per worker between two batches
 HASH_COLUMN = "image_sha256"  # kept (role ignore) so a report can show the row's thumbnail
+PATH_COLUMN = "image_path"  # kept (role ignore) so the next-round plan can name the images to label
 
 
 @dataclass(frozen=True)
@@ -259,6 +260,8 @@ def _prepare(settings, spooled, filename, pack, user_schema, tmp_dir, archive) -
     roles.update({c: "embedding" for c in imagecontext.embedding_columns()})
     roles.update({c: "context" for c in added})
     roles[HASH_COLUMN] = "ignore"
+    if PATH_COLUMN in table.columns:
+        roles[PATH_COLUMN] = "ignore"
     metadata = {"extractor_version": imagecontext.EXTRACTOR_VERSION, "source": shown,
                 "n_images": len(keep), "derived_context": list(added),
                 "derived_columns": list(imagecontext.COLUMNS),
@@ -278,9 +281,22 @@ def _table(frame: pd.DataFrame, keep: list[int], values: list, embeddings: list)
     emb = pd.DataFrame(np.asarray([embeddings[i] for i in keep], dtype=np.float32),
                        columns=list(imagecontext.embedding_columns()))
     derived[HASH_COLUMN] = [values[i].get(HASH_COLUMN) for i in keep]
+    paths = [_image_path(frame[IMAGE_COLUMN].iat[i]) for i in keep]
+    if any(p is not None for p in paths):
+        derived[PATH_COLUMN] = paths
     derived = derived[[c for c in derived.columns if c not in base.columns]]  # the user's columns win
     emb = emb[[c for c in emb.columns if c not in base.columns]]
     return pd.concat([base, derived, emb], axis=1)
+
+
+def _image_path(cell: Any) -> str | None:
+    """Where a row's image came from: its path (or archive member), the path of a ``{bytes, path}``
+    struct; None for bare bytes."""
+    if isinstance(cell, str):
+        return cell
+    if isinstance(cell, dict) and isinstance(cell.get("path"), str):
+        return cell["path"]
+    return None
 
 
 def prepare_file(path: str | Path, *, pack: Any, user_schema: Any) -> Prepared | None:

@@ -15,6 +15,7 @@ from service.pipeline.bbse_trust import trusted_prior
 from reports.records import SeverityPriors
 
 MISSING_VALUE = "<missing>"  # how the context detector names a missing category
+IMAGE_PATH = "image_path"  # the column an image upload keeps for each row's image (service.image_intake.PATH_COLUMN)
 
 
 def _d(obj: Any) -> Any:
@@ -152,6 +153,8 @@ def candidates_frame(production: pd.DataFrame, id_column: str | None, uncertaint
                           else np.full(len(production), 0.5)})
     if predictions is not None:
         frame["prediction"] = predictions
+    if IMAGE_PATH in production.columns:  # an image upload: the plan names each row's image
+        frame["image"] = production[IMAGE_PATH].to_numpy()
     for name, mask in masks.items():
         frame[name] = np.asarray(mask, dtype=bool)
     # an id names one item to label: a repeated id (the same item twice, or partitions that number

@@ -219,7 +219,7 @@ def test_plan_is_deterministic_frozen_and_json_ready(audit):
 def test_csv_export_rows_and_allocations(audit):
     plan = _plan(audit, 120, candidates=_candidates(_plan(audit, 120)))
     rows = list(csv.DictReader(io.StringIO(to_csv(plan))))
-    assert len(rows) == 120 and list(rows[0]) == ["rank", "id", "slice", "uncertainty", "group", "tags"]
+    assert len(rows) == 120 and list(rows[0]) == ["rank", "id", "slice", "uncertainty", "group", "tags", "image"]
     allocations = list(csv.DictReader(io.StringIO(to_csv(_plan(audit, 120)))))
     assert sum(int(r["n_to_label"]) for r in allocations) == 120
     with pytest.raises(ValueError):

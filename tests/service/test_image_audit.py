@@ -117,4 +117,10 @@ def test_cli_audit_of_zips_finds_dim_illumination(zips, tmp_path):
                          env={**os.environ, "DO_NOT_TRACK": "1", "CONTEXTSHIFT_DATA_DIR": str(tmp_path / "d"),
                               "PYTHONPATH": os.getcwd()})
     assert res.returncode in (0, 1), res.stderr[-3000:]
-    _check_top_limitation(json.loads(out.read_text()))
+    result = json.loads(out.read_text())
+    _check_top_limitation(result)
+    # the next-round plan names the image of each row to label (the archive member)
+    import zipfile
+    members = set(zipfile.ZipFile(folder / "prod.zip").namelist())
+    rows = result["next_round"]["rows"]
+    assert rows and all(r["image"] in members for r in rows)
