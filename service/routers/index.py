@@ -74,6 +74,8 @@ def _audit_row(audit, names: dict[str, str]) -> str:
             if audit.status == "succeeded" else f"{audit.progress:.0%} {escape(audit.stage or '')}")
     pair = f"{escape(_dataset_name(audit, 'benchmark', names)[:80])} → {escape(_dataset_name(audit, 'production', names)[:80])}"
     created = f"{audit.created_at:%Y-%m-%d %H:%M}" if audit.created_at else ""
-    return (f"<tr><td><code>{escape(audit.id)}</code></td><td>{pair}</td><td>{escape(audit.domain)}</td>"
+    # the pack the audit ran under (a former name such as "medical" shows as the pack it names)
+    domain = str((audit.result or {}).get("domain") or audit.domain)
+    return (f"<tr><td><code>{escape(audit.id)}</code></td><td>{pair}</td><td>{escape(domain)}</td>"
             f"<td>{created}</td><td>{escape(audit.status)}</td><td class=\"{escape(severity)}\">"
             f"<span>{escape(severity) or ''}</span> {summary}</td><td>{link}</td></tr>")
