@@ -10,6 +10,8 @@ Planted part (SYNTHETIC changes on the real tables): the expected top claim per 
     python benchmarks/claims.py --quick         # <= 3 minutes: 3 tables x n = 500 x 10 replicates, planted on 1 table
     python benchmarks/claims.py --sizes 500:20,5000:20 --workers 2 --out claims.txt
     python benchmarks/claims.py --minutes 0       # no new audits: the tables from the logs so far
+    python benchmarks/claims.py over-time --part labelled --monitors 20 --out F.jsonl   # claims over time
+    python benchmarks/claims.py rounds [--quick]   # benchmark rounds: stalls, re-dating, label noise
 
 Writes ``benchmarks/results/claims.json`` (``--json`` to change).
 """
@@ -46,6 +48,18 @@ def _sizes(text: str) -> dict[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["over-time"]:  # monitors over many runs (benchmarks/claims_calibration/over_time.py)
+        from benchmarks.claims_calibration import over_time
+
+        over_time.main(argv[1:])
+        return 0
+    if argv[:1] == ["rounds"]:  # benchmark rounds (benchmarks/rounds_claims.py)
+        from benchmarks import rounds_claims
+
+        sys.argv = [sys.argv[0], *argv[1:]]
+        rounds_claims.main()
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="3 tables x n = 500 x 10 replicates; planted truths on one table at 2,000")
