@@ -6,6 +6,7 @@ limitation (one finding, one statement) instead of being listed twice.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -44,12 +45,23 @@ def test_decision(t: Mapping, ctx: RankingContext, *, statistic: str | None = No
                          n=sum(v for v in n if v is not None) or None, rule=rule)
 
 
-def credibly_worse(value_ci, reference: float | None, metric: str) -> bool | None:
-    """Does the interval lie entirely on the worse side of ``reference``? None when it cannot tell."""
+def credibly_worse(value_ci, reference: float | None, metric: str, *, value: float | None = None,
+                   reference_ci=None) -> bool | None:
+    """Does the interval lie entirely on the worse side of ``reference``? None when it cannot tell.
+
+    With ``value`` and ``reference_ci`` (two independent samples, e.g. production rows against the
+    benchmark), the difference's MOVER interval (Newcombe's square-and-add of the two intervals)
+    must exclude 0: a reference measured on 2,000 rows is not a known constant."""
     lo, hi = ci_pair(value_ci)
     if reference is None or lo is None or hi is None:
         return None
-    return lo > reference if lower_is_better(metric) else hi < reference
+    r_lo, r_hi = ci_pair(reference_ci) if reference_ci is not None else (None, None)
+    if value is None or r_lo is None or r_hi is None:
+        return lo > reference if lower_is_better(metric) else hi < reference
+    d = value - reference
+    if lower_is_better(metric):
+        return d - math.sqrt((value - lo) ** 2 + (r_hi - reference) ** 2) > 0
+    return d + math.sqrt((hi - value) ** 2 + (reference - r_lo) ** 2) < 0
 
 
 def gap_in_production(s: Mapping) -> bool:
@@ -244,23 +256,27 @@ def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping |
         value, ci = num(measured.get("production_value")), measured.get("production_ci")
         sign = -1.0 if lower_is_better(ctx.metric) else 1.0
         gap = sign * (ctx.overall_value - value)
-        worse = credibly_worse(ci, ctx.overall_value, ctx.metric)
+        worse = credibly_worse(ci, ctx.overall_value, ctx.metric, value=value, reference_ci=ctx.overall_ci)
         statement += (f" Measured on the labelled production rows, {metric} there is {fmt_metric(value, ci)} "
                       f"({fmt_n(measured.get('metric_n_production', measured.get('n_production')))}) against "
                       f"{fmt_metric(ctx.overall_value, ctx.overall_ci)} overall on the benchmark.")
         if worse:
-            statement += (f" Its interval lies below the benchmark's value: a measured loss of {fmt_num(gap)} "
+            statement += (f" The difference's interval lies below 0: a measured loss of {fmt_num(gap)} "
                           "on these rows.")
             basis = f"production share {share or 0:.3f} × measured gap to the benchmark {gap:.3f}"
         elif gap > ctx.priors.coverage_gap:
             statement += (f" It is {fmt_num(gap)} below the benchmark, within sampling error; the benchmark needs "
                           "cases of it to tell.")
-            basis = f"production share {share or 0:.3f} × measured point gap to the benchmark {gap:.3f}"
+            basis = (f"production share {share or 0:.3f} × coverage gap {ctx.priors.coverage_gap:.2f} (the measured "
+                     f"point gap {gap:.3f} is within sampling error)")
         else:
             statement += " It is no worse than the benchmark here, but the benchmark still needs cases of it."
             basis = (f"production share {share or 0:.3f} × coverage gap {ctx.priors.coverage_gap:.2f} "
                      "(measured no worse than the benchmark)")
-        used_gap = max(gap, ctx.priors.coverage_gap)
+        # a loss within sampling error is not a measured loss: the severity rests on the coverage gap
+        # then (all of production in a new context read "Do not rely" on a 0.05 drop whose interval
+        # reached past 0)
+        used_gap = max(gap, ctx.priors.coverage_gap) if worse else ctx.priors.coverage_gap
         score = (share or 0.0) * used_gap
         evidence.update(value=value, ci=ci, dataset="production", overall_value=ctx.overall_value,
                         overall_dataset="benchmark", gap=gap, gap_measured=True, credibly_worse=bool(worse),

@@ -100,3 +100,16 @@ def test_means_are_printed_as_people_write_them():
          "p_value_adjusted": 1e-9, "details": {"mean_reference": 1998.4, "mean_current": 2001.6}}
     phrase = _feature_phrase(t)
     assert "mean 1,998 → 2,002" in phrase and "e+03" not in phrase
+
+
+def test_a_population_is_credibly_worse_only_when_the_difference_excludes_zero():
+    """All of production in a new context read "Do not rely" (high) on 0.71 [0.68, 0.75] against a
+    benchmark of 0.76 [0.71, 0.82]: the production interval lay below the benchmark's point value,
+    but the benchmark's own interval was ignored, and the difference's interval reaches past 0."""
+    from reports.findings_data import credibly_worse
+
+    assert credibly_worse([0.68, 0.75], 0.76, "balanced_accuracy") is True  # against a known constant
+    assert credibly_worse([0.68, 0.75], 0.76, "balanced_accuracy", value=0.71, reference_ci=[0.71, 0.82]) is False
+    assert credibly_worse([0.57, 0.63], 0.76, "balanced_accuracy", value=0.60, reference_ci=[0.71, 0.82]) is True
+    assert credibly_worse([0.30, 0.36], 0.20, "error_rate", value=0.33, reference_ci=[0.17, 0.23]) is True
+    assert credibly_worse([0.18, 0.30], 0.20, "error_rate", value=0.24, reference_ci=[0.17, 0.23]) is False
