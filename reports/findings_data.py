@@ -17,6 +17,7 @@ from reports.formatting import (
     lower_is_better, metric_label, num, shorten,
 )
 from reports.records import Limitation, RankingContext, finding_key, flagged, make_decision, severity_label
+from reports.shift_loss import shift_loss
 
 __all__ = ["data_findings", "make_limitation", "shift_loss", "test_decision", "credibly_worse", "slice_gap", "slice_shares", "gap_in_production", "untested_name"]
 
@@ -285,7 +286,7 @@ def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping |
                                  p_value_adjusted=decision["p_value_adjusted"], interval=ci,
                                  n=measured.get("metric_n_production", measured.get("n_production")),
                                  rule=decision["rule"] + "; its loss is measured against the benchmark's overall "
-                                      "value (credible when the interval lies below it)")
+                                      "value (credible when the difference's interval lies below 0)")
         title = (f"the context {name} ({fmt_share(share)} of production) was never tested; in production its "
                  f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_value)} on the benchmark"
                  if n_bench == 0 else f"the context {name} is barely tested (n={n_bench:,}); in production its "
@@ -363,36 +364,6 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
     title = f"the mix of {name} has changed"
     return make_limitation("context_mix_shift", str(t.get("name")), title, statement + "." + sentence,
                            score, evidence, subject=f"column {t.get('name')}", decision=test_decision(t, ctx))
-
-
-def _assumed(ctx: RankingContext, effect: float, gap: float | None = None) -> str:
-    """The sentence that says a severity rests on an assumed, not a measured, loss."""
-    gap = ctx.priors.shift_gap if gap is None else gap
-    return (f" Nothing here measures the model's loss: the severity assumes {fmt_num(gap)} of "
-            f"{metric_label(ctx.metric)} per unit of effect ({fmt_num(effect)}).")
-
-
-def shift_loss(ctx: RankingContext, effect: float, gap: float | None = None) -> tuple[float, str, str]:
-    """``(score, basis, sentence)`` of a shift over all of production: ``effect × gap`` with ``gap`` the
-    assumed loss of a shift of effect 1 (default ``priors.shift_gap``). Measured beats assumed: with
-    labelled production the overall loss measured there (point value, at least 0, its Newcombe/MOVER
-    interval stated) caps it, since a shift cannot cost more than everything that changed did; a drop
-    beyond that is its own claim (the overall change test), not this shift's."""
-    gap = ctx.priors.shift_gap if gap is None else gap
-    assumed = effect * gap
-    m = ctx.measured
-    if m is None:
-        return (assumed, f"effect {effect:.3f} × assumed gap {gap:.2f} (assumed: nothing here measures the model's "
-                "loss)", _assumed(ctx, effect, gap))
-    loss = max(0.0, m.loss)
-    interval = f"{fmt_num(m.loss)} [{fmt_num(m.loss_ci[0])}, {fmt_num(m.loss_ci[1])}]"
-    if loss < assumed:
-        return (loss, f"measured loss {loss:.3f} over all of production (interval {interval}, labelled production)",
-                m.sentence() + " The severity uses this measured loss, not an assumed one.")
-    return (assumed, f"effect {effect:.3f} × assumed gap {gap:.2f}, below the measured overall loss {interval}",
-            m.sentence() + f" The shift itself is scored {fmt_num(assumed, 3)} (assumed {fmt_num(gap)} of "
-                           f"{metric_label(ctx.metric)} per unit of effect {fmt_num(effect)}); the drop is stated "
-                           "on its own.")
 
 
 def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
