@@ -10,6 +10,7 @@ Planted part (SYNTHETIC changes on the real tables): the expected top claim per 
     python benchmarks/claims.py --quick         # <= 3 minutes: 3 tables x n = 500 x 10 replicates, planted on 1 table
     python benchmarks/claims.py --sizes 500:20,5000:20 --workers 2 --out claims.txt
     python benchmarks/claims.py --minutes 0       # no new audits: the tables from the logs so far
+    python benchmarks/claims.py --no-null --planted-reps 5   # planted truths, 5 draws each: rates
     python benchmarks/claims.py over-time --part labelled --monitors 20 --out F.jsonl   # claims over time
     python benchmarks/claims.py rounds [--quick]   # benchmark rounds: stalls, re-dating, label noise
 
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-null", action="store_true", help="skip the null audits")
     parser.add_argument("--no-planted", action="store_true", help="skip the planted truths")
     parser.add_argument("--planted-n", type=int, help="benchmark rows of the planted truths (default 2,000)")
+    parser.add_argument("--planted-reps", type=int, default=1,
+                        help="replicates of each planted truth (fresh draws; default 1, the fixed seed)")
     parser.add_argument("--out", type=Path, help="also write the printed tables to this file")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "claims.json")
     args = parser.parse_args(argv)
@@ -93,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         n = args.planted_n or 2_000
         setups = planted_mod.QUICK_PLANTED if args.quick else planted_mod.PLANTED_TABLES
         outcomes = planted_mod.run_planted(tables=setups, n=n,
-                                           log=None if args.quick else CACHE_DIR / "claims-planted.jsonl")
+                                           log=None if args.quick else CACHE_DIR / "claims-planted.jsonl",
+                                           reps=args.planted_reps)
         table = planted_mod.format_planted(outcomes)
         print(table, flush=True)
         text.append(table)

@@ -11,6 +11,8 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 
+from scipy.stats import norm
+
 from detectors.intervals import wilson_interval
 from reports.formatting import (
     as_list, capitalise, ci_pair, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
@@ -213,9 +215,29 @@ def _weak_claim(s: Mapping, ctx: RankingContext) -> tuple[str, str]:
         return "standing", (" The benchmark shows the same weakness (its benchmark interval lies below the "
                             f"benchmark's overall {fmt_num(ctx.overall_value)}): a standing limitation, not a change.")
     if s.get("p_value_test") == "change" and num(s.get("p_value_adjusted")) is not None:
+        if dropped:  # weaker in production, the benchmark not credibly weak: maybe new, not decided
+            return "standing", (" The benchmark does not show this weakness clearly and the benchmark → production "
+                                f"change test is not significant ({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}): "
+                                "whether it is new cannot be told from this audit" + _rows_to_decide(s, ctx)
+                                + ". It is stated as a weakness in production, not as a change.")
         return "standing", (" Its benchmark → production change test is not significant "
                             f"({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}): a standing limitation, not a change.")
     return "standing", " No benchmark → production change test decides it, so it is stated as a standing limitation."
+
+
+def _rows_to_decide(s: Mapping, ctx: RankingContext) -> str:
+    """", about N rows of it per side would decide a difference this large": the z-score the change test
+    reached, scaled to the one its adjusted p-value needs (a rough, normal-theory guide, not a promise)."""
+    raw, adj = num(s.get("p_value")), num(s.get("p_value_adjusted"))
+    n = min(num(s.get("n_benchmark")) or 0, num(s.get("n_production")) or 0)
+    if not raw or not adj or raw <= 0 or adj <= raw * 0.999 or adj >= 1 or n <= 0:
+        return ""
+    z_now, z_need = norm.isf(raw / 2), norm.isf(ctx.alpha * raw / adj / 2)
+    if z_now <= 0:
+        return ""
+    need = n * (z_need / z_now) ** 2
+    need = round(need, -int(math.floor(math.log10(need))) + 1)  # two significant digits: a guide
+    return f"; about {need:,.0f} rows of it per side would decide a difference this large"
 
 
 def _measured_in_production(s: Mapping | None, ctx: RankingContext) -> bool:

@@ -89,6 +89,12 @@ class PlantedOutcome:
     kinds: tuple[str, ...]
     synthetic: bool = True
     error: str | None = None
+    rep: int = 0  # replicate: 0 is the fixed seed of the table and scenario, k > 0 a fresh draw
+
+    @property
+    def restated(self) -> bool:
+        """More than one change claim where one fact was planted."""
+        return self.n_change_claims > 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -143,16 +149,17 @@ def _right(setup: PlantedSetup, scenario: str, top_kind: str) -> bool:
     return top_kind == EXPECTED[scenario] or any(s == scenario and k == top_kind for s, k, _ in setup.also_right)
 
 
-def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05) -> PlantedOutcome:
+def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05, rep: int = 0) -> PlantedOutcome:
     table = prepare(setup.table)
-    seed = seed_for("planted", setup.table, scenario, n)
+    seed = seed_for("planted", setup.table, scenario, n) if rep == 0 else seed_for("planted", setup.table, scenario, n,
+                                                                                    rep)
     benchmark, production = plant(table, setup, scenario, n, np.random.default_rng(seed))
     expected = EXPECTED[scenario]
     try:
         claims = claims_of(audit_pair(table, benchmark, production, seed=seed, alpha=alpha))
     except Exception as exc:  # reported in the table, the other truths still run
         return PlantedOutcome(setup.table, scenario, expected, "error", False, 0, 0, "-", "error", None, "", (),
-                              error=f"{type(exc).__name__}: {exc}"[:300])
+                              error=f"{type(exc).__name__}: {exc}"[:300], rep=rep)
     change = [lim for lim in claims.limitations if lim["claim"] == "change"]
     top = change[0] if change else None
     top_kind = top["kind"] if top else "none"
@@ -162,42 +169,73 @@ def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05) -> 
         top_right=_right(setup, scenario, top_kind),
         n_change_claims=len(change), n_expected_kind=sum(lim["kind"] == expected for lim in change),
         severity=claims.change_severity, status=claims.status, cites_measured=cites,
-        top_statement=(top["statement"] if top else "")[:1000], kinds=tuple(lim["kind"] for lim in change))
+        top_statement=(top["statement"] if top else "")[:1000], kinds=tuple(lim["kind"] for lim in change), rep=rep)
 
 
 def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, alpha: float = 0.05,
-                log: Path | None = None, verbose: bool = True) -> list[PlantedOutcome]:
-    """Every planted truth on every table in ``tables``, at ``n`` rows per side (``tiny``: 40 vs 28).
+                log: Path | None = None, verbose: bool = True, reps: int = 1) -> list[PlantedOutcome]:
+    """Every planted truth on every table in ``tables``, at ``n`` rows per side (``tiny``: 40 vs 28),
+    ``reps`` times each (replicate 0 is the fixed seed, the others fresh draws of both sides).
 
-    With ``log`` (JSON Lines), outcomes already there for the same table, scenario and ``n`` are
-    reused and new ones appended."""
+    With ``log`` (JSON Lines), outcomes already there for the same table, scenario, ``n`` and replicate
+    are reused and new ones appended."""
     known = {}
     for record in (read_log(log) if log else []):
-        known[(record["table"], record["scenario"], record.get("n"))] = record
+        known[(record["table"], record["scenario"], record.get("n"), record.get("rep", 0))] = record
     outcomes = []
-    for setup in tables:
-        for scenario in scenarios:
-            record = known.get((setup.table, scenario, n))
-            if record is not None:
-                fields = {k: v for k, v in record.items() if k in PlantedOutcome.__dataclass_fields__}
-                cites = (None if fields["top_kind"] in ("none", "error")
-                         else bool(MEASURED.search(fields["top_statement"])))
-                outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"]), "cites_measured": cites,
-                                                  "top_right": _right(setup, scenario, fields["top_kind"])}))
-                continue
-            outcome = run_one(setup, scenario, n, alpha)
-            outcomes.append(outcome)
-            if log:
-                log.parent.mkdir(parents=True, exist_ok=True)
-                with log.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({**outcome.to_dict(), "n": n, "code": code_version()}) + "\n")
-            if verbose:
-                print(f"  planted {setup.table}/{scenario}: top {outcome.top_kind} (expected {outcome.expected})",
-                      flush=True)
+    for setup, scenario, rep in ((t, sc, r) for r in range(reps) for t in tables for sc in scenarios):
+        record = known.get((setup.table, scenario, n, rep))
+        if record is not None:
+            fields = {k: v for k, v in record.items() if k in PlantedOutcome.__dataclass_fields__}
+            cites = (None if fields["top_kind"] in ("none", "error")
+                     else bool(MEASURED.search(fields["top_statement"])))
+            outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"]), "cites_measured": cites,
+                                              "top_right": _right(setup, scenario, fields["top_kind"])}))
+            continue
+        outcome = run_one(setup, scenario, n, alpha, rep=rep)
+        outcomes.append(outcome)
+        if log:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({**outcome.to_dict(), "n": n, "code": code_version()}) + "\n")
+        if verbose:
+            print(f"  planted {setup.table}/{scenario}/{rep}: top {outcome.top_kind} (expected "
+                  f"{outcome.expected})", flush=True)
     return outcomes
 
 
 def format_planted(outcomes: list[PlantedOutcome]) -> str:
+    """The first replicate's table, row by row; with more replicates, rates per scenario after it."""
+    first = [o for o in outcomes if o.rep == 0]
+    text = _format_rows(first)
+    if len(first) < len(outcomes):
+        text += "\n" + format_planted_rates(outcomes)
+    return text
+
+
+def format_planted_rates(outcomes: list[PlantedOutcome]) -> str:
+    """Per scenario over tables and replicates: top claim right, and restated (> 1 change claim)."""
+    from benchmarks.claims_calibration.counting import wilson
+
+    reps = len({o.rep for o in outcomes})
+    lines = [f"planted truths over {reps} replicates per table (SYNTHETIC): rate [Wilson 95 %]",
+             f"  {'scenario':<17}{'top claim right':<28}{'restated (> 1 change claim)':<28}"]
+    for scenario in dict.fromkeys(o.scenario for o in outcomes):
+        rows = [o for o in outcomes if o.scenario == scenario and o.error is None]
+        right, restated = wilson(sum(o.top_right for o in rows), len(rows)), wilson(sum(o.restated for o in rows),
+                                                                                   len(rows))
+        lines.append(f"  {scenario:<17}{_rate(right):<28}{_rate(restated):<28}")
+    rows = [o for o in outcomes if o.error is None]
+    lines.append(f"  {'all':<17}{_rate(wilson(sum(o.top_right for o in rows), len(rows))):<28}"
+                 f"{_rate(wilson(sum(o.restated for o in rows), len(rows))):<28}")
+    return "\n".join(lines)
+
+
+def _rate(rate) -> str:
+    return f"{rate.k}/{rate.n} = {rate.rate:.2f} [{rate.low:.2f}, {rate.high:.2f}]" if rate.n else "-"
+
+
+def _format_rows(outcomes: list[PlantedOutcome]) -> str:
     lines = ["planted truths (SYNTHETIC changes on real tables; production labelled): top change claim",
              f"  {'table':<14}{'scenario':<17}{'expected':<18}{'top':<22}{'ok':<4}{'claims':>7}{'same':>6}"
              f"  {'severity':<9}{'status':<13}measured"]

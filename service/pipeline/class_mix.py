@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from detectors.context import CONTEXT_EFFECT_FLOORS
+from service.pipeline.reweighted_mix import limitation_mix_explained
 
 MIN_CLASS_ROWS = 10  # a class with fewer benchmark rows cannot stand in for its production share
 
@@ -176,35 +176,6 @@ def _weights(state: Any, prior: dict[str, float]) -> np.ndarray | None:
     return w if w.sum() > 0 else None
 
 
-def share_explained(w: np.ndarray, mb: np.ndarray, mp: np.ndarray, alpha: float, floor: float) -> bool:
-    """Is production's share of the rows ``mp`` what the class-reweighted benchmark predicts?"""
-    from scipy import stats
-
-    s_w, s_p = float((w * mb).sum() / w.sum()), float(mp.mean())
-    n_eff = w.sum() ** 2 / (w ** 2).sum()
-    se = np.sqrt(max(s_w * (1 - s_w), 1e-12) * (1 / n_eff + 1 / len(mp)))
-    p = 2 * stats.norm.sf(abs(s_p - s_w) / se)
-    return bool(p >= alpha and abs(s_p - s_w) < floor)
-
-
-def column_explained(w: np.ndarray, bench: Any, prod: Any, alpha: float, floor: float) -> bool:
-    """Is production's mix of a context column what the class-reweighted benchmark predicts (Cramér's V)?"""
-    from scipy import stats
-
-    b, p = bench.astype(str).to_numpy(), prod.astype(str).to_numpy()
-    cats = np.union1d(b, p)
-    n_eff = w.sum() ** 2 / (w ** 2).sum()
-    wb = np.array([w[b == c].sum() for c in cats]) / w.sum() * n_eff
-    cp = np.array([(p == c).sum() for c in cats], float)
-    table = np.vstack([wb, cp])
-    table = table[:, table.sum(0) > 0]
-    if table.shape[1] < 2:
-        return True
-    chi2, pval, _, _ = stats.chi2_contingency(table, correction=False)
-    v = np.sqrt(chi2 / table.sum() / (min(table.shape) - 1))
-    return bool(pval >= alpha and v < floor)
-
-
 def mix_relations(found: list, masks: dict, bench_masks: dict, relations: list, state: Any) -> list:
     """Context-mix changes that the class-mix change explains fold into the label-shift limitation: the
     benchmark reweighted to the production class mix (``w_y = q_y / p_y``) has production's share."""
@@ -221,17 +192,7 @@ def mix_relations(found: list, masks: dict, bench_masks: dict, relations: list, 
     for lim in found:
         if lim.kind != "context_mix_shift" or lim.key in taken:
             continue
-        effect = lim.evidence.get("effect_name")
-        floor = float(lim.evidence.get("effect_floor") or CONTEXT_EFFECT_FLOORS.get(effect, 0.02))
-        column = lim.evidence.get("name") if lim.evidence.get("kind") == "context" and effect == "cramers_v" else None
-        if lim.key in masks and lim.key in bench_masks:
-            explained = any(share_explained(w, bench_masks[lim.key], masks[lim.key], ctx.alpha, floor) for w in weights)
-        elif column in ctx.benchmark.columns and column in ctx.production.columns:
-            explained = any(column_explained(w, ctx.benchmark[column], ctx.production[column], ctx.alpha, floor)
-                            for w in weights)
-        else:
-            continue
-        if explained:
+        if any(limitation_mix_explained(lim, w, masks, bench_masks, ctx) for w in weights):
             out.append(Relation(lim.key, label.key, "class_mix",
                                 note="the benchmark reweighted to the production class mix has the production share"))
     return out

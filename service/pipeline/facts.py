@@ -34,6 +34,7 @@ from reports.records import Limitation
 from service.pipeline.class_mix import class_mix_relations, mix_relations
 from service.pipeline.covariate_mix import covariate_mix_relations
 from service.pipeline.located import located_concept_shifts
+from service.pipeline.reweighted_mix import limitation_mix_explained
 
 MIN_SCORE = 5e-5  # a limitation whose expected loss rounds to 0.000 points of the metric is not a limitation
 # most telling first: a change located in a slice (concept shift) says more than the slice being weak
@@ -60,6 +61,7 @@ def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.Da
     relations = [r for r in _row_relations(found, masks) if r.child not in heads]
     relations += _explained_inputs(found, masks, bench_masks, state)
     relations += _explained_labels(found, masks, bench_masks, state)
+    relations += _explained_mixes(found, masks, bench_masks, relations, state)
     relations += class_mix_relations(found, relations, state)
     relations += mix_relations(found, masks, bench_masks, relations, state)
     relations += covariate_mix_relations(found, masks, bench_masks, relations, state)
@@ -203,6 +205,29 @@ def _explained_labels(found: list[Limitation], masks: dict[str, np.ndarray], ben
             return [Relation(label.key, parent.key, "explains",
                              note=f"without these rows the class mix does not change (p = {fmt_num(test.p_value, 3)})")]
     return []
+
+
+def _explained_mixes(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
+                     relations: list[Relation], state: Any) -> list[Relation]:
+    """A context-mix change that disappears without the rows of a population the benchmark lacks is that
+    population seen through another context (a new clarity grade of larger stones moves the carat mix)."""
+    ctx, taken = state.ctx, {r.child for r in relations}
+    parents = sorted((lim for lim in found if lim.kind == "untested_context" and lim.claim == "change"
+                      and lim.key in masks and lim.key not in taken), key=lambda lim: -int(masks[lim.key].sum()))[:5]
+    out = []
+    for lim in found:
+        if lim.kind != "context_mix_shift" or lim.claim != "change" or lim.key in taken:
+            continue
+        for parent in parents:
+            keep_p = ~masks[parent.key]
+            keep_b = ~bench_masks.get(parent.key, np.zeros(len(ctx.benchmark), bool))
+            if min(int(keep_b.sum()), int(keep_p.sum())) < ctx.min_slice_size:
+                continue
+            if limitation_mix_explained(lim, keep_b.astype(float), masks, bench_masks, ctx, keep_p=keep_p):
+                out.append(Relation(lim.key, parent.key, "explains",
+                                    note="without these rows the mix does not change"))
+                break
+    return out
 
 
 def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: np.ndarray,

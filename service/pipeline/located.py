@@ -88,6 +88,8 @@ def located_concept_shifts(found: list[Limitation], masks: dict[str, np.ndarray]
         if rest:
             continue  # a drop remains outside the slice: the change is not located there
         head = _as_concept(lim, change, p_adj, n_family, float(mp.mean()), metric)
+        # the within-context test may have claimed the same slice's concept shift already: one key, one claim
+        head = next((x for x in found if x.key == head.key and x is not lim), head)
         relations = [] if head.key == lim.key else [Relation(lim.key, head.key, "same_rows")]
         if overall is not None:
             relations.append(Relation(overall.key, head.key, "located",
@@ -102,18 +104,37 @@ def located_concept_shifts(found: list[Limitation], masks: dict[str, np.ndarray]
             if other is lim or other.kind not in ("underperforming_slice", "concept_shift") or other.key not in masks:
                 continue
             mo = masks[other.key]
-            if (mo & ~mp).any() and (mp & ~mo).any():
-                continue  # overlapping only: a finding of its own
-            if (mo & ~mp).any() and other.key in bench_masks:  # it contains the slice: is its drop the slice's?
-                outside = _change(state, bench_masks[other.key] & ~mb, mo & ~mp, "outside " + str(lim.slice))
-                if _dropped(outside, metric, n_family, state.ctx.alpha)[0]:
+            if other.key == head.key:
+                continue
+            if (mo & ~mp).any():  # it contains or overlaps the slice: is its drop the slice's spill-over?
+                contains = not (mp & ~mo).any()
+                if other.key not in bench_masks:
+                    if not contains:
+                        continue  # overlapping, and nothing to test outside the slice: a finding of its own
+                elif not _spill_over(state, bench_masks[other.key] & ~mb, mo & ~mp, str(lim.slice), metric, n_family,
+                                     contains=contains):
                     continue
             relations.append(Relation(other.key, head.key, "located", note=f"{int(mo.sum()):,} rows"))
+        if any(x is head for x in found):
+            return found, relations
         replaced = [head if x is lim else x for x in found]
         if head.key != lim.key:
             replaced.append(lim)
         return replaced, relations
     return found, []
+
+
+def _spill_over(state: Any, keep_b: np.ndarray, keep_p: np.ndarray, name: str, metric: str, n_family: int, *,
+                contains: bool) -> bool:
+    """Does a slice's drop vanish outside the located slice? A slice that contains the located one folds
+    unless a drop remains outside it; one that only overlaps it folds only when its rows outside were
+    enough to measure the metric on both sides and show no drop (untestable, it stays a finding)."""
+    if min(int(keep_b.sum()), int(keep_p.sum())) < state.ctx.min_slice_size and not contains:
+        return False
+    outside = _change(state, keep_b, keep_p, "outside " + name)
+    if not contains and (outside is None or outside.test.status != "ok"):
+        return False
+    return not _dropped(outside, metric, n_family, state.ctx.alpha)[0]
 
 
 def _as_concept(lim: Limitation, change: Any, p_adj: float, n_family: int, share: float, metric: str) -> Limitation:

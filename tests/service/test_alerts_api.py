@@ -46,7 +46,9 @@ def test_webhook_retries_then_resolution_message(setup):
         assert hook.bodies[1]["alerts"][0]["id"] == shifted["alerts"][0]
         assert "resolved" in hook.bodies[1]["text"]
     page = client.get(f"/v1/monitors/{monitor}/report").text
-    assert page.count("delivered (200)") == 2 and page.count("delivery failed (attempt") == 2 and "503" not in page
+    assert page.count("delivered (200)") == 2 and page.count("delivery failed (attempt") == 2
+    # a failed delivery's status code stays in the server log; "503" alone also matches ids and timestamps
+    assert "(503)" not in page and "Service Unavailable" not in page
     alert = client.get("/v1/alerts?state=resolved").json()["items"]
     assert [a["id"] for a in alert] == shifted["alerts"] and alert[0]["resolved_at"] is not None
     assert client.get("/v1/alerts?state=open").json()["items"] == []
