@@ -34,7 +34,7 @@ def _shifted_features(covariate: Any, ctx: Any) -> list[str]:
     return list(dict.fromkeys(names))[:MAX_FEATURES]
 
 
-def _columns_of(definition: str | None) -> set[str]:
+def columns_of(definition: str | None) -> set[str]:
     try:
         return set(columns_used(parse(definition))) if definition else set()
     except ValueError:
@@ -69,7 +69,7 @@ def covariate_mix_relations(found: list, masks: dict, bench_masks: dict, relatio
         if lim.kind == "untested_context" and not (lim.key in bench_masks and bench_masks[lim.key].any()):
             continue  # no benchmark row of it: no reweighting of the benchmark can produce it
         column = lim.evidence.get("name") if lim.evidence.get("kind") == "context" else None
-        own = {column} if column else _columns_of(lim.definition)
+        own = {column} if column else columns_of(lim.definition)
         used = tuple(f for f in features if f not in own)
         w = weights(used) if used else None
         if w is not None and limitation_mix_explained(lim, w, masks, bench_masks, ctx):

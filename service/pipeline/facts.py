@@ -32,7 +32,7 @@ from reports.formatting import fmt_num, lower_is_better, num
 from reports.grouping import Relation, fold
 from reports.records import Limitation
 from service.pipeline.class_mix import class_mix_relations, mix_relations
-from service.pipeline.covariate_mix import covariate_mix_relations
+from service.pipeline.covariate_mix import columns_of, covariate_mix_relations
 from service.pipeline.located import located_concept_shifts
 from service.pipeline.reweighted_mix import limitation_mix_explained
 
@@ -62,6 +62,7 @@ def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.Da
     relations += _explained_inputs(found, masks, bench_masks, state)
     relations += _explained_labels(found, masks, bench_masks, state)
     relations += _explained_mixes(found, masks, bench_masks, relations, state)
+    relations += _column_mix_relations(found, relations)
     relations += class_mix_relations(found, relations, state)
     relations += mix_relations(found, masks, bench_masks, relations, state)
     relations += covariate_mix_relations(found, masks, bench_masks, relations, state)
@@ -205,6 +206,32 @@ def _explained_labels(found: list[Limitation], masks: dict[str, np.ndarray], ben
             return [Relation(label.key, parent.key, "explains",
                              note=f"without these rows the class mix does not change (p = {fmt_num(test.p_value, 3)})")]
     return []
+
+
+def _column_mix_relations(found: list[Limitation], relations: list[Relation]) -> list[Relation]:
+    """A share change of a slice cut from one context column (``vehicle_year < 1990``) restates the mix
+    change of that column, when another limitation states it (the column's own mix claim, or an untested
+    range of the column that carries the column's mix test): one fact, the column moved."""
+    taken = {r.child for r in relations}
+    carriers: dict[str, Limitation] = {}
+    for lim in found:
+        if lim.key in taken or lim.claim != "change":
+            continue
+        if lim.kind == "context_mix_shift" and lim.evidence.get("kind") == "context" and lim.evidence.get("name"):
+            carriers.setdefault(str(lim.evidence["name"]), lim)
+        elif lim.kind == "untested_context":
+            for column in lim.evidence.get("context_tests") or ():
+                if column and columns_of(lim.definition) == {column}:
+                    carriers.setdefault(str(column), lim)
+    out = []
+    for lim in found:
+        if lim.kind != "context_mix_shift" or lim.evidence.get("kind") != "slice_share" or lim.key in taken:
+            continue
+        cols = columns_of(lim.definition)
+        parent = carriers.get(next(iter(cols))) if len(cols) == 1 else None
+        if parent is not None and parent.key != lim.key:
+            out.append(Relation(lim.key, parent.key, "column_mix", note=f"a part of {next(iter(cols))}"))
+    return out
 
 
 def _explained_mixes(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],

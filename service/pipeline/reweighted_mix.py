@@ -6,7 +6,8 @@ and a new population (weight 0 on its benchmark rows, its production rows left o
 *explained* when production's share, categorical mix or numeric distribution is what the weighted
 benchmark predicts: the test is not significant at ``alpha`` **and** the effect is below the
 context's practical floor. The weighted side counts as Kish's effective sample size
-``(sum w)^2 / sum w^2``, so unequal weights make the test wider, never narrower.
+``(sum w)^2 / sum w^2`` where an effect size needs a count, and shares get the linearised variance
+of a weighted ratio, so unequal weights make the tests wider, never narrower.
 
 These re-tests decide only how findings are grouped; they never claim anything.
 
@@ -38,27 +39,43 @@ def _effective(w: np.ndarray) -> float:
 
 def share_explained(w: np.ndarray, mb: np.ndarray, mp: np.ndarray, alpha: float, floor: float) -> bool:
     """Is production's share of the rows ``mp`` what the weighted benchmark's share of ``mb`` predicts?"""
-    if float(w.sum()) <= 0 or len(mp) == 0:
+    total = float(w.sum())
+    if total <= 0 or len(mp) == 0:
         return False
-    s_w, s_p = float((w * mb).sum() / w.sum()), float(mp.mean())
-    se = np.sqrt(max(s_w * (1 - s_w), 1e-12) * (1 / _effective(w) + 1 / len(mp)))
+    s_w, s_p = float((w * mb).sum() / total), float(mp.mean())
+    # linearised variance of a ratio estimate: rows with large weights count for more
+    var_w = float((w * w * (mb - s_w) ** 2).sum()) / total ** 2
+    se = np.sqrt(max(var_w + s_p * (1 - s_p) / len(mp), 1e-12))
     p = 2 * stats.norm.sf(abs(s_p - s_w) / se)
     return bool(p >= alpha and abs(s_p - s_w) < floor)
 
 
 def column_explained(w: np.ndarray, bench: Any, prod: Any, alpha: float, floor: float) -> bool:
-    """Is production's mix of a categorical column what the weighted benchmark predicts (Cramér's V)?"""
+    """Is production's mix of a categorical column what the weighted benchmark predicts?
+
+    A Wald test of the difference of the two share vectors with the weighted side's linearised
+    covariance (chi-square on the categories less one), and Cramér's V of the table with the weighted
+    side counted at its effective size below the floor."""
     b, p = np.asarray(bench).astype(str), np.asarray(prod).astype(str)
-    if float(w.sum()) <= 0 or len(p) == 0:
+    total = float(w.sum())
+    if total <= 0 or len(p) == 0:
         return False
-    cats, codes_b = np.unique(np.concatenate([b, p]), return_inverse=True)
-    wb = np.bincount(codes_b[:len(b)], weights=w, minlength=len(cats)) / w.sum() * _effective(w)
-    cp = np.bincount(codes_b[len(b):], minlength=len(cats)).astype(float)
-    table = np.vstack([wb, cp])
-    table = table[:, table.sum(0) > 0]
-    if table.shape[1] < 2:
+    cats, codes = np.unique(np.concatenate([b, p]), return_inverse=True)
+    cb, cp = codes[:len(b)], codes[len(b):]
+    s_w = np.bincount(cb, weights=w, minlength=len(cats)) / total
+    s_p = np.bincount(cp, minlength=len(cats)) / len(p)
+    if len(cats) < 2:
         return True
-    chi2, pval, _, _ = stats.chi2_contingency(table, correction=False)
+    onehot = np.zeros((len(b), len(cats)))
+    onehot[np.arange(len(b)), cb] = 1.0
+    resid = (onehot - s_w) * (w / total)[:, None]
+    cov = resid.T @ resid + (np.diag(s_p) - np.outer(s_p, s_p)) / len(p)
+    d = s_w - s_p
+    stat = float(d @ np.linalg.pinv(cov, hermitian=True) @ d)
+    pval = float(stats.chi2.sf(stat, len(cats) - 1))
+    table = np.vstack([s_w * _effective(w), s_p * len(p)])
+    table = table[:, table.sum(0) > 0]
+    chi2 = stats.chi2_contingency(table, correction=False)[0] if table.shape[1] > 1 else 0.0
     v = np.sqrt(chi2 / table.sum() / (min(table.shape) - 1))
     return bool(pval >= alpha and v < floor)
 
