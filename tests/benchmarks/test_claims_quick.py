@@ -121,3 +121,13 @@ def test_new_population_rows_are_absent_from_the_benchmark_only():
     bench, prod = plant(table, setup, "new_population", 1_000, np.random.default_rng(0))
     assert not (bench[setup.context] == setup.new_value).any()
     assert (prod[setup.context] == setup.new_value).mean() == pytest.approx(0.2, abs=0.01)
+
+
+def test_a_planted_covariate_shift_is_one_claim_over_fresh_draws():
+    """SYNTHETIC: production arrests drawn with weights exp(0.5 z) of ``checks`` (the model's input), every
+    row a real (inputs, label, output) triple. The class mix moves with the inputs (held 17 % -> 22 %), and
+    the audit used to claim that as a second, separate label shift: one fact, two change claims. Now the
+    benchmark reweighted to production's inputs reproduces the class mix, and the label shift is folded."""
+    outcomes = run_planted(tables=QUICK_PLANTED, n=2_000, scenarios=("used_feature",), verbose=False, reps=3)
+    assert len(outcomes) == 3 and all(o.error is None for o in outcomes)
+    assert all(o.top_right and o.n_change_claims == 1 for o in outcomes), outcomes
