@@ -13,58 +13,18 @@ from collections.abc import Mapping
 
 from scipy.stats import norm
 
-from detectors.intervals import wilson_interval
 from reports.formatting import (
-    as_list, capitalise, ci_pair, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
+    as_list, capitalise, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
     lower_is_better, metric_label, num, shorten,
 )
-from reports.records import Limitation, RankingContext, finding_key, flagged, make_decision, severity_label
+from reports.records import Limitation, RankingContext, flagged, make_decision
+from reports.findings_base import (
+    credibly_worse, fold_sentence, make_limitation, test_decision, test_note, untested_name,
+)
+from reports.findings_untested import untested_limitation
 from reports.shift_loss import shift_loss
 
-__all__ = ["data_findings", "make_limitation", "shift_loss", "test_decision", "credibly_worse", "slice_gap", "slice_shares", "gap_in_production", "untested_name"]
-
-
-def make_limitation(kind: str, slice_name: str | None, title: str, statement: str,
-                    score: float, evidence: dict, *, definition: str | None = None,
-                    subject: str | None = None, claim: str = "change", decision: dict | None = None) -> Limitation:
-    """A limitation with its stable key: the rows' ``definition`` when it concerns rows, else ``subject``;
-    ``claim`` says whether it rests on a change test ("change") or holds on the benchmark too ("standing")."""
-    score = max(0.0, float(score))
-    return Limitation(rank=0, kind=kind, slice=slice_name, title=title, statement=statement,
-                      score=round(score, 6), severity=severity_label(score), evidence=evidence,
-                      key=finding_key(kind, definition, subject if subject is not None else slice_name),
-                      definition=definition or None, claim=claim, decision=decision)
-
-
-def test_decision(t: Mapping, ctx: RankingContext, *, statistic: str | None = None) -> dict:
-    """The decision of one flagged detector test: effect, test, adjusted p, rows, and the audit's rule."""
-    floor = num(t.get("effect_floor"))
-    effect = effect_label(t.get("effect_name"))
-    rule = (f"adjusted p < α = {fmt_num(ctx.alpha)} and {effect} ≥ the floor"
-            + (f" {fmt_num(floor)}" if floor is not None else ""))
-    n = [num(t.get("n_reference")), num(t.get("n_current"))]
-    return make_decision(statistic or effect, t.get("effect_size"), test=str(t.get("method") or "test"),
-                         p_value_adjusted=t.get("p_value_adjusted"), interval=get(t, "details", "ci"),
-                         n=sum(v for v in n if v is not None) or None, rule=rule)
-
-
-def credibly_worse(value_ci, reference: float | None, metric: str, *, value: float | None = None,
-                   reference_ci=None) -> bool | None:
-    """Does the interval lie entirely on the worse side of ``reference``? None when it cannot tell.
-
-    With ``value`` and ``reference_ci`` (two independent samples, e.g. production rows against the
-    benchmark), the difference's MOVER interval (Newcombe's square-and-add of the two intervals)
-    must exclude 0: a reference measured on 2,000 rows is not a known constant."""
-    lo, hi = ci_pair(value_ci)
-    if reference is None or lo is None or hi is None:
-        return None
-    r_lo, r_hi = ci_pair(reference_ci) if reference_ci is not None else (None, None)
-    if value is None or r_lo is None or r_hi is None:
-        return lo > reference if lower_is_better(metric) else hi < reference
-    d = value - reference
-    if lower_is_better(metric):
-        return d - math.sqrt((value - lo) ** 2 + (r_hi - reference) ** 2) > 0
-    return d + math.sqrt((hi - value) ** 2 + (reference - r_lo) ** 2) < 0
+__all__ = ["data_findings", "slice_gap", "slice_shares", "gap_in_production"]
 
 
 def gap_in_production(s: Mapping) -> bool:
@@ -111,19 +71,6 @@ def _is_weak(s: Mapping, ctx: RankingContext) -> bool:
     return s.get("underperforming") is True
 
 
-def untested_name(u: Mapping) -> str:
-    """``name`` (UntestedContext), else ``slice``, else ``"column = value"``."""
-    for key in ("name", "slice"):
-        if u.get(key) not in (None, ""):
-            return str(u[key])
-    return f"{u.get('column', 'context')} = {u.get('value', '?')}"
-
-
-def _test_note(t: Mapping) -> str:
-    effect = f"{effect_label(t.get('effect_name'))} {fmt_num(t.get('effect_size'))}"
-    return f"{effect}, {fmt_p(t.get('p_value_adjusted'), 'adjusted p')}"
-
-
 def _fold_targets(tests: list, weak: list, untested: list) -> tuple[dict, list]:
     """Attach each flagged context test to the weak slice / untested context it explains."""
     weak_names = {str(s.get("name")): i for i, s in enumerate(weak)}
@@ -146,16 +93,6 @@ def _fold_targets(tests: list, weak: list, untested: list) -> tuple[dict, list]:
     return folded, standalone
 
 
-def _fold_sentence(tests: list) -> str:
-    parts = []
-    for t in tests:
-        if t.get("kind") == "slice_share":
-            parts.append(f"its share differs significantly between benchmark and production ({_test_note(t)})")
-        else:
-            parts.append(f"the mix of {shorten(t.get('name'))} changed significantly ({_test_note(t)})")
-    return (" " + capitalise("; ".join(parts)) + ".") if parts else ""
-
-
 def _weak_slice(s: Mapping, ctx: RankingContext, folded: list) -> Limitation:
     name = shorten(s.get("title") or s.get("name"))
     metric = metric_label(s.get("metric") or ctx.metric)
@@ -176,7 +113,7 @@ def _weak_slice(s: Mapping, ctx: RankingContext, folded: list) -> Limitation:
     if where:
         statement += (f" On the benchmark it is {fmt_metric(s.get('benchmark_value'), s.get('benchmark_ci'))} "
                       f"({fmt_n(s.get('metric_n_benchmark', s.get('n_benchmark')))}).")
-    statement += _fold_sentence(folded)
+    statement += fold_sentence(folded)
     prevalence = prod_share if prod_share is not None else (bench_share or 0.0)
     evidence = {
         "metric": s.get("metric") or ctx.metric, "definition": s.get("definition"), "source": s.get("source"),
@@ -240,107 +177,9 @@ def _rows_to_decide(s: Mapping, ctx: RankingContext) -> str:
     return f"; about {need:,.0f} rows of it per side would decide a difference this large"
 
 
-def _measured_in_production(s: Mapping | None, ctx: RankingContext) -> bool:
-    return bool(s) and num(s.get("production_value")) is not None and ctx.overall_value is not None
-
-
-def _untested(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping | None) -> Limitation:
-    """An untested context; with labelled production rows its metric there is measured and compared
-    with the benchmark's overall metric (what the benchmark promised), never with production's own
-    overall (which these rows are part of, and which they may be all of)."""
-    full_name = untested_name(u)
-    name = shorten(full_name)
-    share = num(u.get("production_share"))
-    if share is None and num(u.get("n_production")) is not None and ctx.n_production:
-        share = num(u.get("n_production")) / ctx.n_production
-    n_bench = int(num(u.get("n_benchmark")) or 0)
-    min_size = int(num(u.get("min_slice_size", u.get("min_size"))) or ctx.min_slice_size)
-    metric = metric_label(ctx.metric)
-    n_values = int(num(u.get("n_values")) or 0)
-    if u.get("kind") == "pooled_values" and n_values > 1:  # many rare values of one column, tested as one group
-        bench_clause = (f"these {n_values:,} values are each too rare in the benchmark to measure {metric} "
-                        f"(fewer than {min_size:,} rows each; {n_bench:,} in all)")
-    else:
-        bench_clause = ("the benchmark has no such cases" if n_bench == 0 else
-                        f"the benchmark has only {n_bench:,}, fewer than the {min_size:,} needed to measure {metric}")
-    statement = f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.get('n_production'))}), but {bench_clause}."
-    large = share is not None and share >= ctx.floor("untested_share")
-    evidence = {"column": u.get("column"), "value": None, "n_benchmark": n_bench,
-                "n_production": u.get("n_production"), "production_share": share, "min_size": min_size,
-                "context_tests": [t.get("name") for t in folded], "metric": ctx.metric, "gap_measured": False,
-                "large_population": large}
-    decision = make_decision("production share", share, test="exact test of its benchmark count" if
-                             num(u.get("p_value_adjusted")) is not None else None,
-                             p_value_adjusted=u.get("p_value_adjusted"), interval=_share_ci(u, share, ctx),
-                             n=u.get("n_production"),
-                             rule=f"fewer than {min_size:,} benchmark rows (improbable by chance) and a production "
-                                  "share above the floor: a population new in production")
-    if _measured_in_production(measured, ctx):
-        value, ci = num(measured.get("production_value")), measured.get("production_ci")
-        sign = -1.0 if lower_is_better(ctx.metric) else 1.0
-        gap = sign * (ctx.overall_value - value)
-        worse = credibly_worse(ci, ctx.overall_value, ctx.metric, value=value, reference_ci=ctx.overall_ci)
-        statement += (f" Measured on the labelled production rows, {metric} there is {fmt_metric(value, ci)} "
-                      f"({fmt_n(measured.get('metric_n_production', measured.get('n_production')))}) against "
-                      f"{fmt_metric(ctx.overall_value, ctx.overall_ci)} overall on the benchmark.")
-        if worse:
-            statement += (f" The difference's interval lies below 0: a measured loss of {fmt_num(gap)} "
-                          "on these rows.")
-            basis = f"production share {share or 0:.3f} × measured gap to the benchmark {gap:.3f}"
-        elif gap > ctx.priors.coverage_gap:
-            statement += (f" It is {fmt_num(gap)} below the benchmark, within sampling error; the benchmark needs "
-                          "cases of it to tell.")
-            basis = (f"production share {share or 0:.3f} × coverage gap {ctx.priors.coverage_gap:.2f} (the measured "
-                     f"point gap {gap:.3f} is within sampling error)")
-        else:
-            statement += " It is no worse than the benchmark here, but the benchmark still needs cases of it."
-            basis = (f"production share {share or 0:.3f} × coverage gap {ctx.priors.coverage_gap:.2f} "
-                     "(measured no worse than the benchmark)")
-        # a loss within sampling error is not a measured loss: the severity rests on the coverage gap
-        # then (all of production in a new context read "Do not rely" on a 0.05 drop whose interval
-        # reached past 0)
-        used_gap = max(gap, ctx.priors.coverage_gap) if worse else ctx.priors.coverage_gap
-        score = (share or 0.0) * used_gap
-        evidence.update(value=value, ci=ci, dataset="production", overall_value=ctx.overall_value,
-                        overall_dataset="benchmark", gap=gap, gap_measured=True, credibly_worse=bool(worse),
-                        severity_basis=basis)
-        decision = make_decision(f"{ctx.metric} on these production rows", value, test=decision["test"],
-                                 p_value_adjusted=decision["p_value_adjusted"], interval=ci,
-                                 n=measured.get("metric_n_production", measured.get("n_production")),
-                                 rule=decision["rule"] + "; its loss is measured against the benchmark's overall "
-                                      "value (credible when the difference's interval lies below 0)")
-        title = (f"the context {name} ({fmt_share(share)} of production) was never tested; in production its "
-                 f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_value)} on the benchmark"
-                 if n_bench == 0 else f"the context {name} is barely tested (n={n_bench:,}); in production its "
-                 f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_value)} on the benchmark")
-    else:
-        prior = ctx.priors.untested_gap
-        statement += (f" Its {metric} there cannot be measured without labels, so the severity assumes it is "
-                      f"{fmt_num(prior)} below overall (an assumption, not a measurement).")
-        score = (share or 0.0) * prior
-        evidence["severity_basis"] = f"production share {share or 0:.3f} × assumed gap {prior:.2f}"
-        title = (f"the context {name} is {fmt_share(share)} of production but "
-                 + ("was never tested" if n_bench == 0 else f"barely tested (n={n_bench:,})"))
-    statement += _fold_sentence(folded)
-    return make_limitation("untested_context", full_name, title, statement, score, evidence,
-                           definition=u.get("definition"), claim="change", decision=decision)
-
-
-def _share_ci(u: Mapping, share: float | None, ctx: RankingContext):
-    """The untested context's production share interval: as the detector gave it, else Wilson from the counts."""
-    given = u.get("production_share_ci")
-    if ci_pair(given)[0] is not None:
-        return given
-    n = num(u.get("n_production"))
-    total = ctx.n_production or (n / share if n is not None and share else None)
-    if n is None or not total:
-        return None
-    return list(wilson_interval(n, round(total)))
-
-
 def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitation:
     name = shorten(t.get("name"))
-    note = f"{_test_note(t)}; {fmt_n(t.get('n_reference'))} and {fmt_n(t.get('n_current'))}"
+    note = f"{test_note(t)}; {fmt_n(t.get('n_reference'))} and {fmt_n(t.get('n_current'))}"
     effect = min(num(t.get("effect_size")) or 0.0, 1.0)
     evidence = {k: t.get(k) for k in ("name", "kind", "method", "effect_name", "effect_size",
                                       "p_value_adjusted", "n_reference", "n_current")}
@@ -396,7 +235,7 @@ def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     folded, standalone = _fold_targets(tests, weak, untested)
     by_name = {str(s.get("name")): s for s in slices}
     found = [_weak_slice(s, ctx, folded[("slice", i)]) for i, s in enumerate(weak)]
-    found += [_untested(u, ctx, folded[("untested", i)], by_name.get(str(u.get("measured_by") or untested_name(u))))
+    found += [untested_limitation(u, ctx, folded[("untested", i)], by_name.get(str(u.get("measured_by") or untested_name(u))))
               for i, u in enumerate(untested)]
     found += [_mix_shift(t, ctx, by_name) for t in standalone]
     return found

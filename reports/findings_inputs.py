@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reports.findings_data import _test_note, make_limitation, shift_loss, test_decision
+from reports.findings_base import make_limitation, test_decision, test_note
+from reports.shift_loss import shift_loss
 from reports.formatting import as_list, effect_label, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, get, num, shorten
 from reports.records import Limitation, RankingContext, flagged, make_decision
 
@@ -41,7 +42,7 @@ def _feature_phrase(t: Mapping) -> str:
         return f"the missing-value rate of {name} ({rates}{fmt_p(t.get('p_value_adjusted'), 'adjusted p')})"
     ref, cur = num(details.get("mean_reference")), num(details.get("mean_current"))
     means = f"mean {fmt_mean(ref)} → {fmt_mean(cur)}, " if ref is not None and cur is not None else ""
-    return f"{name} ({means}{_test_note(t)})"
+    return f"{name} ({means}{test_note(t)})"
 
 
 def _multivariate_sentence(mv: Mapping) -> str:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from detectors.metric_registry import saturated
-from reports.findings_data import make_limitation, shift_loss, slice_shares, test_decision
+from reports.findings_base import make_limitation, test_decision
+from reports.findings_data import slice_shares
+from reports.shift_loss import shift_loss
 from reports.formatting import (
     as_list, ci_pair, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, lower_is_better,
     metric_label, num, shorten,

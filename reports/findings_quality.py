@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from detectors.intervals import wilson_interval
-from reports.findings_data import make_limitation
+from reports.findings_base import make_limitation
 from reports.formatting import as_list, ci_pair, fmt_metric, fmt_n, fmt_num, fmt_share, num, shorten
 from reports.records import Limitation, RankingContext, make_decision
 

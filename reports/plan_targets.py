@@ -22,7 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from reports.findings_data import slice_gap, slice_shares, untested_name
+from reports.findings_base import untested_name
+from reports.findings_data import slice_gap, slice_shares
 from reports.formatting import as_list, ci_pair, fmt_share, get, lower_is_better, num
 from reports.records import Limitation, RankingContext, finding_key
 

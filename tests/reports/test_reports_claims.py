@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from reports import rank_limitations, render_html, verdict
-from reports.findings_data import make_limitation
+from reports.findings_base import make_limitation
 from reports.findings_inputs import _feature_phrase
 from reports.limitations import decided, sample_size, undecided_notes
 from reports.records import make_decision
@@ -106,7 +106,7 @@ def test_a_population_is_credibly_worse_only_when_the_difference_excludes_zero()
     """All of production in a new context read "Do not rely" (high) on 0.71 [0.68, 0.75] against a
     benchmark of 0.76 [0.71, 0.82]: the production interval lay below the benchmark's point value,
     but the benchmark's own interval was ignored, and the difference's interval reaches past 0."""
-    from reports.findings_data import credibly_worse
+    from reports.findings_base import credibly_worse
 
     assert credibly_worse([0.68, 0.75], 0.76, "balanced_accuracy") is True  # against a known constant
     assert credibly_worse([0.68, 0.75], 0.76, "balanced_accuracy", value=0.71, reference_ci=[0.71, 0.82]) is False

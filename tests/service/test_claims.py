@@ -188,7 +188,7 @@ def test_standing_limitations_never_fail_a_gate(collapse):
 def test_a_large_untested_population_is_never_folded_into_a_slice():
     """An untested population that is 32 % of production, nested in a larger weak slice and measured no
     worse than it, used to be folded into the slice and disappear from the limitations."""
-    from reports.findings_data import make_limitation
+    from reports.findings_base import make_limitation
     from service.pipeline.facts import _row_relations
 
     new = make_limitation("untested_context", 'site == "C"', "t", "S.", 0.0032,
