@@ -7,6 +7,7 @@ import re
 import shutil
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,12 +109,15 @@ class AuditWorker:
         runtime, datasets = self.runtime, self.runtime.datasets
         client = get_client(runtime.settings.dask_scheduler)
         scratch = datasets.tmp_dir / f"images-{audit_id}"
+        if has_images(bench_row) or has_images(prod_row):
+            runtime.audits.set_progress(audit_id, 0.0, "deriving context from the images on the cluster")
         try:
             sides = [image_side(client, r, [str(f) for f in datasets.dataset_files(r.id)],
                                 roles_for_audit(r.columns, context_columns=contexts), settings=runtime.settings,
                                 pack=pack, out_dir=scratch / which)
                      for r, which in ((bench_row, "benchmark"), (prod_row, "production"))]
             sources = [ParquetDataset.from_files(s.files, name=r.name) for s, r in zip(sides, (bench_row, prod_row))]
+            sources = [replace(d, fingerprint=s.fingerprint) if s.fingerprint else d for d, s in zip(sources, sides)]
             images = {w: s.images for w, s in zip(("benchmark", "production"), sides) if s.images is not None}
 
             def finish(outcome, production_sample):  # thumbnails of the sampled production rows

@@ -18,6 +18,7 @@ the audit fails with ``bad_images`` unless the dataset was registered with
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,7 @@ class PartImages:
     n_rows: int
     errors: Mapping[int, str]  # row position in the dataset -> why its image failed
     added: tuple[str, ...]
+    digest: str  # sha256 of the partitions' bytes
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class DerivedImages:
     n_images: int
     added: tuple[str, ...]  # pack context columns derived from image values
     errors: Mapping[int, str]
+    fingerprint: str  # sha256 of every derived partition's bytes: a benchmark scan is cached under it
 
 
 def has_images(row: Any) -> bool:
@@ -78,7 +81,7 @@ def derive_row_group(source: str, row_group: int, target: str, offset: int, task
 
     with pq.ParquetFile(source) as handle:
         rows = handle.read_row_group(row_group)
-    paths, errors, added, kept = [], {}, (), 0
+    paths, errors, added, kept, digest = [], {}, (), 0, hashlib.sha256()
     for start in range(0, rows.num_rows, CHUNK_ROWS):
         frame = rows.slice(start, CHUNK_ROWS).to_pandas()
         loaders = path_loaders(frame[IMAGE_COLUMN], [Path(r) for r in task.roots], task.limits)
@@ -89,7 +92,9 @@ def derive_row_group(source: str, row_group: int, target: str, offset: int, task
         if not derived.table.empty:
             paths.append(_write(derived.table, f"{target}-{start // CHUNK_ROWS:05d}.parquet"))
             kept += len(derived.table)
-    return PartImages(tuple(paths), kept, errors, added)
+            # the footers alone would not change when an image at the same path was replaced
+            digest.update(Path(paths[-1]).read_bytes())
+    return PartImages(tuple(paths), kept, errors, added, digest.hexdigest())
 
 
 def _write(frame, target: str) -> str:
@@ -135,8 +140,9 @@ def derive_on_cluster(client: Any, files: list[str], *, settings: Any, pack: Any
     parts = client.gather(futures)
     errors = {i: e for part in parts for i, e in part.errors.items()}
     check_errors(shown, errors, n_rows=n_rows, on_error=on_error)
+    fingerprint = hashlib.sha256("".join(p.digest for p in parts).encode()).hexdigest()
     return DerivedImages(tuple(f for p in parts for f in p.paths), sum(p.n_rows for p in parts),
-                         parts[0].added if parts else (), errors)
+                         parts[0].added if parts else (), errors, fingerprint)
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,7 @@ class AuditSide:
     roles: Mapping[str, str]
     ref: Mapping[str, Any]
     images: Mapping[str, Any] | None = None
+    fingerprint: str | None = None  # of the derived partitions (their footers alone do not say it)
 
 
 def image_side(client: Any, row: Any, files: list[str], roles: dict[str, str], *, settings: Any, pack: Any,
@@ -164,8 +171,9 @@ def image_side(client: Any, row: Any, files: list[str], roles: dict[str, str], *
     roles = {**{c: r for c, r in derived_roles(columns, derived.added).items() if c in columns}, **user}
     sources = column_sources(list(user), derived.added, pack)
     ref = {"id": row.id, "name": row.name, **derived_ref({"images": {"columns": sources}})}
-    return AuditSide(derived.files, roles, ref, {"n_images": derived.n_images, "derived_context": list(derived.added),
-                                                 "skipped_rows": skipped_rows(dict(derived.errors))})
+    images = {"n_images": derived.n_images, "derived_context": list(derived.added),
+              "skipped_rows": skipped_rows(dict(derived.errors))}
+    return AuditSide(derived.files, roles, ref, images, derived.fingerprint)
 
 
 def _columns(files: tuple[str, ...]) -> list[str]:

@@ -162,3 +162,44 @@ def test_second_audit_decodes_nothing_again(client, lake, monkeypatch):
         raise AssertionError("an image was decoded again")
     monkeypatch.setattr(derive, "_derive", no_decoding)  # the in-process workers see the patch
     assert audit(client, bench, prod)[1]["status"] == "succeeded"
+
+
+def test_fingerprint_follows_the_images_not_the_paths(lake, dask_client, tmp_path):
+    """A benchmark scan is cached under the derived partitions' fingerprint: replacing an image
+    at the same path must change it, deriving the same images again must not."""
+    import shutil
+
+    from service.engine.images import derive_on_cluster
+    from service.local import load_pack
+
+    root, bench, _ = lake
+    small = tmp_path / "small"
+    rows = bench.head(12).drop(columns=["dark"])
+    for path in rows["image"]:
+        (small / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(root / path, small / path)
+    write_partitions(rows, small / "table", 2)
+    settings = Settings(data_dir=tmp_path / "data", data_roots=[small])
+    files = sorted(str(p) for p in (small / "table").glob("*.parquet"))
+
+    def derive(out):
+        return derive_on_cluster(dask_client, files, settings=settings, pack=load_pack("facial_expression"),
+                                 on_error="fail", out_dir=tmp_path / out, shown="small")
+    first, again = derive("a"), derive("b")
+    assert first.fingerprint == again.fingerprint and first.n_images == 12
+    target = small / rows["image"].iat[3]
+    darker = (np.asarray(Image.open(target).convert("RGB")) * 0.5).astype(np.uint8)
+    Image.fromarray(darker).save(target, format=Image.open(target).format)
+    changed = derive("c")
+    assert changed.fingerprint != first.fingerprint
+    brightness = [pd.read_parquet(f).set_index("id")["img_brightness"] for f in (first.files[0], changed.files[0])]
+    assert brightness[1].loc[3] < brightness[0].loc[3] - 5 and brightness[1].drop(3).equals(brightness[0].drop(3))
+
+
+def test_pandas_engine_refuses_to_audit_image_paths_it_would_not_derive(client, lake):
+    root, _, _ = lake
+    bench = register(client, root / "bench" / "table", "bench", "benchmark")["id"]
+    prod = register(client, root / "prod" / "table", "prod", "production")["id"]
+    res = client.post("/v1/audits", json={"benchmark": bench, "production": prod, "domain": "facial_expression"})
+    result = wait_for(client, res.json()["id"], timeout=120)
+    assert result["status"] == "failed" and result["error"]["code"] == "images_need_dask"
