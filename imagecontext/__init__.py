@@ -14,4 +14,4 @@ __all__ = ["EXTRACTOR_VERSION", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_PIXELS", "Deco
            "ImageError", "decode", "extract", "embed", "embedding_columns", "COLUMNS",
            "EMBEDDING_DIM", "extractor_of"]
 
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"  # 3: the embedding is measured on the 256 px canonical image

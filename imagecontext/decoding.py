@@ -36,10 +36,13 @@ import os
 import struct
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
+
+from imagecontext.canonical import canonical_rgb
 
 __all__ = ["ImageError", "DecodedImage", "decode", "DEFAULT_MAX_PIXELS", "DEFAULT_MAX_BYTES"]
 
@@ -93,6 +96,14 @@ class DecodedImage:
     jpeg_subsampling: str | None = None
     sha256: str = ""
 
+    @cached_property
+    def canonical(self) -> np.ndarray:
+        """The pixels at the canonical size (longest side 256, :mod:`imagecontext.canonical`),
+        made once per image: every statistic and the embedding measure this array."""
+        small = canonical_rgb(self.rgb)
+        small.setflags(write=False)
+        return small
+
     @property
     def height(self) -> int:
         return int(self.rgb.shape[0])
@@ -139,7 +150,8 @@ def _to_rgb(im: Image.Image) -> tuple[np.ndarray, bool]:
             top = 65535.0 if mode.startswith("I;16") or (arr.size and arr.max() > 255) else 255.0
         grey = np.clip(np.nan_to_num(arr) / top * 255.0 + 0.5, 0, 255).astype(np.uint8)
         return np.repeat(grey[:, :, None], 3, axis=2), False
-    return np.asarray(im.convert("RGB")), False
+    # np.asarray copies the pixels once; convert() would copy an RGB image once more first
+    return np.asarray(im if mode == "RGB" else im.convert("RGB")), False
 
 
 def decode(source: bytes | str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS,
@@ -199,8 +211,9 @@ def decode(source: bytes | str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_P
                 if n_frames > 1:
                     im.seek(0)
                 im.load()
-                upright = ImageOps.exif_transpose(im)
-                rgb, has_alpha = _to_rgb(upright)
+                # in place: without an orientation tag the default returns a copy of every pixel
+                ImageOps.exif_transpose(im, in_place=True)
+                rgb, has_alpha = _to_rgb(im)
         except Image.DecompressionBombError as err:
             raise ImageError("too_many_pixels", str(err)) from None
         except OSError as err:

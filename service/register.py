@@ -19,6 +19,10 @@ import pandas as pd
 from service import roles, validation
 from service.coerce import coerce_columns
 from service.errors import BadUpload, InvalidRequest
+from service.image_derive import check_count
+from service.image_intake import on_image_error
+from service.image_origins import column_sources
+from service.image_sources import IMAGE_COLUMN, ImageLimits
 from service.ingest_formats import _check_types
 from service.models import DatasetRow
 from service.partitions import decimals_as_float, fingerprint
@@ -43,17 +47,49 @@ def register_dataset(runtime: Any, *, name: str, role: str, pack: Any, user_sche
         raise BadUpload(f"The files at {path!r} hold no rows.", code="no_rows", details={"path": path})
     sample = _sample(files, runtime.settings.upload_chunk_cells, len(schema.names))
     sample = coerce_columns(sample, label)
+    images = image_paths(runtime.settings, sample, user_schema, label, n_rows, pack)
+    if images is not None:  # the paths are read (and the images derived) at audit time, on the cluster
+        user_schema = {k: v for k, v in user_schema.items() if k != "on_image_error"} if user_schema else None
     explicit = roles.parse_schema(user_schema, sample.columns, label)
     column_roles = roles.infer_roles(sample.columns, schema=explicit,
                                      context_columns=pack.context_names if pack else ())
+    if images is not None:
+        column_roles[IMAGE_COLUMN] = "ignore"  # not compared: the columns derived from it are
     report = validation.validate(sample, expectations(sample, column_roles, pack))
     report["rows_checked"] = len(sample)
+    if images is not None:
+        report["images"] = images
     if not report["success"]:
         raise validation_failed(label, report)
     return store.register(name=name, role=role, domain=pack.name if pack else None, spec=resolved.spec,
                           n_rows=n_rows, n_columns=sample.shape[1], n_partitions=len(files),
                           columns=roles.describe_columns(sample, column_roles, explicit), validation=report,
                           sha256=sha256)
+
+
+def image_paths(settings: Any, sample: pd.DataFrame, user_schema: Any, label: str, n_rows: int,
+                pack: Any) -> dict[str, Any] | None:
+    """What a registration of image paths records (``validation.images``), else ``None``: the
+    on-image-error rule, the image count (within ``CONTEXTSHIFT_MAX_IMAGES``) and the columns the
+    images will give; the images themselves are read when an audit derives them."""
+    if IMAGE_COLUMN not in sample.columns:
+        return None
+    import imagecontext
+
+    on_error = on_image_error(user_schema)
+    limits = ImageLimits.from_settings(settings)
+    check_count(label, n_rows, limits)
+    cells = sample[IMAGE_COLUMN].dropna().head(1).tolist()
+    if cells and not isinstance(cells[0], str):
+        raise BadUpload(f"Dataset {label!r}: a registered dataset's {IMAGE_COLUMN!r} column must hold file paths "
+                        "inside CONTEXTSHIFT_DATA_ROOTS; upload image bytes instead.", code="image_paths_only",
+                        details={"file": label})
+    names = [c for c in sample.columns if c != IMAGE_COLUMN]
+    added = [c for c, rule in (getattr(pack, "derived", None) or {}).items()
+             if c not in names and rule.source in imagecontext.COLUMNS]
+    return {"extractor_version": imagecontext.EXTRACTOR_VERSION, "source": label, "n_images": n_rows,
+            "on_image_error": on_error, "derived_at": "audit", "derived_context": added,
+            "derived_columns": list(imagecontext.COLUMNS), "columns": column_sources(names, added, pack)}
 
 
 def _metadata(file: Path, base: Path):

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from service.image_cache import read_thumbnail
-from service.image_intake import HASH_COLUMN
+from service.image_derive import HASH_COLUMN
 
 __all__ = ["with_thumbnails"]
 

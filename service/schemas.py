@@ -48,6 +48,11 @@ class ImageDerivation(BaseModel):
     columns: list[ColumnSource] = Field(default_factory=list)
     skipped_rows: list[dict[str, Any]] = Field(default_factory=list, description='Rows skipped under '
                                                '"on_image_error": "skip", with the error.')
+    on_image_error: Literal["fail", "skip"] | None = Field(default=None, description="Registered datasets of image "
+                                                           "paths: what an audit does with an unreadable image.")
+    derived_at: Literal["upload", "audit"] = Field(default="upload", description="When the images are read: at "
+                                                   "upload, or (registered datasets) by each Dask audit, on its "
+                                                   "workers.")
 
 
 class ValidationOut(BaseModel):

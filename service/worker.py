@@ -4,12 +4,16 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from service.errors import ServiceError
+from service.engine.images import has_images
+from service.errors import InvalidRequest, ServiceError
+from service.image_derive import HASH_COLUMN
 from service.image_origins import derived_ref
 from service.report_thumbnails import with_thumbnails
 
@@ -73,6 +77,10 @@ class AuditWorker:
                                     self._annotations(row.options.get("annotations")))
             self._store(audit_id, outcome)
             return
+        if any(has_images(r) for r in (bench_row, prod_row)):
+            raise InvalidRequest("A registered dataset of image paths is audited on the Dask engine, which derives "
+                                 'its images on the workers: send "options": {"engine": "dask"}.',
+                                 code="images_need_dask", details={"engine": "dask"})
         production = datasets.load_frame(prod_row.id)
         audit_input = AuditInput(
             audit_id=audit_id,
@@ -89,20 +97,41 @@ class AuditWorker:
         self._store(audit_id, outcome)
 
     def _on_dask(self, audit_id: str, bench_row, prod_row, pack, options: dict, contexts: list[str], annotations):
-        """The Dask engine reads the stored Parquet partitions where they are; nothing is loaded whole."""
+        """The Dask engine reads the stored Parquet partitions where they are; nothing is loaded whole.
+        A registered dataset of image paths has its images derived on the cluster first, into scratch
+        partitions removed after the audit (:mod:`service.engine.images`)."""
+        from service.engine.cluster import get_client
         from service.engine.dask_audit import audit_parquet
         from service.engine.datasets import ParquetDataset
+        from service.engine.images import image_side
         from service.roles import roles_for_audit
 
         runtime, datasets = self.runtime, self.runtime.datasets
-        sources = [ParquetDataset.from_files(datasets.dataset_files(r.id), name=r.name) for r in (bench_row, prod_row)]
-        return audit_parquet(
-            sources[0], sources[1], pack=pack, options=options, audit_id=audit_id,
-            benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
-            production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
-            refs=tuple({"id": r.id, "name": r.name, **derived_ref(r.validation)} for r in (bench_row, prod_row)),
-            scheduler=runtime.settings.dask_scheduler, annotations=annotations, cache=runtime.reference_cache(),
-            progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
+        client = get_client(runtime.settings.dask_scheduler)
+        scratch = datasets.tmp_dir / f"images-{audit_id}"
+        if has_images(bench_row) or has_images(prod_row):
+            runtime.audits.set_progress(audit_id, 0.0, "deriving context from the images on the cluster")
+        try:
+            sides = [image_side(client, r, [str(f) for f in datasets.dataset_files(r.id)],
+                                roles_for_audit(r.columns, context_columns=contexts), settings=runtime.settings,
+                                pack=pack, out_dir=scratch / which)
+                     for r, which in ((bench_row, "benchmark"), (prod_row, "production"))]
+            sources = [ParquetDataset.from_files(s.files, name=r.name) for s, r in zip(sides, (bench_row, prod_row))]
+            sources = [replace(d, fingerprint=s.fingerprint) if s.fingerprint else d for d, s in zip(sources, sides)]
+            images = {w: s.images for w, s in zip(("benchmark", "production"), sides) if s.images is not None}
+
+            def finish(outcome, production_sample):  # thumbnails of the sampled production rows
+                return with_thumbnails(outcome, production_sample, runtime.settings, options=options,
+                                       domain=pack.name)
+            return audit_parquet(
+                sources[0], sources[1], pack=pack, options=options, audit_id=audit_id,
+                benchmark_roles=dict(sides[0].roles), production_roles=dict(sides[1].roles),
+                refs=(dict(sides[0].ref), dict(sides[1].ref)), client=client, annotations=annotations,
+                cache=runtime.reference_cache(), keep=(HASH_COLUMN,), finish=finish,
+                notes={"images": images} if images else None,
+                progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def _store(self, audit_id: str, outcome) -> None:
         runtime = self.runtime

@@ -34,11 +34,12 @@ class EngineSummaries:
         return classes, counts.labels(classes)
 
 
-def scan_plan(dataset: ParquetDataset, columns, pack, *, labelled: bool, sample_rows: int, seed: int) -> ScanPlan:
+def scan_plan(dataset: ParquetDataset, columns, pack, *, labelled: bool, sample_rows: int, seed: int,
+              keep: tuple[str, ...] = ()) -> ScanPlan:
     """The pass for one side: summarise the compared columns, count outcomes overall and per
-    expert slice, and keep ``sample_rows`` rows in expectation."""
+    expert slice, and keep ``sample_rows`` rows in expectation (with the ``keep`` columns too)."""
     compared = [c for c in (*columns.features, *columns.contexts) if c in dataset.columns]
-    extra = [c for c in (*columns.scores, *columns.embeddings, columns.id) if c and c in dataset.columns]
+    extra = [c for c in (*columns.scores, *columns.embeddings, columns.id, *keep) if c and c in dataset.columns]
     slices = {s.name: s.expression for s in pack.slices if _evaluable(s.expression, dataset.columns)}
     return ScanPlan(columns=tuple(compared), numeric=tuple(c for c in compared if c in dataset.numeric),
                     label=columns.label if labelled else None, prediction=columns.prediction, slices=slices,
@@ -62,12 +63,12 @@ def _evaluable(expression: str, columns) -> bool:
 
 
 def scan_pair(client, benchmark: ParquetDataset, production: ParquetDataset, columns, pack, *, options,
-              progress: Progress, cache=None) -> tuple[Scan, Scan, dict[str, Any]]:
+              progress: Progress, cache=None, keep: tuple[str, ...] = ()) -> tuple[Scan, Scan, dict[str, Any]]:
     sample_rows = int(options.get("sample_rows") or DEFAULT_SAMPLE_ROWS)
     seed = int(options["seed"])
     plan_b = scan_plan(benchmark, columns, pack, labelled=True, sample_rows=sample_rows, seed=seed)
     plan_p = scan_plan(production, columns, pack, labelled=columns.production_label is not None,
-                       sample_rows=sample_rows, seed=seed + 1)
+                       sample_rows=sample_rows, seed=seed + 1, keep=keep)
 
     def scan_benchmark() -> Scan:
         return scan_files(client, list(benchmark.files), plan_b, lambda f: progress(SCAN_SHARE * f / 2,
@@ -117,8 +118,14 @@ def slice_counter(client, benchmark: ParquetDataset, production: ParquetDataset,
 def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack: Any,
                   benchmark_roles: dict[str, str], production_roles: dict[str, str], options: dict[str, Any],
                   progress: Progress, refs: tuple[dict, dict], client: Any = None, scheduler: str | None = None,
-                  cache: Any = None, audit_id: str = "local", annotations: Any = None, title: str | None = None):
-    """Audit two Parquet datasets on a dask.distributed cluster; returns the pipeline's AuditOutcome."""
+                  cache: Any = None, audit_id: str = "local", annotations: Any = None, title: str | None = None,
+                  keep: tuple[str, ...] = (), finish: Callable[[Any, Any], Any] | None = None,
+                  notes: Mapping[str, Any] | None = None):
+    """Audit two Parquet datasets on a dask.distributed cluster; returns the pipeline's AuditOutcome.
+
+    ``keep`` names columns the production sample keeps although no test reads them (the image
+    hashes thumbnails are found by); ``finish(outcome, production_sample)`` gives the outcome
+    returned (the report with thumbnails); ``notes`` are added to ``parameters.engine``."""
     from service.engine.cluster import get_client
     from service.pipeline import AuditInput, check_auditable, run_audit
     from service.pipeline.columns import resolve_columns
@@ -127,7 +134,8 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
     check_auditable(columns)
     client = client or get_client(scheduler)
     scan_b, scan_p, description = scan_pair(client, benchmark, production, columns, pack, options=options,
-                                            progress=progress, cache=cache)
+                                            progress=progress, cache=cache, keep=keep)
+    description = {**description, **(notes or {})}
     summaries = EngineSummaries(scan_b, scan_p, slice_counter(client, benchmark, production, columns), description)
     quality = {"benchmark": range_warnings(client, benchmark, pack, benchmark_roles),
                "production": range_warnings(client, production, pack, production_roles)}
@@ -136,7 +144,8 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
                      production_ref=refs[1], pack=pack, options=options, annotations=annotations, title=title,
                      summaries=summaries, reference_cache=cache, data_quality=quality,
                      benchmark_digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}")
-    return run_audit(inp, progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
+    outcome = run_audit(inp, progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
+    return finish(outcome, scan_p.sample) if finish is not None else outcome
 
 
 def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[str, str]:

@@ -166,7 +166,7 @@ def test_plain_table_untouched(client):
 
 
 def test_second_upload_reads_the_cache(client, monkeypatch):
-    import service.image_intake as intake
+    import service.image_derive as intake
 
     files, manifest = images(4)
     content = zip_bytes(files, manifest)
@@ -198,13 +198,13 @@ def test_archive_without_manifest_or_with_bad_bytes(client):
 
 
 def test_derive_images_in_batches_keeps_rows_and_errors(tmp_path, monkeypatch):
-    from service.image_intake import ImageCache, derive_images
+    import service.image_derive as intake
+    from service.image_derive import ImageCache, derive_images
     from service.image_sources import ImageLimits
 
     files, _ = images(5)
     datas = list(files.values())
     loaders = [lambda d=d: d for d in datas] + [lambda: b"junk"]
-    import service.image_intake as intake
 
     limits = ImageLimits(max_pixels=10**7, max_bytes=10**7, max_images=100, max_archive_members=100)
     monkeypatch.setattr(intake, "BATCH_PER_WORKER", 2)  # 6 rows in batches of 2 (one worker)
