@@ -76,7 +76,7 @@ def claims_of(result: Mapping) -> AuditClaims:
         bucket = change if claim == "change" else standing
         bucket[lim["kind"]] = bucket.get(lim["kind"], 0) + 1
         records.append({"rank": lim.get("rank"), "kind": lim["kind"], "claim": claim, "severity": lim.get("severity"),
-                        "score": lim.get("score"), "key": lim.get("key"), "statement": str(lim.get("statement"))[:600],
+                        "score": lim.get("score"), "key": lim.get("key"), "statement": str(lim.get("statement"))[:2000],
                         "decision": lim.get("decision"), "related": [r.get("kind") for r in lim.get("related") or ()]})
     sections = tuple(s for s in ("covariate", "label", "semantic")
                      if isinstance(result.get(s), Mapping) and result[s].get("is_shift") is True)

@@ -169,7 +169,7 @@ def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05, rep
         top_right=_right(setup, scenario, top_kind),
         n_change_claims=len(change), n_expected_kind=sum(lim["kind"] == expected for lim in change),
         severity=claims.change_severity, status=claims.status, cites_measured=cites,
-        top_statement=(top["statement"] if top else "")[:1000], kinds=tuple(lim["kind"] for lim in change), rep=rep)
+        top_statement=(top["statement"] if top else "")[:2000], kinds=tuple(lim["kind"] for lim in change), rep=rep)
 
 
 def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, alpha: float = 0.05,
