@@ -41,7 +41,9 @@ def _images() -> list[np.ndarray]:
     return [*faces, *(f[:, ::-1] for f in faces), *extra]
 
 
-def build_set(seed: int, dark_share: float, dark_accuracy: float) -> tuple[bytes, pd.DataFrame]:
+def labelled_images(seed: int, dark_share: float, dark_accuracy: float):
+    """The real images, which of them to darken (SYNTHETIC), their labels and a model's predictions that
+    are right 85 % of the time, ``dark_accuracy`` of the time on the darkened ones."""
     rng = np.random.default_rng(seed)
     images = _images()
     n = len(images)
@@ -49,7 +51,12 @@ def build_set(seed: int, dark_share: float, dark_accuracy: float) -> tuple[bytes
     labels = rng.choice(CLASSES, n)
     right = rng.random(n) < np.where(dark, dark_accuracy, 0.85)
     wrong = [rng.choice([c for c in CLASSES if c != lab]) for lab in labels]
-    predictions = np.where(right, labels, wrong)
+    return images, dark, labels, np.where(right, labels, wrong)
+
+
+def build_set(seed: int, dark_share: float, dark_accuracy: float) -> tuple[bytes, pd.DataFrame]:
+    images, dark, labels, predictions = labelled_images(seed, dark_share, dark_accuracy)
+    n = len(images)
     manifest = pd.DataFrame({"id": np.arange(n), "image": [f"img/{i}.png" for i in range(n)],
                              "label": labels, "prediction": predictions})
     buf = io.BytesIO()

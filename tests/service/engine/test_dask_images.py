@@ -22,19 +22,14 @@ from service.app import create_app
 from service.settings import Settings
 from tests.service.engine.parts import write_partitions
 from tests.service.test_audits_api import wait_for
-from tests.service.test_image_audit import CLASSES, _images
+from tests.service.test_image_audit import labelled_images
 
 pytest.importorskip("distributed")
 
 
 def _write_set(root, name: str, seed: int, dark_share: float, dark_accuracy: float) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    images = _images()
+    images, dark, labels, predictions = labelled_images(seed, dark_share, dark_accuracy)
     n = len(images)
-    dark = rng.random(n) < dark_share
-    labels = rng.choice(CLASSES, n)
-    right = rng.random(n) < np.where(dark, dark_accuracy, 0.85)
-    wrong = [rng.choice([c for c in CLASSES if c != lab]) for lab in labels]
     paths = []
     for i, rgb in enumerate(images):
         pixels = (rgb * 0.5).astype(np.uint8) if dark[i] else rgb
@@ -45,7 +40,7 @@ def _write_set(root, name: str, seed: int, dark_share: float, dark_accuracy: flo
             Image.fromarray(np.ascontiguousarray(pixels)).save(root / path)
         paths.append(path)
     frame = pd.DataFrame({"id": np.arange(n), "image": paths, "label": labels,
-                          "prediction": np.where(right, labels, wrong)})
+                          "prediction": predictions})
     for i, part in enumerate(write_partitions(frame, root / name / "table", 2)):
         pd.read_parquet(part).to_parquet(part, index=False, row_group_size=40)  # several tasks per file
     return frame.assign(dark=dark)
