@@ -14,10 +14,11 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "AuditResult", "ShiftTest", "CovariateSection", "LabelSection", "SemanticSection", "SliceRecord",
+    "SCHEMA_VERSION", "AuditResult", "ShiftTest", "CovariateSection", "LabelSection", "SemanticSection", "SliceRecord",
     "LimitationRecord", "Decision", "Verdict", "NextRound", "Overall", "UntestedContextRecord", "DatasetRef",
 ]
 
+SCHEMA_VERSION = "1.1"  # 1.0: the first typed result; 1.1: schema_version itself
 Number = Optional[float]
 Interval = Optional[list[Optional[float]]]
 Severity = Literal["none", "low", "medium", "high"]
@@ -237,6 +238,9 @@ class Note(_Closed):
 class AuditResult(_Closed):
     """GET /v1/audits/{id} of a succeeded audit."""
 
+    schema_version: str = Field(SCHEMA_VERSION, description=(
+        "The AuditResult's version: the minor part grows when fields are added (changes are additive), the major "
+        "part would change only if a field's meaning did."))
     id: str
     status: Literal["succeeded"] = "succeeded"
     created_at: str
