@@ -8,6 +8,10 @@ benchmark is reweighted to production's distribution of the shifted inputs
 the reweighted benchmark reproduces — not significant and below the context's practical floor — is
 the covariate shift seen through that context and folds into the covariate-shift limitation. The
 context's own columns are left out of the reweighting, so a context is never explained by itself.
+The same weights test a numeric context's distribution, a rare context whose share grew (clinics with
+too few benchmark rows, more common among older patients) and the observed class mix — the last only
+when the class mix was tried as the explanation of the inputs and failed (:mod:`class_mix`), since a
+density ratio on label-dependent inputs reproduces a pure class-mix change as well.
 The re-test only decides the grouping; it claims nothing.
 """
 from __future__ import annotations
@@ -94,9 +98,9 @@ def _label_explained(found: list, taken: set, features: list[str], weights: Any,
     bench, prod = state.bench_out, state.prod_out
     if label is None or bench is None or prod is None or bench.y_true is None or prod.y_true is None:
         return None
-    covariate = next(lim for lim in found if lim.kind == "covariate_shift")
-    retest = retest_under_class_mix(state, list(dict.fromkeys(f["name"] for f in covariate.evidence.get("features") or [])),
-                                    [o["name"] for o in covariate.evidence.get("outputs") or []])
+    evidence = next(lim for lim in found if lim.kind == "covariate_shift").evidence
+    retest = retest_under_class_mix(state, list(dict.fromkeys(f["name"] for f in evidence.get("features") or [])),
+                                    [o["name"] for o in evidence.get("outputs") or []])
     if retest is None or not retest.remaining:
         return None  # the class mix was not tested as the explanation, or it explains the inputs: no direction
     w = weights(tuple(features))
