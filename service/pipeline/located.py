@@ -108,6 +108,8 @@ def located_concept_shifts(found: list[Limitation], masks: dict[str, np.ndarray]
                 continue
             if (mo & ~mp).any():  # it contains or overlaps the slice: is its drop the slice's spill-over?
                 contains = not (mp & ~mo).any()
+                if not contains and other.claim != "change":
+                    continue  # overlapping, and weak without a decided drop (standing): a fact of its own
                 if other.key not in bench_masks:
                     if not contains:
                         continue  # overlapping, and nothing to test outside the slice: a finding of its own
@@ -127,8 +129,9 @@ def located_concept_shifts(found: list[Limitation], masks: dict[str, np.ndarray]
 def _spill_over(state: Any, keep_b: np.ndarray, keep_p: np.ndarray, name: str, metric: str, n_family: int, *,
                 contains: bool) -> bool:
     """Does a slice's drop vanish outside the located slice? A slice that contains the located one folds
-    unless a drop remains outside it; one that only overlaps it folds only when its rows outside were
-    enough to measure the metric on both sides and show no drop (untestable, it stays a finding)."""
+    unless a drop remains outside it; one that only overlaps it (and is itself a decided drop) folds only
+    when its rows outside were enough to measure the metric on both sides and show no drop (untestable,
+    it stays a finding)."""
     if min(int(keep_b.sum()), int(keep_p.sum())) < state.ctx.min_slice_size and not contains:
         return False
     outside = _change(state, keep_b, keep_p, "outside " + name)
