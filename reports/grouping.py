@@ -27,7 +27,7 @@ REASONS = {
     "same_rows": "the same production rows",
     "nested": "rows inside it, and no worse",
     "explains": "explained by it: without these rows the shift disappears",
-    "column_mix": "the mix change of this context column",
+    "column_mix": "the same context column's mix change",
     "class_mix": "explained by the class-mix change: against the benchmark with the production class mix it disappears",
     "located": "explained by it: the change is located in these rows",
     "covariate_mix": "explained by the covariate shift: the benchmark reweighted to production's inputs has this mix",

@@ -139,6 +139,8 @@ def _row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> lis
             mp = masks[parent.key]
             if (mc & ~mp).any():
                 continue
+            if child.kind == "untested_context" and parent.kind == "context_mix_shift":
+                continue  # a new population says more than the mix it moves (that mix folds into it instead)
             same = int(mp.sum()) == int(mc.sum())
             if same and _order(parent) > _order(child):
                 continue  # equal rows: only the more telling finding is a parent
@@ -209,28 +211,35 @@ def _explained_labels(found: list[Limitation], masks: dict[str, np.ndarray], ben
 
 
 def _column_mix_relations(found: list[Limitation], relations: list[Relation]) -> list[Relation]:
-    """A share change of a slice cut from one context column (``vehicle_year < 1990``) restates the mix
-    change of that column, when another limitation states it (the column's own mix claim, or an untested
-    range of the column that carries the column's mix test): one fact, the column moved."""
+    """One context column's mix change is one fact. A share change of a slice cut from that column alone
+    (``vehicle_year < 1990``) folds into an untested range of the column that already states the column's
+    mix; otherwise the column-level mix claim folds into the column's most severe slice-share claim,
+    which says which part of the column moved (heavy compression, 3 % → 15 %)."""
     taken = {r.child for r in relations}
-    carriers: dict[str, Limitation] = {}
+    untested: dict[str, Limitation] = {}
+    columns: dict[str, Limitation] = {}
+    shares: dict[str, list[Limitation]] = {}
     for lim in found:
         if lim.key in taken or lim.claim != "change":
             continue
-        if lim.kind == "context_mix_shift" and lim.evidence.get("kind") == "context" and lim.evidence.get("name"):
-            carriers.setdefault(str(lim.evidence["name"]), lim)
-        elif lim.kind == "untested_context":
+        if lim.kind == "untested_context":
             for column in lim.evidence.get("context_tests") or ():
                 if column and columns_of(lim.definition) == {column}:
-                    carriers.setdefault(str(column), lim)
+                    untested.setdefault(str(column), lim)
+        elif lim.kind == "context_mix_shift" and lim.evidence.get("kind") == "context" and lim.evidence.get("name"):
+            columns.setdefault(str(lim.evidence["name"]), lim)
+        elif lim.kind == "context_mix_shift" and lim.evidence.get("kind") == "slice_share":
+            cols = columns_of(lim.definition)
+            if len(cols) == 1:
+                shares.setdefault(next(iter(cols)), []).append(lim)
     out = []
-    for lim in found:
-        if lim.kind != "context_mix_shift" or lim.evidence.get("kind") != "slice_share" or lim.key in taken:
-            continue
-        cols = columns_of(lim.definition)
-        parent = carriers.get(next(iter(cols))) if len(cols) == 1 else None
-        if parent is not None and parent.key != lim.key:
-            out.append(Relation(lim.key, parent.key, "column_mix", note=f"a part of {next(iter(cols))}"))
+    for column, group in shares.items():
+        if column in untested:
+            out += [Relation(lim.key, untested[column].key, "column_mix", note=f"a part of {column}")
+                    for lim in group if lim.key != untested[column].key]
+        elif column in columns:
+            head = max(group, key=lambda lim: lim.score)
+            out.append(Relation(columns[column].key, head.key, "column_mix", note=f"the part of {column} that moved"))
     return out
 
 
