@@ -110,7 +110,11 @@ def finite_matrix(frame: pd.DataFrame, columns, *, role: str) -> np.ndarray:
     try:  # always a new array: callers sort it in place; filled a column at a time (no transposed copy)
         matrix = np.empty((len(columns), len(frame)))
         for i, column in enumerate(columns):
-            matrix[i] = frame[column].to_numpy(dtype=float, na_value=np.nan)
+            series = frame[column]
+            # float64 columns already hold NaN for missing: copied as they are (na_value would scan
+            # and copy each million-row column once more); other dtypes are converted
+            matrix[i] = (series.to_numpy() if series.dtype == np.float64
+                         else series.to_numpy(dtype=float, na_value=np.nan))
     except (TypeError, ValueError):
         bad = [c for c in columns if not _is_numeric_like(frame[c])]
         raise DetectorInputError(f"The {role} frame has non-numeric values in numeric columns {bad}.") from None
