@@ -164,7 +164,13 @@ def class_conditional_unexplained(benchmark: pd.DataFrame, y_benchmark, producti
     columns : the features to check (e.g. the drifted ones)
     """
     yb, yp = np.asarray(y_benchmark).astype(str), np.asarray(y_production).astype(str)
-    classes = [c for c in np.unique(yb) if (yb == c).sum() >= min_rows and (yp == c).sum() >= min_rows]
+    # labels as codes once, not compared as text once per class and feature (a million rows each);
+    # production labels the benchmark lacks get -1 (no class below selects them)
+    labels, code_b = np.unique(yb, return_inverse=True)
+    at = np.minimum(np.searchsorted(labels, yp), max(len(labels) - 1, 0))
+    code_p = np.where(labels[at] == yp, at, -1) if len(labels) else np.full(len(yp), -1)
+    n_b, n_p = np.bincount(code_b, minlength=len(labels)), np.bincount(code_p[code_p >= 0], minlength=len(labels))
+    classes = [(i, c) for i, c in enumerate(labels) if n_b[i] >= min_rows and n_p[i] >= min_rows]
     columns = list(columns)
     c_crit = _critical(alpha, len(columns) * max(1, len(classes)))
     out = []
@@ -172,8 +178,8 @@ def class_conditional_unexplained(benchmark: pd.DataFrame, y_benchmark, producti
         b_all, p_all = benchmark[name], production[name]
         numeric = pd.api.types.is_numeric_dtype(b_all) and not pd.api.types.is_bool_dtype(b_all)
         worst = None
-        for c in classes:
-            b, p = b_all[yb == c].dropna(), p_all[yp == c].dropna()
+        for i, c in classes:
+            b, p = b_all[code_b == i].dropna(), p_all[code_p == i].dropna()
             if len(b) < min_rows or len(p) < min_rows:
                 continue
             if numeric:  # ordered values, ties included: the KS critical value is conservative for them

@@ -240,6 +240,7 @@ class _Candidates:
 
     def __init__(self, encoded, e: np.ndarray, max_conditions: int):
         is_condition = [np.array([c is not None for c in conditions]) for _, conditions in encoded]
+        wrong = np.flatnonzero(e)  # e is 0/1: error counts are counts of these rows, exact as the weighted sum
         self.blocks, sizes, errors, valid, offset = {}, [], [], [], 0
         for r in range(1, max_conditions + 1):
             for cols in itertools.combinations(range(len(encoded)), r):
@@ -249,7 +250,7 @@ class _Candidates:
                 for c, w in zip(cols, widths):
                     code = code * w + encoded[c][0]
                 sizes.append(np.bincount(code, minlength=cells))
-                errors.append(np.bincount(code, weights=e, minlength=cells))
+                errors.append(np.bincount(code[wrong], minlength=cells))
                 parts = np.unravel_index(np.arange(cells), widths)
                 valid.append(np.logical_and.reduce([is_condition[c][k] for c, k in zip(cols, parts)]))
                 self.blocks[cols] = (widths, offset)
