@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from detectors.base import Result
+from detectors.univariate import ecdf_gap_statistics
 
 __all__ = ["UnexplainedFeature", "label_shift_unexplained", "class_conditional_unexplained", "UNEXPLAINED_FLOOR",
            "UncoveredPopulation", "uncovered_populations", "POPULATION_SHARE_FLOOR"]

@@ -16,7 +16,7 @@ import pandas as pd
 
 from detectors.base import Result
 
-__all__ = ["LabelRequest", "select_rows", "DIVERSITY_RULE"]
+__all__ = ["LabelRequest", "select_rows", "DIVERSITY_RULE", "has_duplicates"]
 
 DIVERSITY_RULE = (
     "Slices are served in plan order (untested contexts first). Within a slice the candidate rows are "
@@ -53,6 +53,20 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+def has_duplicates(ids: pd.Series) -> bool:
+    """Does ``ids`` repeat a value? Ids in strictly increasing order (row numbers, numbered names:
+    most id columns) are answered by one comparison of neighbours, a tenth of hashing a million
+    ids; anything else (unordered, NaN, types without an order) is hashed."""
+    values = ids.to_numpy()
+    if values.dtype.kind in "iufUO" and values.size > 1:
+        try:
+            if bool(np.all(values[1:] > values[:-1])):
+                return False
+        except (TypeError, ValueError):  # mixed types, pd.NA: no order to rely on
+            pass
+    return bool(ids.duplicated().any())
+
+
 def _validate(candidates) -> pd.DataFrame:
     if not isinstance(candidates, pd.DataFrame):
         raise TypeError(f"candidates must be a pandas DataFrame, got {type(candidates).__name__}.")
@@ -60,7 +74,7 @@ def _validate(candidates) -> pd.DataFrame:
     if missing:
         raise ValueError(f"candidates is missing column(s) {missing}; it needs 'id', 'uncertainty' and one "
                          "boolean column per slice.")
-    if candidates["id"].duplicated().any():
+    if has_duplicates(candidates["id"]):
         dupes = candidates.loc[candidates["id"].duplicated(), "id"].head(5).tolist()
         raise ValueError(f"candidates has duplicate ids, e.g. {dupes}.")
     return candidates.reset_index(drop=True)

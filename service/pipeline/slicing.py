@@ -146,9 +146,12 @@ def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, pr
 
     metric = METRIC_ALIASES.get(evaluator.metric, evaluator.metric)
     within = {}
-    # the labels as integer codes once: every slice's test then compares integers, not text
-    (yb, pb, yp, pp), positive = label_codes(bench.y_true, bench.y_pred, prod.y_true, prod.y_pred,
-                                             getattr(ctx.pack, "positive_class", None))
+    # the labels as integer codes once per audit (the overall and the slice tests read the same
+    # codes): every slice's test then compares integers, not text
+    if "label_codes" not in ctx.shared:
+        ctx.shared["label_codes"] = label_codes(bench.y_true, bench.y_pred, prod.y_true, prod.y_pred,
+                                                getattr(ctx.pack, "positive_class", None))
+    (yb, pb, yp, pp), positive = ctx.shared["label_codes"]
     for name, (mask_b, mask_p) in slices.items():
         _, test = within_context_change(yb, pb, yp, pp, strata, mask_b=mask_b, mask_p=mask_p, metric=metric,
                                         positive=positive, name=name,
