@@ -95,8 +95,11 @@ def _numeric(b: pd.Series, p: pd.Series, max_bins: int) -> dict:
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
     distinct = _distinct_up_to(both[(both >= lo) & (both <= hi)], max_bins)
-    edges = np.linspace(lo, hi, min(max_bins, max(distinct, 1)) + 1)
-    counts = {side: np.histogram(values[(values >= lo) & (values <= hi)], bins=edges)[0]
+    n_bins = min(max_bins, max(distinct, 1))
+    edges = np.linspace(lo, hi, n_bins + 1)
+    # equal-width bins given as a count and range: numpy bins each value arithmetically against these
+    # same edges (np.linspace(lo, hi, n_bins + 1)), where an array of edges would sort every value
+    counts = {side: np.histogram(values[(values >= lo) & (values <= hi)], bins=n_bins, range=(lo, hi))[0]
               for side, values in (("benchmark", bf), ("production", pf))}
     return {**summary, "edges": [_round(e) for e in edges],
             "benchmark": [int(c) for c in counts["benchmark"]], "production": [int(c) for c in counts["production"]],
