@@ -183,21 +183,15 @@ def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None
                                 n_bootstrap=n_bootstrap, random_state=random_state, min_samples=min_samples)
 
 
-def metric_with_ci_of_codes(name: str, true_codes: np.ndarray, pred_codes: np.ndarray, n_classes: int, *,
-                            positive=None, cls=None, confidence: float = 0.95, n_bootstrap: int = 500,
-                            random_state: int | None = 0) -> MetricEstimate:
-    """:func:`metric_with_ci` of integer class codes in ``range(n_classes)`` (not ``auc``), from one count.
-
-    The same estimate, bit for bit: :func:`metric_with_ci` takes as classes the sorted codes present
-    in either array and counts them, which is the full (n_classes, n_classes) count cut to the codes
-    present, with no sort or hash of the rows (a slice metric costs one bincount).
-    """
+def metric_with_ci_of_codes(name: str, true_codes, pred_codes, n_classes: int, *, positive=None, cls=None,
+                            confidence=0.95, n_bootstrap=500, random_state=0) -> MetricEstimate:
+    """:func:`metric_with_ci` (not ``auc``) of class codes in ``range(n_classes)``, bit for bit from one
+    count: its classes are the sorted codes present, i.e. the full count cut to them."""
     cm = confusion_counts(np.asarray(true_codes), np.asarray(pred_codes), n_classes)
     present = np.flatnonzero(cm.sum(axis=0) + cm.sum(axis=1))
     classes = np.array(present.tolist(), dtype=object)  # as sorted_classes gives them: Python ints
     return _metric_of_confusion(name, classes, cm[np.ix_(present, present)], positive=positive, cls=cls,
-                                confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state,
-                                min_samples=1)
+                                confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state, min_samples=1)
 
 
 def _labelled_confusion(y_true: np.ndarray, y_pred) -> tuple[np.ndarray, np.ndarray]:

@@ -220,9 +220,9 @@ class SliceEvaluator:
                                   min(1.0, auc["value"] + half), int(mask.sum()), "delong")
         cls = self._pos if base == "precision" else None
         # the labels are codes (see _encoded): one count of the slice, not a sort and re-encoding of its rows
-        est = metric_with_ci_of_codes(base, data.y_true[mask], data.y_pred[mask], len(self.classes_), positive=self._pos,
-                                      cls=cls, confidence=self.confidence, n_bootstrap=self.n_bootstrap,
-                                      random_state=self.random_state)
+        est = metric_with_ci_of_codes(base, data.y_true[mask], data.y_pred[mask], len(self.classes_),
+                                      positive=self._pos, cls=cls, confidence=self.confidence,
+                                      n_bootstrap=self.n_bootstrap, random_state=self.random_state)
         if name == "error_rate":
             est = replace(est, name="error_rate", value=1 - est.value, ci_low=1 - est.ci_high, ci_high=1 - est.ci_low)
         return replace(est, name=self.metric)
