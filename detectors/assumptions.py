@@ -145,6 +145,28 @@ def _chi2_p(b: pd.Series, p: pd.Series) -> float:
     return float(stats.chi2_contingency(table.to_numpy(), correction=False)[1])
 
 
+def _text_class_codes(y_benchmark, y_production) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The benchmark's distinct label texts (``str(label)``, sorted as ``np.unique`` sorts them) and
+    each row's code among them; production labels the benchmark lacks get -1 (no class selects them).
+
+    Labels as codes once, not compared as text once per class and feature (a million rows each);
+    the rows are hashed as they are and only their distinct values turned into text.
+    """
+    yb, yp = np.asarray(y_benchmark, dtype=object), np.asarray(y_production, dtype=object)
+    seen_b, distinct_b = pd.factorize(yb)
+    seen_p, distinct_p = pd.factorize(yp)
+    if (seen_b < 0).any() or (seen_p < 0).any():  # a missing label: its text ('None', 'nan') as numpy writes it
+        tb, tp = yb.astype(str), yp.astype(str)
+        labels, code_b = np.unique(tb, return_inverse=True)
+        at = np.minimum(np.searchsorted(labels, tp), max(len(labels) - 1, 0))
+        return labels, code_b, (np.where(labels[at] == tp, at, -1) if len(labels) else np.full(len(tp), -1))
+    labels = np.unique(np.array([str(v) for v in distinct_b], dtype=str))
+    index = {text: i for i, text in enumerate(labels.tolist())}
+    to_b = np.array([index[str(v)] for v in distinct_b], dtype=np.int64)
+    to_p = np.array([index.get(str(v), -1) for v in distinct_p], dtype=np.int64)
+    return labels, to_b[seen_b], to_p[seen_p]
+
+
 def class_conditional_unexplained(benchmark: pd.DataFrame, y_benchmark, production: pd.DataFrame, y_production,
                                   columns, *, floor: float = UNEXPLAINED_FLOOR, alpha: float = 0.05,
                                   min_rows: int = 30) -> tuple[UnexplainedFeature, ...]:
@@ -164,12 +186,7 @@ def class_conditional_unexplained(benchmark: pd.DataFrame, y_benchmark, producti
     y_benchmark : array of shape (n_b,); y_production : array of shape (n_p,)
     columns : the features to check (e.g. the drifted ones)
     """
-    yb, yp = np.asarray(y_benchmark).astype(str), np.asarray(y_production).astype(str)
-    # labels as codes once, not compared as text once per class and feature (a million rows each);
-    # production labels the benchmark lacks get -1 (no class below selects them)
-    labels, code_b = np.unique(yb, return_inverse=True)
-    at = np.minimum(np.searchsorted(labels, yp), max(len(labels) - 1, 0))
-    code_p = np.where(labels[at] == yp, at, -1) if len(labels) else np.full(len(yp), -1)
+    labels, code_b, code_p = _text_class_codes(y_benchmark, y_production)
     n_b, n_p = np.bincount(code_b, minlength=len(labels)), np.bincount(code_p[code_p >= 0], minlength=len(labels))
     classes = [(i, c) for i, c in enumerate(labels) if n_b[i] >= min_rows and n_p[i] >= min_rows]
     columns = list(columns)
