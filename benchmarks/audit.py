@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
+import inspect
 import io
 import json
 import os
@@ -44,6 +46,33 @@ def widen(frame, n_columns: int, rng, shifted: bool):
         loc = 0.3 if shifted and i < 2 else 0.0
         frame[f"x_{i:02d}"] = rng.normal(loc, 1.0, len(frame)).astype("float64")
     return frame
+
+
+def generated_frames(args) -> tuple:
+    """The benchmark and production frames, from ``benchmarks/.cache/`` when an earlier run made
+    the same ones (generating takes ~20 s, longer than most stages under study).
+
+    The cache key hashes the arguments and the generator's sources (``domains/examples.py`` and
+    ``widen``), so a changed generator makes new frames; pickle keeps dtypes and categories exactly.
+    """
+    import pandas as pd
+
+    from domains import make_example
+
+    sources = (ROOT / "domains" / "examples.py").read_bytes() + inspect.getsource(widen).encode()
+    key = hashlib.sha256(repr((args.domain, args.rows, args.benchmark_rows, args.columns)).encode()
+                         + sources).hexdigest()[:16]
+    cached = ROOT / "benchmarks" / ".cache" / f"audit-{key}.pkl"
+    if cached.exists() and not args.no_cache:
+        return pd.read_pickle(cached), "read from " + str(cached.relative_to(ROOT))
+    bench, prod = make_example(args.domain, n_benchmark=args.benchmark_rows, n_production=args.rows,
+                               shift="planted", random_state=0)
+    rng = np.random.default_rng(1)
+    bench, prod = widen(bench, args.columns, rng, False), widen(prod, args.columns, rng, True)
+    if not args.no_cache:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        pd.to_pickle((bench, prod), cached)
+    return (bench, prod), "generated"
 
 
 def rss_mb() -> float:
@@ -159,22 +188,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-claims", type=Path, help="fail (exit 1) if the verdict or limitation keys differ "
                         "from this saved JSON")
     parser.add_argument("--save-claims", type=Path, help="write this run's verdict and limitation keys here")
+    parser.add_argument("--no-cache", action="store_true", help="generate the frames even if benchmarks/.cache/ "
+                        "holds them (and do not store them)")
     args = parser.parse_args(argv)
 
-    from domains import load_builtin, make_example
+    from domains import load_builtin
     from service.local import audit_frames
     from service.pipeline import STAGES
     from service.roles import infer_roles
 
     pack = load_builtin(args.domain)
     t0 = time.perf_counter()
-    bench, prod = make_example(args.domain, n_benchmark=args.benchmark_rows, n_production=args.rows,
-                               shift="planted", random_state=0)
-    rng = np.random.default_rng(1)
-    bench, prod = widen(bench, args.columns, rng, False), widen(prod, args.columns, rng, True)
+    (bench, prod), how = generated_frames(args)
     input_mb = (bench.memory_usage(deep=True).sum() + prod.memory_usage(deep=True).sum()) / 2**20
     print(f"data: benchmark {bench.shape}, production {prod.shape} (SYNTHETIC), {input_mb:.0f} MB in memory, "
-          f"generated in {time.perf_counter() - t0:.1f} s")
+          f"{how} in {time.perf_counter() - t0:.1f} s")
     contexts = [c.name for c in pack.context]
     roles_b = infer_roles(bench.columns, context_columns=contexts)
     roles_p = infer_roles(prod.columns, context_columns=contexts)

@@ -185,10 +185,17 @@ class FrozenDict(dict):
         return f"FrozenDict({dict.__repr__(self)})"
 
 
+# Plain scalars leave freeze() and to_jsonable() at once: most values of a result are such scalars,
+# and the ABC checks below (isinstance(value, Mapping)) cost more than the rest of a result's build
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def freeze(value: Any) -> Any:
     """``value`` with its containers made immutable, recursively: mappings become
     :class:`FrozenDict`, lists and tuples tuples, sets frozensets, numpy arrays read-only
     copies. Results (already frozen) and scalars are returned as they are."""
+    if type(value) in _PLAIN or type(value) is float:
+        return value
     if isinstance(value, FrozenDict) or isinstance(value, Result):
         return value
     if isinstance(value, Mapping):
@@ -209,6 +216,11 @@ def to_jsonable(value: Any) -> Any:
 
     NaN and infinities become ``None`` because JSON has no representation for them.
     """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Enum):

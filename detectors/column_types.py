@@ -40,6 +40,7 @@ __all__ = [
     "category_counts",
     "check_frame",
     "check_same_columns",
+    "finite_columns",
     "finite_matrix",
     "infer_column_types",
 ]
@@ -110,16 +111,42 @@ def finite_matrix(frame: pd.DataFrame, columns, *, role: str) -> np.ndarray:
     try:  # always a new array: callers sort it in place; filled a column at a time (no transposed copy)
         matrix = np.empty((len(columns), len(frame)))
         for i, column in enumerate(columns):
-            matrix[i] = frame[column].to_numpy(dtype=float, na_value=np.nan)
+            matrix[i] = _as_float(frame[column])
     except (TypeError, ValueError):
-        bad = [c for c in columns if not _is_numeric_like(frame[c])]
-        raise DetectorInputError(f"The {role} frame has non-numeric values in numeric columns {bad}.") from None
-    infinite = np.isinf(matrix).any(axis=1)
-    if infinite.any():
-        bad = [c for c, flag in zip(columns, infinite) if flag]
+        _raise_non_numeric(frame, columns, role)
+    _check_finite(columns, matrix, role)
+    return matrix
+
+
+def finite_columns(frame: pd.DataFrame, columns, *, role: str) -> list[np.ndarray]:
+    """The numeric ``columns`` as float arrays, checked as :func:`finite_matrix` checks them, for
+    callers that take one column at a time: float64 columns are the frame's own arrays (read them,
+    never write), others converted copies."""
+    columns = list(columns)
+    try:
+        arrays = [_as_float(frame[column]) for column in columns]
+    except (TypeError, ValueError):
+        _raise_non_numeric(frame, columns, role)
+    _check_finite(columns, arrays, role)
+    return arrays
+
+
+def _as_float(series: pd.Series) -> np.ndarray:
+    # float64 columns already hold NaN for missing: as they are (na_value would scan and copy each
+    # million-row column once more); other dtypes are converted
+    return series.to_numpy() if series.dtype == np.float64 else series.to_numpy(dtype=float, na_value=np.nan)
+
+
+def _raise_non_numeric(frame: pd.DataFrame, columns: list, role: str):
+    bad = [c for c in columns if not _is_numeric_like(frame[c])]
+    raise DetectorInputError(f"The {role} frame has non-numeric values in numeric columns {bad}.") from None
+
+
+def _check_finite(columns: list, arrays, role: str) -> None:
+    bad = [c for c, values in zip(columns, arrays) if np.isinf(values).any()]  # a row at a time: no matrix of flags
+    if bad:
         raise DetectorInputError(f"The {role} frame has infinite values in columns {bad}; "
                                  "replace them by NaN (missing) or finite values.")
-    return matrix
 
 
 def _is_numeric_like(column: pd.Series) -> bool:

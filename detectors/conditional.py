@@ -162,11 +162,13 @@ class ConditionalShiftDetector:
             nan = float("nan")
             return ShiftTest(name, "permutation", nan, nan, nan, nan, effect, floor, n_b, n_p, False,
                              kind="context_conditional", status="insufficient_data")
-        stat_fn = _ks_statistics if numeric else _tvd_statistics
-        contrib = lambda labels: np.where(labels, c_prod, c_bench)[..., keep]  # noqa: E731
-        observed = float(stat_fn(values[keep], contrib(is_prod)[None, :])[0])
-        unweighted = float(stat_fn(values[keep], np.where(is_prod, 1 / is_prod.sum(), -1 / (~is_prod).sum())[None, keep])[0])
-        null = np.concatenate([stat_fn(values[keep], contrib(chunk)) for chunk in perms])
+        # the kept values sorted (or one-hot encoded) once for every chunk of permutations
+        stat_fn = (_ks_statistics if numeric else _tvd_statistics)(values[keep])
+        # the kept rows chosen before the choice of contributions: the same values, one (chunk x rows) array less
+        contrib = lambda labels: np.where(labels[..., keep], c_prod, c_bench[keep])  # noqa: E731
+        observed = float(stat_fn(contrib(is_prod)[None, :])[0])
+        unweighted = float(stat_fn(np.where(is_prod, 1 / is_prod.sum(), -1 / (~is_prod).sum())[None, keep])[0])
+        null = np.concatenate([stat_fn(contrib(chunk)) for chunk in perms])
         p = float((1 + (null >= observed - 1e-12).sum()) / (1 + null.size))
         details = {"unweighted_statistic": unweighted, "n_permutations": int(null.size),
                    "explained_by_mix": float(1 - observed / unweighted) if unweighted > 0 else 0.0}
@@ -187,17 +189,19 @@ def _within_cell_permutations(cells: np.ndarray, is_prod: np.ndarray, n_perm: in
         yield out
 
 
-def _ks_statistics(values: pd.Series, contrib: np.ndarray) -> np.ndarray:
-    """max_x |sum of contributions of rows with value <= x|, per row of ``contrib``."""
+def _ks_statistics(values: pd.Series):
+    """The function ``contrib -> max_x |sum of contributions of rows with value <= x|`` (per row of
+    ``contrib``) for these ``values``."""
     v = values.to_numpy(float)
     order = np.argsort(v, kind="stable")
     sorted_v = v[order]
     ends = np.append(sorted_v[1:] != sorted_v[:-1], True)  # ECDFs only at the end of tie groups
-    return np.abs(np.cumsum(contrib[:, order], axis=1)[:, ends]).max(axis=1)
+    return lambda contrib: np.abs(np.cumsum(contrib[:, order], axis=1)[:, ends]).max(axis=1)
 
 
-def _tvd_statistics(values: pd.Series, contrib: np.ndarray) -> np.ndarray:
+def _tvd_statistics(values: pd.Series):
+    """The function ``contrib -> half the summed |contributions| per category`` for these ``values``."""
     codes = pd.factorize(values.astype(object))[0]
     onehot = np.zeros((codes.size, codes.max() + 1))
     onehot[np.arange(codes.size), codes] = 1
-    return 0.5 * np.abs(contrib @ onehot).sum(axis=1)
+    return lambda contrib: 0.5 * np.abs(contrib @ onehot).sum(axis=1)

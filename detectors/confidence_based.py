@@ -21,9 +21,24 @@ from detectors.performance import PerformanceEstimate, _ConfusionEstimator, _ins
 
 __all__ = ["ConfidenceBasedEstimator"]
 
+try:  # scipy >= 1.12: the pool-adjacent-violators solver that sklearn's isotonic_regression calls, here
+    # without sklearn's argument validation, most of the cost of a refit on a few thousand cells
+    from scipy.optimize import isotonic_regression as _pava
+except ImportError:  # pragma: no cover - older scipy: sklearn's own implementation
+    _pava = None
+
 # Bootstrap replicates draw labels for at most this many production rows (a fixed subsample);
 # beyond it label noise is negligible next to calibration error, so the CI is slightly wider.
 _MAX_BOOTSTRAP_ROWS = 50_000
+
+
+def _isotonic(y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Increasing isotonic fit of ``y`` with ``weights``, clipped to [0, 1]: bit for bit
+    ``sklearn.isotonic.isotonic_regression(y, sample_weight=weights, y_min=0, y_max=1)``."""
+    if _pava is None:
+        return isotonic_regression(y, sample_weight=weights, y_min=0.0, y_max=1.0)
+    fitted = np.asarray(_pava(y, weights=weights, increasing=True).x, dtype=np.float64)
+    return np.clip(fitted, 0.0, 1.0, out=fitted)
 
 
 def _block_ends(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,7 +170,7 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
             w = np.bincount(inverse, weights=weights, minlength=len(x))
             wy = np.bincount(inverse, weights=weights * hit, minlength=len(x))
             keep = w > 0
-            fitted = isotonic_regression(wy[keep] / w[keep], sample_weight=w[keep], y_min=0.0, y_max=1.0)
+            fitted = _isotonic(wy[keep] / w[keep], w[keep])
             maps.append((c, *_block_ends(x[keep], fitted)))
         return maps
 
@@ -192,7 +207,7 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         w = (counts[0::2] + counts[1::2]).astype(float)
         wy = counts[1::2].astype(float)
         keep = w > 0
-        fitted = isotonic_regression(wy[keep] / w[keep], sample_weight=w[keep], y_min=0.0, y_max=1.0)
+        fitted = _isotonic(wy[keep] / w[keep], w[keep])
         return [(c, *_block_ends(x[keep], fitted))]
 
     def _calibrated(self, proba: np.ndarray, maps) -> np.ndarray:

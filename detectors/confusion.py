@@ -12,7 +12,8 @@ bootstrap replicates are scored in one vectorised call.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import weakref
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -42,12 +43,43 @@ __all__ = [
 ]
 
 
+class _FrozenLabelMemo:
+    """What was learned about a label array that cannot change: a text array (object dtype) that
+    owns its data and is read-only. An audit hands the same million text labels to a dozen
+    detectors; each checked them for missing values and hashed them into codes again (about a
+    second in all). Writeable arrays and views (their base could change) are always recomputed;
+    an entry goes when its array does."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref, dict]] = {}
+
+    @staticmethod
+    def frozen(arr: Any) -> bool:
+        return (isinstance(arr, np.ndarray) and arr.dtype == object and not arr.flags.writeable
+                and arr.flags.owndata)
+
+    def get(self, arr: np.ndarray, key: Any, compute: Callable[[], Any]) -> Any:
+        if not self.frozen(arr):
+            return compute()
+        ident = id(arr)
+        entry = self._entries.get(ident)
+        if entry is None or entry[0]() is not arr:
+            entry = (weakref.ref(arr, lambda _, i=ident: self._entries.pop(i, None)), {})
+            self._entries[ident] = entry
+        if key not in entry[1]:
+            entry[1][key] = compute()
+        return entry[1][key]
+
+
+_FROZEN = _FrozenLabelMemo()
+
+
 def as_label_array(values: Any, name: str) -> np.ndarray:
     """1-D label array without missing values; raises :class:`DetectorInputError` otherwise."""
     arr = np.asarray(values.to_numpy() if isinstance(values, (pd.Series, pd.Index)) else values)
     if arr.ndim != 1:
         raise DetectorInputError(f"{name} must be 1-D labels, got shape {arr.shape}.")
-    if arr.size and pd.isna(arr).any():
+    if arr.size and _FROZEN.get(arr, "missing", lambda: bool(pd.isna(arr).any())):
         bad = np.flatnonzero(pd.isna(arr))[:5].tolist()
         raise DetectorInputError(f"{name} contains missing labels (rows {bad}...).")
     return arr
@@ -105,9 +137,12 @@ def sorted_classes(*arrays: np.ndarray) -> np.ndarray:
         if values.dtype.kind == "f" and np.all(values == np.round(values)):
             values = values.astype(np.int64)  # 1.0 and 1 are the same class; report it as 1
         return np.array(values.tolist(), dtype=object)
-    # object arrays are hashed as they are (astype(object) and a one-array concatenate would copy every row)
-    parts = [a if a.dtype == object else a.astype(object) for a in arrays]
-    values = (pd.unique(parts[0]) if len(parts) == 1 else pd.unique(np.concatenate(parts))) if parts else np.array([])
+    # object arrays are hashed as they are (astype(object) would copy every row), each on its own:
+    # the distinct values of the concatenation, in order of first appearance, are those of the
+    # concatenated distinct values of each array (and a read-only array's are kept)
+    parts = [_FROZEN.get(a, "unique", lambda a=a: pd.unique(a)) if a.dtype == object else pd.unique(a.astype(object))
+             for a in arrays]
+    values = (parts[0] if len(parts) == 1 else pd.unique(np.concatenate(parts))) if parts else np.array([])
     try:
         ordered = sorted(values)
     except TypeError:
@@ -119,7 +154,9 @@ def sorted_classes(*arrays: np.ndarray) -> np.ndarray:
 def encode(values: np.ndarray, classes: Sequence, name: str) -> np.ndarray:
     """Integer codes of ``values`` in ``classes``; unknown labels raise with their names."""
     values = np.asarray(values)
-    codes = pd.Index(list(classes)).get_indexer(values)
+    classes = list(classes)
+    # a read-only array's codes are kept (a copy is returned: callers may write into theirs)
+    codes = _FROZEN.get(values, ("codes", tuple(classes)), lambda: pd.Index(classes).get_indexer(values)).copy()
     if (codes < 0).any():
         unseen = pd.unique(values[codes < 0].astype(object))[:10].tolist()
         raise DetectorInputError(f"{name} has classes unseen in the benchmark: {unseen}.")

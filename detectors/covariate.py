@@ -40,7 +40,7 @@ from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, 
                             check_effect_floors, check_fitted, check_in, check_int, check_number,
                             check_random_state)
 from detectors.column_types import (ExcludedColumn, category_counts, check_frame, check_same_columns,
-                                    finite_matrix, infer_column_types)
+                                    finite_columns, finite_matrix, infer_column_types)
 from detectors.correction import readjust
 from detectors.decision import check_tests
 from detectors.intervals import newcombe_interval, z_value
@@ -251,21 +251,24 @@ class CovariateShiftDetector:
 
     def _numeric_tests(self, current: pd.DataFrame) -> tuple[list[ShiftTest], dict]:
         names = self.column_types_.numeric
-        matrix = finite_matrix(current, names, role="current")
-        matrix.sort(axis=1)  # in place; NaN sorts last
-        valid = (~np.isnan(matrix)).sum(axis=1)
-        n_cur = matrix.shape[1]
+        columns = finite_columns(current, names, role="current")
+        n_cur = int(current.shape[0])
+        # one column at a time in one buffer, sorted in place (NaN last): the same sorted values as a
+        # sorted (columns x rows) matrix, without touching a fresh matrix's worth of memory
+        buffer = np.empty(n_cur)
         floor = self._floor("wasserstein_normed")
         tests, missing = [], {}
         for j, name in enumerate(names):
-            n_ref, m = int(self.reference_valid_[j]), int(valid[j])
+            np.copyto(buffer, columns[j])
+            buffer.sort()
+            n_ref, m = int(self.reference_valid_[j]), int(n_cur - np.count_nonzero(np.isnan(buffer)))
             missing[name] = n_cur - m
             details = self._rates(name, n_cur - m, n_cur)
             if min(n_ref, m) < self.min_samples:
                 tests.append(insufficient_test(name, self.numeric_test, "wasserstein_normed", floor, n_ref, m,
                                            "feature", details))
                 continue
-            tests.append(self._numeric_test(name, j, matrix[j, :m], details, floor))
+            tests.append(self._numeric_test(name, j, buffer[:m], details, floor))
         return tests, missing
 
     def _numeric_test(self, name, j, cur, details, floor) -> ShiftTest:

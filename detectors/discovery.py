@@ -132,11 +132,16 @@ def _encode_column(series: pd.Series, n_bins: int, max_categories: int, discrete
     missing = series.isna().to_numpy()
     # a text column without missing values is counted as it is (two copies of a million rows saved)
     values = series if series.dtype == object and not missing.any() else series.astype(object).where(~missing, None)
-    counts = values.value_counts(dropna=True)
+    # one hash of the rows: value_counts() is these counts in first-seen order sorted the same way
+    # (same ties), and the codes of the most frequent values are a lookup, not a second hash
+    seen, distinct = pd.factorize(values.to_numpy())
+    counts = pd.Series(np.bincount(seen[seen >= 0], minlength=len(distinct)),
+                       index=pd.Index(distinct, dtype=object)).sort_values(ascending=False)
     top = list(counts.index[:max_categories])
-    codes = pd.Index(top).get_indexer(values.to_numpy())
+    position = np.full(len(distinct) + 1, len(top))  # the rest (and missing, -1 -> last): one code, no condition
+    position[pd.Index(distinct, dtype=object).get_indexer(top)] = np.arange(len(top))
+    codes = position[seen]
     conditions: list = [Condition(series.name, "==", _native(v)) for v in top]
-    codes = np.where(codes < 0, len(top), codes)  # the rest: one code, no condition
     conditions.append(None)
     codes = np.where(missing, len(conditions), codes)
     conditions.append(Condition(series.name, "missing"))
@@ -240,6 +245,7 @@ class _Candidates:
 
     def __init__(self, encoded, e: np.ndarray, max_conditions: int):
         is_condition = [np.array([c is not None for c in conditions]) for _, conditions in encoded]
+        wrong = np.flatnonzero(e)  # e is 0/1: error counts are counts of these rows, exact as the weighted sum
         self.blocks, sizes, errors, valid, offset = {}, [], [], [], 0
         for r in range(1, max_conditions + 1):
             for cols in itertools.combinations(range(len(encoded)), r):
@@ -249,7 +255,7 @@ class _Candidates:
                 for c, w in zip(cols, widths):
                     code = code * w + encoded[c][0]
                 sizes.append(np.bincount(code, minlength=cells))
-                errors.append(np.bincount(code, weights=e, minlength=cells))
+                errors.append(np.bincount(code[wrong], minlength=cells))
                 parts = np.unravel_index(np.arange(cells), widths)
                 valid.append(np.logical_and.reduce([is_condition[c][k] for c, k in zip(cols, parts)]))
                 self.blocks[cols] = (widths, offset)

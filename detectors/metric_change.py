@@ -91,7 +91,9 @@ def metric_change_test(metric: str, y_true_b, y_pred_b, y_true_p, y_pred_p, *, s
                                                          (y_true_p, "y_true_p"), (y_pred_p, "y_pred_p")))
     if len({a.dtype.kind for a in (yb, pb, yp, pp)}) > 1:
         yb, pb, yp, pp = (a.astype(str) for a in (yb, pb, yp, pp))  # labels of mixed types compare as text
-    classes = sorted_classes(np.concatenate([yb, yp]), np.concatenate([pb, pp]))
+    # the same union in the same first-seen order as of the two concatenations, without copying them
+    # (and a read-only label array's distinct values are already known: detectors.confusion)
+    classes = sorted_classes(yb, yp, pb, pp)
     if metric in NEEDS_POSITIVE and positive is None:
         positive = infer_positive(classes.tolist())
     pos = _index(classes, positive) if metric in NEEDS_POSITIVE else None

@@ -24,7 +24,7 @@ from detectors.confusion import (accuracy_from_confusion, as_label_array, balanc
                                  precision_from_confusion, recall_from_confusion, sorted_classes)
 from detectors.intervals import wilson_interval, z_value
 
-__all__ = ["MetricEstimate", "ObservedPerformance", "metric_with_ci", "observed_performance",
+__all__ = ["MetricEstimate", "ObservedPerformance", "metric_with_ci", "metric_with_ci_of_codes", "observed_performance",
            "metric_from_confusion", "METRICS", "infer_positive"]
 
 WILSON_METRICS = ("accuracy", "sensitivity", "specificity", "fpr", "recall", "precision")
@@ -181,6 +181,17 @@ def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None
     classes, cm = _labelled_confusion(y_true, y_pred)
     return _metric_of_confusion(name, classes, cm, positive=positive, cls=cls, confidence=confidence,
                                 n_bootstrap=n_bootstrap, random_state=random_state, min_samples=min_samples)
+
+
+def metric_with_ci_of_codes(name: str, true_codes, pred_codes, n_classes: int, *, positive=None, cls=None,
+                            confidence=0.95, n_bootstrap=500, random_state=0) -> MetricEstimate:
+    """:func:`metric_with_ci` (not ``auc``) of class codes in ``range(n_classes)``, bit for bit from one
+    count: its classes are the sorted codes present, i.e. the full count cut to them."""
+    cm = confusion_counts(np.asarray(true_codes), np.asarray(pred_codes), n_classes)
+    present = np.flatnonzero(cm.sum(axis=0) + cm.sum(axis=1))
+    classes = np.array(present.tolist(), dtype=object)  # as sorted_classes gives them: Python ints
+    return _metric_of_confusion(name, classes, cm[np.ix_(present, present)], positive=positive, cls=cls,
+                                confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state, min_samples=1)
 
 
 def _labelled_confusion(y_true: np.ndarray, y_pred) -> tuple[np.ndarray, np.ndarray]:

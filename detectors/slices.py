@@ -33,7 +33,7 @@ from detectors.confusion import confusion_counts, encode, sorted_classes
 from detectors.correction import readjust
 from detectors.intervals import newcombe_interval, z_value
 from detectors.metric_ci import (MetricEstimate, infer_positive, metric_from_confusion, metric_from_counts,
-                                 metric_with_ci)
+                                 metric_with_ci_of_codes)
 # result types, metric names and count helpers live in detectors.slice_results and
 # detectors.slice_counts; they stay importable from here
 from detectors.slice_counts import _PROPORTIONS, _auc_summary, _proportion_counts
@@ -219,8 +219,10 @@ class SliceEvaluator:
             return MetricEstimate(self.metric, auc["value"], max(0.0, auc["value"] - half),
                                   min(1.0, auc["value"] + half), int(mask.sum()), "delong")
         cls = self._pos if base == "precision" else None
-        est = metric_with_ci(base, data.y_true[mask], data.y_pred[mask], None, positive=self._pos, cls=cls,
-                             confidence=self.confidence, n_bootstrap=self.n_bootstrap, random_state=self.random_state)
+        # the labels are codes (see _encoded): one count of the slice, not a sort and re-encoding of its rows
+        est = metric_with_ci_of_codes(base, data.y_true[mask], data.y_pred[mask], len(self.classes_),
+                                      positive=self._pos, cls=cls, confidence=self.confidence,
+                                      n_bootstrap=self.n_bootstrap, random_state=self.random_state)
         if name == "error_rate":
             est = replace(est, name="error_rate", value=1 - est.value, ci_low=1 - est.ci_high, ci_high=1 - est.ci_low)
         return replace(est, name=self.metric)

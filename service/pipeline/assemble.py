@@ -13,6 +13,7 @@ from detectors.base import to_jsonable
 from detectors.context import literal_text
 from service.pipeline.bbse_trust import trusted_prior
 from reports.records import SeverityPriors
+from reports.selection import has_duplicates
 
 MISSING_VALUE = "<missing>"  # how the context detector names a missing category
 IMAGE_PATH = "image_path"  # the column an image upload keeps for each row's image (service.image_intake.PATH_COLUMN)
@@ -159,7 +160,7 @@ def candidates_frame(production: pd.DataFrame, id_column: str | None, uncertaint
         frame[name] = np.asarray(mask, dtype=bool)
     # an id names one item to label: a repeated id (the same item twice, or partitions that number
     # their rows independently) is offered once
-    return frame.drop_duplicates("id") if id_column and frame["id"].duplicated().any() else frame
+    return frame.drop_duplicates("id") if id_column and has_duplicates(frame["id"]) else frame
 
 
 def untested_definition(u: Any, slice_definitions: dict[str, str]) -> str | None:

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from service.pipeline.columns import column_view
 from service.pipeline.reweighted_mix import limitation_mix_explained
 
 MIN_CLASS_ROWS = 10  # a class with fewer benchmark rows cannot stand in for its production share
@@ -46,12 +48,26 @@ def production_prior(state: Any) -> tuple[dict[str, float], str] | None:
     """The production class shares: observed labels first, else a reliable BBSE estimate."""
     prod = state.prod_out
     if prod is not None and prod.y_true is not None:
-        values, counts = np.unique(prod.y_true.astype(str), return_counts=True)
+        values, counts = _text_counts(prod.y_true)
         return {str(v): c / counts.sum() for v, c in zip(values, counts)}, "observed_labels"
     prior = state.prior
     if prior is not None and prior.status == "ok" and prior.reliable:
         return {str(k): float(v) for k, v in prior.priors.items()}, "bbse"
     return None
+
+
+def _text_counts(labels: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """``np.unique(labels.astype(str), return_counts=True)`` from one hash of the rows: the distinct
+    labels are counted, then their texts sorted and merged (a million labels are not sorted as text)."""
+    codes, distinct = pd.factorize(np.asarray(labels, dtype=object))
+    if (codes < 0).any():  # a missing label: its text ('None', 'nan') is np.unique's business
+        values, counts = np.unique(np.asarray(labels).astype(str), return_counts=True)
+        return [str(v) for v in values], counts
+    by_text: dict[str, int] = {}
+    for value, count in zip(distinct, np.bincount(codes, minlength=len(distinct))):
+        by_text[str(value)] = by_text.get(str(value), 0) + int(count)
+    texts = sorted(by_text)
+    return texts, np.array([by_text[t] for t in texts], dtype=np.int64)
 
 
 def class_resampled_rows(y_benchmark: np.ndarray, prior: dict[str, float], seed: int) -> np.ndarray | None:
@@ -88,7 +104,7 @@ def retest_under_class_mix(state: Any, features: list[str], outputs: list[str]) 
     if features:
         res = ctx.fitted("covariate_class_mix", lambda: CovariateShiftDetector(
             alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ctx.benchmark.loc[keep, features]),
-            columns=features, rows=rows).test(ctx.production[features])
+            columns=features, rows=rows).test(column_view(ctx.production, features))
         tests += [t for t in res.tests if t.name in features]
         distribution.update({t.name: t for t in res.features})
     used = [c for c in outputs if c in ctx.production.columns]
@@ -97,7 +113,7 @@ def retest_under_class_mix(state: Any, features: list[str], outputs: list[str]) 
     if outputs and used:
         res = ctx.fitted("outputs_class_mix", lambda: OutputShiftDetector(
             alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes, random_state=ctx.seed).fit(
-            ctx.benchmark.loc[keep, used]), columns=used, rows=rows).test(ctx.production[used])
+            ctx.benchmark.loc[keep, used]), columns=used, rows=rows).test(column_view(ctx.production, used))
         tests += list(res.tests)
         distribution.update({t.name: t for t in res.tests})
     names = list(dict.fromkeys(features + outputs))

@@ -275,8 +275,7 @@ def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: 
     import hashlib
 
     ctx = state.ctx
-    prod = ctx.production.loc[keep_p]
-    if min(int(np.count_nonzero(keep_b)), len(prod)) < ctx.min_slice_size:
+    if min(int(np.count_nonzero(keep_b)), int(np.count_nonzero(keep_p))) < ctx.min_slice_size:
         return None
     # fits on benchmark rows: cached by which rows (the same finding recurs run after run in a monitor)
     rows = hashlib.sha256(np.packbits(np.asarray(keep_b, bool))).hexdigest()
@@ -284,7 +283,7 @@ def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: 
     if features:
         res = ctx.fitted("covariate_on_rows", lambda: CovariateShiftDetector(
             alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ctx.benchmark.loc[keep_b, features]),
-            columns=features, rows=rows).test(prod[features])
+            columns=features, rows=rows).test(ctx.production.loc[keep_p, features])  # only the tested columns copied
         drifted += [t.name for t in res.features if t.drifted]
     used = [c for c in outputs if c in ctx.production.columns]
     if len(used) != len(outputs):
@@ -292,7 +291,7 @@ def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: 
     if outputs and used:
         res = ctx.fitted("outputs_on_rows", lambda: OutputShiftDetector(
             alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes, random_state=ctx.seed).fit(
-            ctx.benchmark.loc[keep_b, used]), columns=used, rows=rows).test(prod[used])
+            ctx.benchmark.loc[keep_b, used]), columns=used, rows=rows).test(ctx.production.loc[keep_p, used])
         drifted += [t.name for t in res.tests if t.drifted]
     return drifted
 

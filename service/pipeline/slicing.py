@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from service.pipeline.columns import column_view
 from service.pipeline.stage_context import Outputs, StageContext
 
 MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones (detectors.pruning.MAX_DISCOVERED)
@@ -38,8 +39,8 @@ def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
     types = {c.name: c.type for c in ctx.pack.context if c.name in contexts}
     errors = data.y_true != data.y_pred
     # bin edges from the benchmark, which a monitor's runs share: the same population, the same key
-    reference = ctx.benchmark[contexts] if all(c in ctx.benchmark.columns for c in contexts) else None
-    return discover_weak_slices(frame[contexts], errors, min_support=ctx.min_slice_size,
+    reference = column_view(ctx.benchmark, contexts) if all(c in ctx.benchmark.columns for c in contexts) else None
+    return discover_weak_slices(column_view(frame, contexts), errors, min_support=ctx.min_slice_size,
                                 alpha=ctx.alpha, correction=ctx.correction, column_types=types,
                                 reference=reference), errors
 
@@ -145,9 +146,12 @@ def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, pr
 
     metric = METRIC_ALIASES.get(evaluator.metric, evaluator.metric)
     within = {}
-    # the labels as integer codes once: every slice's test then compares integers, not text
-    (yb, pb, yp, pp), positive = label_codes(bench.y_true, bench.y_pred, prod.y_true, prod.y_pred,
-                                             getattr(ctx.pack, "positive_class", None))
+    # the labels as integer codes once per audit (the overall and the slice tests read the same
+    # codes): every slice's test then compares integers, not text
+    if "label_codes" not in ctx.shared:
+        ctx.shared["label_codes"] = label_codes(bench.y_true, bench.y_pred, prod.y_true, prod.y_pred,
+                                                getattr(ctx.pack, "positive_class", None))
+    (yb, pb, yp, pp), positive = ctx.shared["label_codes"]
     for name, (mask_b, mask_p) in slices.items():
         _, test = within_context_change(yb, pb, yp, pp, strata, mask_b=mask_b, mask_p=mask_p, metric=metric,
                                         positive=positive, name=name,

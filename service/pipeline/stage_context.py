@@ -79,8 +79,19 @@ class StageContext:
     def outputs(self, frame: pd.DataFrame, labelled: bool) -> Outputs:
         cols = self.columns
         proba = score_matrix(frame, cols.scores, self.classes)
-        y_pred = frame[cols.prediction].astype(str).to_numpy() if cols.prediction else None
+        y_pred = _frozen_text(frame[cols.prediction]) if cols.prediction else None
         if y_pred is None and proba is not None:
-            y_pred = np.asarray(self.classes, dtype=object)[proba.argmax(axis=1)]
-        y_true = frame[cols.label].astype(str).to_numpy() if labelled and cols.label else None
+            y_pred = _frozen(np.asarray(self.classes, dtype=object)[proba.argmax(axis=1)])
+        y_true = _frozen_text(frame[cols.label]) if labelled and cols.label else None
         return Outputs(y_true=y_true, y_pred=y_pred, proba=proba)
+
+
+def _frozen(labels: np.ndarray) -> np.ndarray:
+    """``labels`` read-only (it owns its data): the detectors then check and encode these labels once
+    per audit, not once per detector (detectors.confusion keeps what it learned about such arrays)."""
+    labels.flags.writeable = False
+    return labels
+
+
+def _frozen_text(column: pd.Series) -> np.ndarray:
+    return _frozen(column.astype(str).to_numpy(dtype=object, copy=True))
