@@ -193,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from domains import load_builtin
-    from service.local import audit_frames
-    from service.pipeline import STAGES
+    from service.audits.local import audit_frames
+    from service.audits.pipeline import STAGES
     from service.roles import infer_roles
 
     pack = load_builtin(args.domain)

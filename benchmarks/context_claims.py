@@ -6,7 +6,7 @@ Three measurements (run: ``python -m benchmarks.context_claims [null|cost|keys|a
   n rows each: no context changed, so every untested-context limitation is a false claim. Counts
   the ``untested_context`` limitations of the full audit per run, at n = 500 and 5,000.
 * **cost** — 20,000 rows per side, three context columns with 3,000 / 3,000 / 1,000 values, through
-  the full audit (``service.local.audit_frames``): seconds and the process's peak resident memory
+  the full audit (``service.audits.local.audit_frames``): seconds and the process's peak resident memory
   (run ``cost`` alone, in a fresh process, for a clean peak).
 * **keys** — ten production draws from one population against one benchmark: the distinct keys of
   the discovered slices (the same population must get the same key every time).
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from domains import load_builtin
-from service.local import audit_frames
+from service.audits.local import audit_frames
 
 COVID_CONTEXTS = ["clinic_name", "demo_group", "payor_group", "patient_class", "gender", "drive_thru_ind", "age",
                   "pan_day"]

@@ -91,8 +91,8 @@ class PeakMemory:
 
 
 def dask_audit(client, bench_dir: Path, prod_dir: Path, pack, **options):
-    from service.engine.dask_audit import audit_parquet, parquet_roles
-    from service.engine.datasets import ParquetDataset
+    from service.audits.engine.dask_audit import audit_parquet, parquet_roles
+    from service.audits.engine.datasets import ParquetDataset
     from service.schemas import AuditOptions
 
     datasets = [ParquetDataset.open(d) for d in (bench_dir, prod_dir)]
@@ -106,7 +106,7 @@ def dask_audit(client, bench_dir: Path, prod_dir: Path, pack, **options):
 def pandas_audit(bench_dir: Path, prod_dir: Path, pack):
     import pandas as pd
 
-    from service.local import audit_frames
+    from service.audits.local import audit_frames
     from service.roles import infer_roles
 
     frames = [pd.read_parquet(d) for d in (bench_dir, prod_dir)]
@@ -165,7 +165,7 @@ def main() -> None:
 
     from distributed import Client, LocalCluster
 
-    from service.local import load_pack
+    from service.audits.local import load_pack
 
     pack = load_pack("medical")
     bench_dir = generate(args.data, "benchmark", args.benchmark_rows)

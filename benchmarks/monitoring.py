@@ -1,6 +1,6 @@
 """Scheduled-monitoring benchmark: the price of one lifetime false-alarm budget.
 
-Every run below goes through the real audit pipeline (``service.local.audit_frames``) and the
+Every run below goes through the real audit pipeline (``service.audits.local.audit_frames``) and the
 monitor's own alert rules (``service.monitors.findings`` / ``budget``), on SYNTHETIC data:
 a binary classifier's rows with two numeric features and one categorical, labels included.
 
@@ -45,7 +45,7 @@ class Monitor:
     """The monitor's decision loop without a database: audit, harm tracking, alert rules."""
 
     def __init__(self, bench: pd.DataFrame, *, policy: str, alpha: float = 0.05, tolerance: float = 0.0) -> None:
-        from service.local import load_pack
+        from service.audits.local import load_pack
         from service.roles import infer_roles
 
         self.bench, self.policy, self.alpha, self.tolerance = bench, policy, alpha, tolerance
@@ -53,7 +53,7 @@ class Monitor:
         self.k, self.harm_state = 0, {}
 
     def run(self, batch: pd.DataFrame) -> dict[str, list[str]]:
-        from service.local import audit_frames
+        from service.audits.local import audit_frames
         from service.monitors import budget, findings
 
         self.k += 1

@@ -54,9 +54,9 @@ def _tests_alone(folder: Path, batch_file: Path) -> float:
     """The audit of the batch on in-memory frames with a warm memory cache: only the per-run tests."""
     import pandas as pd
 
-    from service.local import load_pack
-    from service.pipeline import AuditInput, run_audit
-    from service.pipeline.reference_cache import ReferenceCache, frame_digest
+    from service.audits.local import load_pack
+    from service.audits.pipeline import AuditInput, run_audit
+    from service.audits.pipeline.reference_cache import ReferenceCache, frame_digest
     from service.roles import infer_roles
     from service.schemas import AuditOptions
 

@@ -3,9 +3,9 @@
 Data: SYNTHETIC, ``--rows`` rows x 20 columns (an id, 12 floats, 4 ints, 3 short strings) as CSV.
 Each mode runs in a fresh process and reports its peak resident set size (VmHWM):
 
-* ``stream``: :func:`service.upload.store_upload`, the path of ``POST /v1/datasets`` (chunks of
+* ``stream``: :func:`service.datasets.upload.store_upload`, the path of ``POST /v1/datasets`` (chunks of
   ``CONTEXTSHIFT_UPLOAD_CHUNK_CELLS`` cells, validated with Great Expectations, written as parts);
-* ``memory``: :func:`service.ingest.read_table` plus one validation of the whole frame, what the
+* ``memory``: :func:`service.datasets.ingest.read_table` plus one validation of the whole frame, what the
   upload did before.
 
     python benchmarks/upload_memory.py [--rows 1000000] [--out DIR]
@@ -52,7 +52,7 @@ def run(mode: str, csv: Path, data: Path) -> None:
 
     import pandas as pd
 
-    from service import validation
+    from service.datasets import validation
 
     settings = Settings(data_dir=data)
     # warm up: imports (Great Expectations, scipy, pyarrow) and GE's context are paid once per process
@@ -60,8 +60,8 @@ def run(mode: str, csv: Path, data: Path) -> None:
     baseline = peak_rss_mb()
     started = time.perf_counter()
     if mode == "stream":
+        from service.datasets.upload import store_upload
         from service.runtime import Runtime
-        from service.upload import store_upload
 
         runtime = Runtime.start(settings)
         row, _ = store_upload(runtime, csv, filename=csv.name, name=f"bench-{time.time()}", role="benchmark",
@@ -69,9 +69,10 @@ def run(mode: str, csv: Path, data: Path) -> None:
         detail = f"{row.n_partitions} part(s)"
         runtime.close()
     else:
-        from service import roles, validation
-        from service.bounded import UploadLimits
-        from service.ingest import read_table
+        from service import roles
+        from service.datasets import validation
+        from service.datasets.bounded import UploadLimits
+        from service.datasets.ingest import read_table
 
         frame = read_table(csv, csv.name, UploadLimits.from_settings(settings))
         validation.validate(frame, validation.schema_expectations(frame, roles.infer_roles(frame.columns)))

@@ -9,14 +9,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from service.audits import routes as audits
+from service.datasets import routes as datasets
 from service.deps import require_api_key
 from service.errors import ServiceError
 from service.limits import BodySizeLimit
+from service.monitors import alert_routes as alerts, routes as monitors
 from service.openapi_content import fix_content_types
-from service.routers import docs
-from service.security import SecurityHeaders, allowed_methods
-from service.routers import alerts, audits, benchmarks, datasets, domains, health, index, metrics, monitors
+from service.operations import health, metrics
+from service.packs import routes as domains
+from service.pages import docs
+from service.pages import index
+from service.rounds import routes as benchmarks
 from service.runtime import Runtime
+from service.security import SecurityHeaders, allowed_methods
 from service.settings import Settings, get_settings
 
 log = logging.getLogger("contextshift")
@@ -47,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="contextshift", version="0.1.0", lifespan=lifespan,
                   description="Context-shift auditing for production ML models.",
-                  docs_url=None, redoc_url=None)  # /docs is served offline by routers.docs
+                  docs_url=None, redoc_url=None)  # /docs is served offline by service.pages.docs
     app.dependency_overrides[get_settings] = lambda: settings
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: its headers are on the 413s too

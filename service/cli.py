@@ -99,8 +99,8 @@ def _write(path: str | None, text: str) -> None:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    from service.audits.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
     from service.errors import ServiceError
-    from service.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
 
     progress = TerminalProgress()
     options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed}
@@ -108,7 +108,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         pack = load_pack(args.domain)
         schema = read_schema(args.schema)
         if args.engine == "dask":
-            from service.engine.dask_audit import audit_paths
+            from service.audits.engine.dask_audit import audit_paths
 
             outcome = audit_paths(args.benchmark, args.production, pack=pack, schema=schema, progress=progress,
                                   options={**options, "engine": "dask", "sample_rows": args.sample_rows},
@@ -152,7 +152,7 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from domains.examples import make_example
-    from service.local import audit_frames, load_pack
+    from service.audits.local import audit_frames, load_pack
     from service.roles import infer_roles
 
     out = Path(args.out)

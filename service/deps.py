@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from service.datasets.store import DatasetStore
 from service.errors import Unauthorized
 from service.runtime import Runtime
 from service.settings import Settings, get_settings
-from service.store import DatasetStore
 
 _bearer = HTTPBearer(auto_error=False, description="API key, when CONTEXTSHIFT_API_KEYS is set.")
 

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.audits.store import AuditStore
+from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
+from service.packs.registry import PackRegistry
 from service.settings import Settings
-from service.audits import AuditStore
-from service.packs import PackRegistry
-from service.store import DatasetStore
 
 if TYPE_CHECKING:
-    from service.worker import AuditWorker
+    from service.audits.worker import AuditWorker
 
 log = logging.getLogger("contextshift")
 _cache_lock = threading.Lock()
@@ -34,14 +34,14 @@ class Runtime:
     _reference_cache: Any = field(default=None, repr=False)
 
     def reference_cache(self) -> Any:
-        """The benchmark-side fit cache (``service.pipeline.reference_cache``) under
+        """The benchmark-side fit cache (``service.audits.pipeline.reference_cache``) under
         ``data_dir/cache/reference``, shared by the audit worker and monitor runs; None when
         ``CONTEXTSHIFT_REFERENCE_CACHE=off``. Made on first use: importing the pipeline is slow."""
         if not self.settings.reference_cache:
             return None
         with _cache_lock:
             if self._reference_cache is None:
-                from service.pipeline.reference_cache import ReferenceCache
+                from service.audits.pipeline.reference_cache import ReferenceCache
 
                 self._reference_cache = ReferenceCache(self.settings.data_dir / "cache" / "reference", max_items=32)
         return self._reference_cache
@@ -64,7 +64,7 @@ class Runtime:
 
     def start_worker(self) -> None:
         """Start the audit pool and the heartbeat; audits left running by a dead instance fail."""
-        from service.worker import AuditWorker
+        from service.audits.worker import AuditWorker
 
         self.worker = AuditWorker(self, max_workers=self.settings.audit_workers)
         self.audits.register_instance()

@@ -1,6 +1,6 @@
 """One full in-process audit of a benchmark/production pair of a prepared table.
 
-The audit is ``service.local.audit_frames``, the same pipeline as ``contextshift audit`` and
+The audit is ``service.audits.local.audit_frames``, the same pipeline as ``contextshift audit`` and
 ``POST /v1/audits``. The HTML and Markdown renderings are skipped by default (``render=False``):
 they come after the result is final and cost about a third of an audit at n = 500, and the claims
 harness only reads the result.
@@ -59,7 +59,7 @@ def audit_pair(table: PreparedTable, benchmark: pd.DataFrame, production: pd.Dat
     render : bool
         Also render the HTML and Markdown reports (slower; the result is the same).
     """
-    from service.local import audit_frames
+    from service.audits.local import audit_frames
     from service.roles import infer_roles
 
     pack = _pack(table)

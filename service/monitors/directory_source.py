@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from service.datasets.paths import inside_roots
 from service.errors import ServiceError
 from service.monitors.batch import Batch
-from service.paths import inside_roots
 
 if TYPE_CHECKING:  # read lazily: listing a folder with nothing new needs no pandas
     import pandas as pd
@@ -88,7 +88,7 @@ def _names(dir_fd: int, pattern: str, run: _Run) -> list[str]:
 def _take_one(dir_fd: int, folder: Path, name: str, taken: set[tuple[str, str]], roots: list[Path] | None,
               run: _Run) -> bool:
     """Take file ``name`` into ``run`` if it is new and fits; False once the run is full."""
-    from service import ingest
+    from service.datasets import ingest
 
     flags = _FILE_FLAGS | (_NOFOLLOW if roots is not None else 0)
     try:

@@ -153,7 +153,7 @@ class StateFileStore:
 
     def audit(self, run_id: str, batch: Batch, roles: dict[str, str], validation: dict, side: BenchmarkSide,
               alpha_k: float) -> tuple[None, dict[str, Any]]:
-        from service.pipeline import AuditInput, run_audit
+        from service.audits.pipeline import AuditInput, run_audit
         from service.schemas import AuditOptions
 
         options = {key: v for key, v in self.monitor.options.items() if key != "harm_tolerance"}
@@ -216,7 +216,7 @@ def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:
 
     if not Settings().reference_cache:
         return None
-    from service.pipeline.reference_cache import ReferenceCache
+    from service.audits.pipeline.reference_cache import ReferenceCache
 
     return ReferenceCache(Path(config.get("reference_cache") or state_path.parent / "cache" / "reference"))
 

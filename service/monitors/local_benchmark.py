@@ -43,7 +43,7 @@ def _remember(key: str, frame: Any) -> None:
 
 def benchmark_side(config: dict[str, Any], state: dict[str, Any]) -> BenchmarkSide:
     """The benchmark's frame, roles, pack and digest; updates ``state["benchmark"]`` (saved with the run)."""
-    from service.local import load_pack, read_any, read_dataset, read_schema
+    from service.audits.local import load_pack, read_any, read_dataset, read_schema
 
     pack = load_pack(config.get("domain") or "generic")
     ref = {"id": "benchmark", "name": config["benchmark"]}
@@ -56,8 +56,8 @@ def benchmark_side(config: dict[str, Any], state: dict[str, Any]) -> BenchmarkSi
             frame, _ = read_any(config["benchmark"])  # typed as at upload; validated when the memo was made
             _remember(key, frame)
         return BenchmarkSide(frame=frame, roles=dict(memo["roles"]), ref=ref, pack=pack, digest=memo["digest"])
-    from service.image_intake import prepare_file
-    from service.pipeline.reference_cache import frame_digest
+    from service.audits.pipeline.reference_cache import frame_digest
+    from service.datasets.images.intake import prepare_file
 
     schema = read_schema(config.get("benchmark_schema"))
     frame, roles = read_dataset(config["benchmark"], schema=schema, pack=pack)  # validates, raises on failure

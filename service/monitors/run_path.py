@@ -114,9 +114,9 @@ def production_roles(frame: "pd.DataFrame", side: BenchmarkSide) -> dict[str, st
 
 
 def validate_rows(frame: "pd.DataFrame", column_roles: dict[str, str], pack: Any, name: str) -> dict[str, Any]:
-    """The new rows checked as an upload is (:func:`service.frame_checks.check_frame`): refusals
+    """The new rows checked as an upload is (:func:`service.datasets.frame_checks.check_frame`): refusals
     raise; out-of-range values are warnings in the report, their rows named in the audit's notes."""
-    from service import frame_checks
+    from service.datasets import frame_checks
 
     checked = frame_checks.check_frame(frame, pack, column_roles)
     if not checked.ok:

@@ -6,7 +6,7 @@ become a production dataset and a normal audit (so a run's ``audit_id`` opens a 
 report). The benchmark side is computed once per monitor and reused: its frame read from Parquet,
 its column roles and the domain pack are kept in memory (:class:`BenchmarkCache`), and everything
 the audit fits on the benchmark alone (detectors' reference summaries, the performance estimators'
-bootstrap) goes through the runtime's :class:`~service.pipeline.reference_cache.ReferenceCache`
+bootstrap) goes through the runtime's :class:`~service.audits.pipeline.reference_cache.ReferenceCache`
 (memory and ``data_dir/cache/reference``), so a run costs about the tests on its new rows
 (benchmarks/monitoring.py measures it).
 """
@@ -145,9 +145,9 @@ def register(runtime: Any, monitor: MonitorRow, run_id: str, frame: pd.DataFrame
 def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[str, str], frame: pd.DataFrame,
           side: BenchmarkSide, alpha: float) -> tuple[str, dict[str, Any]]:
     """A normal audit row, executed here with the cached benchmark side and its cached fits."""
-    from service.pipeline import AuditInput, run_audit
+    from service.audits.pipeline import AuditInput, run_audit
+    from service.audits.worker import atomic_write_text
     from service.schemas import AuditOptions
-    from service.worker import atomic_write_text
 
     options = AuditOptions(**{k: v for k, v in monitor.options.items() if k in AuditOptions.model_fields})
     options = {**options.model_dump(), "alpha": alpha}

@@ -11,9 +11,9 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.datasets.store import new_id, storable_key
 from service.errors import NotFound
 from service.monitors.models import AlertRow, DeliveryRow, MonitorFileRow, MonitorRow, MonitorRunRow, OutboxRow
-from service.store import new_id, storable_key
 
 WORKER_ID = f"{socket.gethostname()[:40]}:{os.getpid()}"
 INTERRUPTED = {"code": "interrupted", "message": "The service stopped during this run; the next run takes its rows "

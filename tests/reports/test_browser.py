@@ -116,7 +116,7 @@ def hostile_outcome():
     import pandas as pd
     pytest.importorskip("evidently")
     from domains.loader import load_builtin
-    from service.local import audit_frames
+    from service.audits.local import audit_frames
     from service.roles import infer_roles
 
     rng = np.random.default_rng(0)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from reports import charts
 from reports.distribution_charts import distribution_note, histogram_svg
-from service.pipeline.distributions import feature_distributions
+from service.audits.pipeline.distributions import feature_distributions
 
 
 def _texts(svg: str) -> list[str]:
@@ -93,7 +93,7 @@ def test_docstring_examples_hold():
     import doctest
 
     import reports.distribution_charts
-    import service.pipeline.distributions
-    for module in (reports.distribution_charts, service.pipeline.distributions):
+    import service.audits.pipeline.distributions
+    for module in (reports.distribution_charts, service.audits.pipeline.distributions):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0

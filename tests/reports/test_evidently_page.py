@@ -76,7 +76,7 @@ def test_companion_covers_contexts_outputs_and_labels():
     pytest.importorskip("evidently")
     from domains.examples import make_example
     from domains.loader import load_builtin
-    from service.local import audit_frames
+    from service.audits.local import audit_frames
     from service.roles import infer_roles
 
     pack = load_builtin("deepfake")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from domains.examples import make_example
-from service.local import audit_frames, load_pack
+from service.audits.local import audit_frames, load_pack
 from service.roles import infer_roles
 
 SITE_E = 'clinical_site == "site_e"'

@@ -58,7 +58,7 @@ def split(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def audit(benchmark: pd.DataFrame, production: pd.DataFrame, seed: int = 0) -> dict:
-    from service.local import audit_frames, load_pack
+    from service.audits.local import audit_frames, load_pack
     from service.roles import infer_roles
 
     pack = load_pack(str(PACK))

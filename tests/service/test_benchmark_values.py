@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from domains import load_pack_yaml
-from service.local import audit_frames
+from service.audits.local import audit_frames
 
 PACK_YAML = """
 name: covid_clinics

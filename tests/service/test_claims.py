@@ -19,7 +19,7 @@ import pytest
 
 from domains import load_builtin
 from reports import fails_gate, render_markdown
-from service.local import audit_frames
+from service.audits.local import audit_frames
 from service.roles import infer_roles
 
 
@@ -189,7 +189,7 @@ def test_a_large_untested_population_is_never_folded_into_a_slice():
     """An untested population that is 32 % of production, nested in a larger weak slice and measured no
     worse than it, used to be folded into the slice and disappear from the limitations."""
     from reports.findings_base import make_limitation
-    from service.pipeline.facts import _row_relations
+    from service.audits.pipeline.facts import _row_relations
 
     new = make_limitation("untested_context", 'site == "C"', "t", "S.", 0.0032,
                           {"production_share": 0.32, "large_population": True, "value": 0.8, "ci": [0.75, 0.85]},

@@ -6,9 +6,9 @@ import json
 import pandas as pd
 import pytest
 
+from service.audits.local import load_pack, read_dataset
+from service.datasets.paths import parquet_files
 from service.errors import ServiceError
-from service.local import load_pack, read_dataset
-from service.paths import parquet_files
 from tests.service.test_cli import _run
 from tests.service.test_register_datasets import write_parts
 

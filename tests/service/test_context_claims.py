@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from domains import evaluate, load_builtin
-from service.local import audit_frames
+from service.audits.local import audit_frames
 
 ROOT = Path(__file__).parents[2]
 COVID = ["clinic_name", "demo_group", "payor_group", "patient_class", "gender", "drive_thru_ind", "age"]

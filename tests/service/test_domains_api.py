@@ -60,7 +60,7 @@ def test_unknown_domain_is_404(client):
 
 
 def test_the_former_name_medical_is_accepted_wherever_a_domain_name_is(client):
-    from service.local import load_pack
+    from service.audits.local import load_pack
 
     assert load_pack("medical") is load_pack("dermatology")  # CLI --domain and the Python API
     packs = client.app.state.runtime.packs  # what audits, series and monitors resolve their stored domain with

@@ -15,9 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from domains import load_pack_yaml
-from service import frame_checks
 from service.app import create_app
 from service.cli import main
+from service.datasets import frame_checks
 from service.roles import infer_roles
 from tests.service.test_audits_api import wait_for
 

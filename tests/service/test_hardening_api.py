@@ -67,7 +67,7 @@ def test_pack_body_is_bounded_while_streaming(tmp_path):
 
 def test_domain_list_parses_each_pack_once(client, monkeypatch):
     client.post("/v1/domains", content=CUSTOM, headers=YAML)
-    import service.packs as packs
+    import service.packs.registry as packs
 
     calls = []
     real = packs.parse_pack
@@ -130,7 +130,7 @@ def test_api_keys_typo_refuses_to_start(monkeypatch, value):
 
 
 def test_audit_failure_hides_server_paths(client, monkeypatch):
-    from service.worker import AuditWorker
+    from service.audits.worker import AuditWorker
 
     def boom(self, audit_id):
         raise FileNotFoundError(2, "No such file", "/srv/secret/data/ds_1.parquet")

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from service.bounded import UploadLimits
+from service.datasets.bounded import UploadLimits
+from service.datasets.ingest import read_table
 from service.errors import ServiceError
-from service.ingest import read_table
 
 
 def gzip_bomb(line: bytes, total_bytes: int, header: bytes = b"") -> bytes:
@@ -240,7 +240,7 @@ def test_gzipped_file_read_through_a_descriptor_path(tmp_path, name):
 def test_csv_read_in_byte_ranges_is_the_one_read(tmp_path, monkeypatch):
     """Ranges cut at record ends (quoted newlines respected) parse to the frame one read gives;
     faults in a later range are still found (ragged rows by their line)."""
-    import service.line_scan as line_scan
+    import service.datasets.line_scan as line_scan
 
     monkeypatch.setattr(line_scan, "BLOCK", 512)
     monkeypatch.setattr(line_scan, "CHUNK_BYTES", 2000)

@@ -166,7 +166,7 @@ def test_plain_table_untouched(client):
 
 
 def test_second_upload_reads_the_cache(client, monkeypatch):
-    import service.image_derive as intake
+    import service.datasets.images.derive as intake
 
     files, manifest = images(4)
     content = zip_bytes(files, manifest)
@@ -198,9 +198,9 @@ def test_archive_without_manifest_or_with_bad_bytes(client):
 
 
 def test_derive_images_in_batches_keeps_rows_and_errors(tmp_path, monkeypatch):
-    import service.image_derive as intake
-    from service.image_derive import ImageCache, derive_images
-    from service.image_sources import ImageLimits
+    import service.datasets.images.derive as intake
+    from service.datasets.images.derive import ImageCache, derive_images
+    from service.datasets.images.sources import ImageLimits
 
     files, _ = images(5)
     datas = list(files.values())

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from domains import load_builtin
-from service.local import audit_frames
+from service.audits.local import audit_frames
 from service.roles import infer_roles
 
 N = 3000

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.monitors.outbox import Outbox, message, retry_delay
 from service.monitors.store import MonitorStore, now
-from service.store import DatasetStore
 from tests.service.monitor_support import synthetic_frame, wait_for
 from tests.service.server import ServerProcess, free_port
 

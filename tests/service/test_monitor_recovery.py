@@ -13,10 +13,10 @@ import httpx
 import pytest
 from sqlalchemy import update
 
+from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.monitors.models import MonitorRunRow
 from service.monitors.store import MonitorStore, now
-from service.store import DatasetStore
 from tests.service.monitor_support import synthetic_frame, wait_for
 from tests.service.server import ServerProcess
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.monitors.models import AlertRow
 from service.monitors.store import MonitorStore, now
-from service.store import DatasetStore
 
 TABLES = {"monitors", "monitor_runs", "monitor_files", "alerts", "alert_deliveries", "alert_outbox"}
 

@@ -13,13 +13,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.monitors import webhook_targets
 from service.monitors.alerting import DELIVERED, REFUSED, RETRY, deliver
 from service.monitors.outbox import Outbox, message
 from service.monitors.store import MonitorStore, now
 from service.monitors.webhook_targets import TargetRefused, resolve_target
-from service.store import DatasetStore
 from tests.service.monitor_support import synthetic_frame
 from tests.service.server import ServerProcess
 

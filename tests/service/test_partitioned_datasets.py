@@ -13,10 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.chunk_validation import ChunkedValidation
-from service.ingest import read_table
+from service.datasets.chunk_validation import ChunkedValidation
+from service.datasets.ingest import read_table
+from service.datasets.validation import Expectation, validate
 from service.settings import Settings
-from service.validation import Expectation, validate
 
 PARTITION_ROWS = 1000
 CHUNK_CELLS = 2000  # 8 columns: 250 rows per chunk
@@ -150,8 +150,8 @@ def test_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
 
     Measured: 5.9 MB peak for a 25 MB frame (100,000 rows, chunks of 10,000); what grows with
     the file is the id hash set, 8 bytes per row (7.3 MB at 200,000 rows)."""
+    from service.datasets.upload import store_upload
     from service.runtime import Runtime
-    from service.upload import store_upload
 
     n = 100_000
     settings = Settings(data_dir=tmp_path / "data", partition_rows=25_000, upload_chunk_cells=80_000)
@@ -204,7 +204,7 @@ def test_datasets_stored_as_one_file_still_load(settings, tmp_path):
 
 
 def test_widening_rules():
-    from service.arrow_types import to_text, widen
+    from service.datasets.arrow_types import to_text, widen
 
     assert widen(pa.int8(), pa.int64()) == pa.int64() and widen(pa.int64(), pa.float32()) == pa.float64()
     assert widen(pa.null(), pa.string()) == pa.string() and widen(pa.bool_(), pa.int64()) == pa.string()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from domains import PLANTED, load_builtin, make_example
-from service.local import audit_frames
+from service.audits.local import audit_frames
 from service.roles import infer_roles
 
 DOMAINS = ("medical", "deepfake", "facial_expression")

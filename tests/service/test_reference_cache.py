@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from service.pipeline.reference_cache import ReferenceCache, cache_key, frame_digest
+from service.audits.pipeline.reference_cache import ReferenceCache, cache_key, frame_digest
 
 FITTED = ("detectors.confidence_based.ConfidenceBasedEstimator", "detectors.label_shift.LabelShiftEstimator",
           "detectors.context.ContextShiftDetector", "detectors.embedding.EmbeddingShiftDetector")
@@ -92,7 +92,7 @@ def test_keys_are_canonical():
 @pytest.fixture(scope="module")
 def medical():
     from domains.examples import make_example
-    from service.local import load_pack
+    from service.audits.local import load_pack
     from service.roles import infer_roles
 
     pack = load_pack("medical")
@@ -103,8 +103,8 @@ def medical():
 
 
 def _key(medical, *, frame=None, roles=None, pack=None, **options):
-    from service.pipeline import reference
-    from service.pipeline.columns import resolve_columns
+    from service.audits.pipeline import reference
+    from service.audits.pipeline.columns import resolve_columns
     from service.schemas import AuditOptions
 
     bench, _, default_pack, bench_roles, prod_roles = medical
@@ -139,7 +139,7 @@ def test_the_key_changes_with_what_the_fits_depend_on(medical):
 def test_a_detector_fitted_at_one_level_tests_like_one_fitted_at_another(medical):
     """Why alpha is not in the key: at_level re-levels a cached detector, nested ones included."""
     from detectors import ContextShiftDetector, CovariateShiftDetector, EmbeddingShiftDetector, OutputShiftDetector
-    from service.pipeline.reference import at_level
+    from service.audits.pipeline.reference import at_level
 
     bench, prod, *_ = medical
     emb = [c for c in bench.columns if c.startswith("emb_")]
@@ -179,7 +179,7 @@ def _comparable(result: dict) -> dict:
 
 
 def test_an_audit_with_the_cache_is_identical_and_does_not_refit(medical, tmp_path, monkeypatch):
-    from service.local import audit_frames
+    from service.audits.local import audit_frames
 
     bench, prod, pack, bench_roles, prod_roles = medical
     calls = _spy_fits(monkeypatch)

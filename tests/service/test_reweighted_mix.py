@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from service.pipeline.reweighted_mix import column_explained, numeric_explained, share_explained
+from service.audits.pipeline.reweighted_mix import column_explained, numeric_explained, share_explained
 
 SEEDS = range(40)
 ALPHA = 0.05

@@ -5,12 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from service.audits import AuditStore
+from service.audits.store import AuditStore
+from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.errors import Conflict, InvalidRequest, NotFound
-from service.packs import PackRegistry
+from service.packs.registry import PackRegistry
 from service.rounds.store import RoundStore
-from service.store import DatasetStore
 
 ROLES = {"id": "id", "label": "label", "prediction": "prediction", "clinical_site": "context",
          "annotator_id": "annotator", "validated": "feature"}

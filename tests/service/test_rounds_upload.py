@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
-from service import validation
 from service.app import create_app
-from service.unique_ids import SpilledIds
+from service.datasets import validation
+from service.datasets.unique_ids import SpilledIds
 
 CLASSES = np.array(["a", "b", "c"])
 
@@ -107,8 +107,8 @@ def test_a_repeated_item_and_annotator_pair_is_caught_across_chunks(tmp_path):
     """The (id, annotator) pair was only checked within one upload chunk: a repeat split across chunks passed."""
     import pandas as pd
 
-    from service.chunk_validation import ChunkedValidation
-    from service.validation import Expectation
+    from service.datasets.chunk_validation import ChunkedValidation
+    from service.datasets.validation import Expectation
 
     exp = Expectation("expect_compound_columns_to_be_unique", None, {"column_list": ["id", "annotator"]})
     first = pd.DataFrame({"id": ["a", "a", "b"], "annotator": ["x", "y", "x"]})
@@ -118,6 +118,6 @@ def test_a_repeated_item_and_annotator_pair_is_caught_across_chunks(tmp_path):
         report = check.report()
     (entry,) = report["results"]
     assert not entry["success"] and entry["duplicate_rows"] == [[2, 5]]
-    from service.upload import validation_failed
+    from service.datasets.upload import validation_failed
 
     assert "columns ['id', 'annotator']" in str(validation_failed("round.csv", report))

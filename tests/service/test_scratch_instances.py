@@ -116,8 +116,8 @@ def test_a_dead_instances_scratch_is_removed_at_the_next_start(tmp_path):
 
 
 def test_unlocked_legacy_scratch_is_removed_only_past_the_grace(tmp_path):
+    from service.datasets.store import DatasetStore
     from service.db import make_engine, migrate, session_factory
-    from service.store import DatasetStore
 
     engine = make_engine(f"sqlite:///{tmp_path / 'db.sqlite'}")
     migrate(engine)

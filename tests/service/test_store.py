@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.errors import NotFound
-from service.store import DatasetStore
 
 
 @pytest.fixture
@@ -75,8 +75,8 @@ def test_orphans_from_a_crash_are_removed(store):
 
 
 def test_audit_life_cycle_and_recovery(store, database_url):
-    from service.audits import AuditStore
-    from service.packs import PackRegistry
+    from service.audits.store import AuditStore
+    from service.packs.registry import PackRegistry
 
     bench, prod = _create(store, _frame(), name="b"), _create(store, _frame(), name="p", sha="b" * 64)
     audits = AuditStore(store.sessions, store.data_dir)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from service.validation import Expectation, validate
+from service.datasets.validation import Expectation, validate
 
 
 def test_results_follow_the_expectations_even_when_ge_merges_repeats():

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from domains import load_builtin
-from service.local import audit_frames
+from service.audits.local import audit_frames
 from service.roles import infer_roles
 
 

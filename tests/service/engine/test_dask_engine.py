@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from domains.examples import make_example
-from service.engine.dask_audit import audit_parquet, parquet_roles
-from service.engine.datasets import ParquetDataset
-from service.local import audit_frames, load_pack
+from service.audits.engine.dask_audit import audit_parquet, parquet_roles
+from service.audits.engine.datasets import ParquetDataset
+from service.audits.local import audit_frames, load_pack
 from service.roles import infer_roles
 from tests.service.engine.parts import write_partitions
 
@@ -125,7 +125,7 @@ def test_cli_engine_dask_reads_directories_and_globs(medical, dask_client, tmp_p
 
 
 def test_scan_does_not_depend_on_partitioning(medical, dask_client, tmp_path):
-    from service.engine.scan import ALL_ROWS, ScanPlan, scan_files
+    from service.audits.engine.scan import ALL_ROWS, ScanPlan, scan_files
 
     bench, _, _ = medical
     plan = ScanPlan(columns=("body_site",) if "body_site" in bench else (), numeric=(), label="label",
@@ -159,8 +159,8 @@ def test_context_tests_from_exact_counts(both):
 
 def test_benchmark_scan_is_cached_across_audits(medical, dask_client, tmp_path, monkeypatch):
     """A second audit against the same benchmark scans only production, with the same result."""
-    from service.engine import dask_audit
-    from service.pipeline.reference_cache import ReferenceCache
+    from service.audits.engine import dask_audit
+    from service.audits.pipeline.reference_cache import ReferenceCache
 
     _, _, root = medical
     scanned = []

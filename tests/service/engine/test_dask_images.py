@@ -100,8 +100,8 @@ def test_audit_derives_the_images_on_the_workers(client, lake):
 
 def test_values_equal_the_upload_path(lake, dask_client, tmp_path):
     """Derived on the workers from the registered files = stored by an upload of the same table."""
-    from service.local import load_pack
-    from service.engine.images import derive_on_cluster
+    from service.audits.engine.images import derive_on_cluster
+    from service.audits.local import load_pack
 
     root, _, truth = lake
     pack = load_pack("facial_expression")
@@ -146,7 +146,7 @@ def test_unreadable_image_fails_the_audit_unless_skipped(client, lake, tmp_path)
 
 
 def test_second_audit_decodes_nothing_again(client, lake, monkeypatch):
-    import service.image_derive as derive
+    import service.datasets.images.derive as derive
 
     root, _, _ = lake
     bench = register(client, root / "bench" / "table", "bench", "benchmark")["id"]
@@ -164,8 +164,8 @@ def test_fingerprint_follows_the_images_not_the_paths(lake, dask_client, tmp_pat
     at the same path must change it, deriving the same images again must not."""
     import shutil
 
-    from service.engine.images import derive_on_cluster
-    from service.local import load_pack
+    from service.audits.engine.images import derive_on_cluster
+    from service.audits.local import load_pack
 
     root, bench, _ = lake
     small = tmp_path / "small"

@@ -1,0 +1,310 @@
+"""The audit pipeline: validation is done at upload; here the detectors run, the whole audit
+is corrected as one family of tests, and ``reports`` ranks, plans and renders.
+
+The stages write into one typed :class:`AuditState`, in the order of :data:`STAGES`; every
+detector result in it exposes its tests (``.tests`` / ``.with_tests``) for the audit-wide
+correction, and :mod:`service.audits.pipeline.assemble` turns the corrected state into the typed
+:class:`reports.result.AuditResult`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from service.audits.pipeline import assemble, mix, overall, reference, slicing, stages
+from service.audits.pipeline.columns import AuditColumns, resolve_columns
+from service.audits.pipeline.family import correct_together
+from service.audits.pipeline.shapes import flatten_audit
+from service.datasets import frame_checks
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class AuditInput:
+    audit_id: str
+    benchmark: pd.DataFrame
+    production: pd.DataFrame
+    benchmark_roles: dict[str, str]
+    production_roles: dict[str, str]
+    benchmark_ref: dict[str, Any]
+    production_ref: dict[str, Any]
+    pack: Any
+    options: dict[str, Any]
+    annotations: tuple[pd.DataFrame, dict[str, str]] | None = None  # (table, column roles)
+    title: str | None = None  # shown in the report; default: "<pack title>: <benchmark> vs <production>"
+    summaries: Any = None  # service.audits.engine.dask_audit.EngineSummaries when the Dask engine scanned the data
+    # benchmark-side fits kept across audits (service.audits.pipeline.reference_cache.ReferenceCache); the
+    # result is the same with or without it, only faster when the benchmark was seen before
+    reference_cache: Any = None
+    benchmark_digest: str | None = None  # the stored benchmark's sha256; None: the cache hashes the frame
+    data_quality: dict[str, list] | None = None  # warnings on every row (Dask engine); None: the frames are checked
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    result: dict[str, Any]  # the AuditResult as JSON (``reports.result.AuditResult.model_dump(mode="json")``)
+    html: str
+    markdown: str
+    companion_html: str | None = None
+    exports: dict[str, str] | None = None  # next-round plan as "csv" and "jsonl" text
+
+
+# Results whose tests enter the audit-wide correction, in a fixed order (the family's order).
+TESTED = ("covariate", "multivariate", "outputs", "prior", "concept", "context", "evaluation", "overall_eval",
+          "overall_change", "conditional", "embedding")
+
+
+@dataclass
+class AuditState:
+    """What the stages have produced so far; each field is written by one stage."""
+
+    ctx: stages.StageContext
+    bench_out: stages.Outputs | None = None
+    prod_out: stages.Outputs | None = None
+    slices: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    definitions: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    measured_by: dict[str, str] = field(default_factory=dict)  # untested context → slice with the same rows
+    covariate: Any = None
+    multivariate: Any = None
+    outputs: Any = None
+    prior: Any = None
+    concept: Any = None
+    estimates: list = field(default_factory=list)
+    discovered: Any = None
+    context: Any = None
+    evaluation: Any = None
+    overall_eval: Any = None
+    overall_change: Any = None  # the plain benchmark → production test of the primary metric (all rows)
+    attribution: Any = None
+    cells: Any = None
+    conditional: Any = None
+    embedding: Any = None
+    label_quality: Any = None
+    n_tests: int = 0
+
+    def tested(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in TESTED}
+
+    def set_tested(self, corrected: dict[str, Any]) -> None:
+        for name in TESTED:
+            setattr(self, name, corrected[name])
+
+
+def _covariate(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.covariate, s.multivariate = ctx.guard("covariate shift", (None, None), stages.covariate, ctx)
+    s.outputs = ctx.guard("model-output shift (BBSD)", None, stages.model_outputs, ctx)
+
+
+def _label(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.bench_out = ctx.outputs(ctx.benchmark, labelled=True)
+    s.prod_out = ctx.outputs(ctx.production, labelled=ctx.columns.production_label is not None)
+    parts = stages.label(ctx, s.bench_out, s.prod_out)
+    s.prior, s.concept, s.estimates = parts.get("prior"), parts.get("concept"), parts.get("estimates") or []
+
+
+def _discovery(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.slices, s.definitions = slicing.expert_masks(ctx)
+    s.sources = {name: "expert" for name in s.slices}
+    s.discovered, errors = ctx.guard("weak-slice discovery", (None, None), slicing.discovery, ctx, s.bench_out,
+                                     s.prod_out)
+    for found in slicing.novel_discoveries(ctx, s.discovered, s.slices, errors, s.prod_out.y_true is not None):
+        name = found.definition  # the conditions themselves are the most telling name
+        s.slices[name] = (found.mask(ctx.benchmark), found.mask(ctx.production))
+        s.definitions[name], s.sources[name] = found.definition, "discovered"
+
+
+def _context(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    found = ctx.guard("context shift", None, stages.context, ctx, s.slices, s.definitions)
+    s.context = slicing.merge_untested(ctx, found, s.slices)
+    _untested_as_slices(s)
+
+
+def _untested_as_slices(s: AuditState) -> None:
+    """Untested contexts are measured like slices (source "untested"), so that with labelled
+    production rows the audit states their production metric instead of "unknown"."""
+    from domains import evaluate
+
+    if s.context is None:
+        return
+    for u in s.context.untested_contexts:
+        definition = assemble.untested_definition(u, s.definitions)
+        if u.name in s.slices or definition is None:
+            continue
+        try:
+            masks = (evaluate(definition, s.ctx.benchmark).to_numpy(), evaluate(definition, s.ctx.production).to_numpy())
+        except (ValueError, KeyError):  # a definition the data cannot evaluate: reported, not measured
+            continue
+        twin = next((name for name, (b, p) in s.slices.items()
+                     if np.array_equal(b, masks[0]) and np.array_equal(p, masks[1])), None)
+        if twin is not None:  # an expert slice selects the same rows: its metric is this context's
+            s.measured_by[u.name] = twin
+            continue
+        s.slices[u.name], s.definitions[u.name], s.sources[u.name] = masks, definition, "untested"
+
+
+def _slice_metrics(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    mix = slicing.mix_shifted(ctx, s.context, s.slices)
+    s.evaluation, s.overall_eval = ctx.guard("slice metrics", (None, None), slicing.slice_metrics, ctx, s.slices,
+                                             s.definitions, s.sources, s.bench_out, s.prod_out, mix)
+    s.overall_change = ctx.guard("overall metric change", None, overall.overall_change, ctx, s.overall_eval,
+                                 s.bench_out, s.prod_out)
+
+
+def _attribution(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.attribution, s.cells = ctx.guard("performance attribution", (None, None), mix.attribution, ctx, s.context,
+                                       s.bench_out, s.prod_out)
+    s.conditional = ctx.guard("context-conditional test", None, mix.conditional, ctx, s.covariate, s.cells)
+
+
+def _embedding(s: AuditState, inp: AuditInput) -> None:
+    ctx = s.ctx
+    s.embedding = ctx.guard("embedding shift", None, stages.embedding, ctx)
+    s.label_quality = ctx.guard("label quality", None, stages.label_quality, ctx, inp.annotations, s.slices)
+
+
+# (timing name, progress label shown while it runs, stage)
+STAGES: tuple[tuple[str, str, Callable[[AuditState, AuditInput], None]], ...] = (
+    ("covariate", "covariate shift", _covariate),
+    ("label", "label shift", _label),
+    ("discovery", "slice discovery", _discovery),
+    ("context", "context shift", _context),
+    ("slices", "slice metrics", _slice_metrics),
+    ("attribution", "attribution", _attribution),
+    ("embedding", "embeddings", _embedding),
+)
+
+
+class _Clock:
+    """Stage timings plus progress reports."""
+
+    def __init__(self, progress: Progress, n_stages: int) -> None:
+        self.progress, self.n_stages, self.done = progress, n_stages, 0
+        self.timings: dict[str, float] = {}
+        self.started = self.last = time.perf_counter()
+
+    def stage(self, name: str, next_label: str) -> None:
+        now = time.perf_counter()
+        self.timings[f"{name}_s"] = round(now - self.last, 3)
+        self.last = now
+        self.done += 1
+        self.progress(min(self.done / self.n_stages, 0.99), next_label)
+
+    def totals(self) -> dict[str, float]:
+        return {**self.timings, "total_s": round(time.perf_counter() - self.started, 3)}
+
+
+def check_auditable(columns: AuditColumns) -> None:
+    """Refuse an audit with nothing to compare: no shared input or context column and no model output."""
+    from service.errors import InvalidRequest
+
+    comparable = columns.features or columns.contexts or columns.embeddings
+    if comparable or columns.prediction or columns.scores:
+        return
+    raise InvalidRequest(
+        "Nothing to audit: the benchmark and production share no feature, context or embedding column and carry no "
+        "model output (prediction, score or proba_<class>). Check that both files describe the same model's inputs; "
+        f"benchmark-only columns: {list(columns.only_in_benchmark)[:10]}, production-only columns: "
+        f"{list(columns.only_in_production)[:10]}.", code="cannot_audit",
+        details={"only_in_benchmark": list(columns.only_in_benchmark)[:50],
+                 "only_in_production": list(columns.only_in_production)[:50]})
+
+
+def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
+    columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
+    check_auditable(columns)
+    from service.roles import role_disagreements
+
+    notes: list[dict[str, str]] = role_disagreements(inp.benchmark_roles, inp.production_roles)
+    notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
+    benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes)
+    for column in columns.contexts_only_in_production:
+        notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "
+                      "benchmark, so none of its contexts can be evaluated: record it in the next round."})
+    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes,
+                              summaries=inp.summaries)
+    ctx.classes = stages.resolve_classes(ctx)
+    ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,
+                                        inp.pack, ctx.options, ctx.min_slice_size, ctx.alpha)
+    state = AuditState(ctx=ctx)
+    clock = _Clock(progress, n_stages=len(STAGES) + 2)
+    progress(0.01, STAGES[0][1])
+    for i, (name, _, run) in enumerate(STAGES):
+        run(state, inp)
+        clock.stage(name, STAGES[i + 1][1] if i + 1 < len(STAGES) else "correcting and ranking")
+    corrected, state.n_tests = correct_together(state.tested(), alpha=ctx.alpha, method=ctx.correction)
+    state.set_tested(corrected)
+    return _report(inp, state, clock)
+
+
+def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
+    from reports import plan_next_round, render_html, render_markdown, to_csv, to_jsonl, verdict
+    from reports.result import AuditResult
+    from service.audits.pipeline.facts import one_limitation_per_fact
+
+    ctx = state.ctx
+    draft = flatten_audit(assemble.audit_json(inp, state))
+    overall.with_overall_change(draft, state.overall_change)
+    overall.with_estimate_checks(draft, ctx.alpha)
+    limitations = one_limitation_per_fact(draft, state, inp.production)
+    draft["notes"] = [*draft.get("notes", []), *_ranking_notes(draft, ctx)]
+    candidates = assemble.candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
+                                           state.prod_out.y_pred, assemble.target_masks(limitations, state))
+    plan = plan_next_round(draft, limitations, budget=int(ctx.options["budget"]),
+                           min_slice_size=ctx.min_slice_size, candidates=candidates)
+    draft["limitations"] = [lim.to_dict() for lim in limitations]
+    draft["verdict"] = verdict(draft, limitations)
+    draft["next_round"] = plan.to_dict()
+    clock.stage("ranking", "rendering the report")
+    companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
+    draft["timings"] = clock.totals()  # measured before rendering, so the report and the JSON agree
+    result = AuditResult.model_validate(assemble.plain(draft)).model_dump(mode="json")
+    html = render_html(result, limitations, plan)
+    markdown = render_markdown(result, limitations)
+    clock.stage("report", "done")
+    return AuditOutcome(result=result, html=html, markdown=markdown, companion_html=companion,
+                        exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
+
+
+def _ranking_notes(draft: dict[str, Any], ctx: stages.StageContext) -> list[dict[str, str]]:
+    """Rules of the ranking that were deliberately not applied, so the user is not left guessing."""
+    from reports.findings_labels import saturation_note
+    from reports.limitations import undecided_notes
+    from reports.records import RankingContext
+
+    rank_ctx = RankingContext.from_audit(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
+                                         alpha=ctx.alpha, priors=None)
+    note = saturation_note(draft, rank_ctx)
+    undecided = undecided_notes(draft, saturation_threshold=ctx.options.get("saturation_threshold"), alpha=ctx.alpha)
+    return ([] if note is None else [note]) + undecided
+
+
+def _companion(inp: AuditInput, ctx: stages.StageContext) -> str:
+    from reports.evidently_page import evidently_page_html
+
+    cols = ctx.columns
+    # everything the audit compares: inputs, contexts, the model's outputs and, when both sides
+    # are labelled, the labels (a label only the benchmark has cannot be compared)
+    wanted = [*cols.features, *cols.contexts, cols.prediction, *cols.scores, cols.production_label]
+    compared = list(dict.fromkeys(c for c in wanted if c is not None and c in inp.benchmark.columns
+                                  and c in inp.production.columns))
+
+    def numeric(column: str) -> bool:
+        return all(pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
+                   for frame in (inp.benchmark, inp.production))
+
+    numerical = [c for c in compared if numeric(c) and c not in (cols.prediction, cols.production_label)]
+    categorical = [c for c in compared if c not in numerical]
+    return evidently_page_html(inp.benchmark[compared], inp.production[compared], numerical_columns=numerical,
+                               categorical_columns=categorical, random_state=ctx.seed)

@@ -1,0 +1,67 @@
+"""The overall metric's benchmark → production change, tested on all rows whenever production is
+labelled, and the label-free estimates checked against what the labels show.
+
+The within-context change test (``overall_eval``) needs contexts both datasets share, so it cannot
+run when production lies entirely in a context the benchmark lacks, which is when a collapse is
+likeliest; this test does not need them, and it enters the audit-wide correction family
+(``service.audits.pipeline.TESTED``) like every other test.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from detectors.base import to_jsonable
+from detectors.metric_change import metric_change_test
+from detectors.slices import METRIC_ALIASES
+from reports.findings_labels import estimate_checks
+from reports.records import RankingContext
+from service.audits.pipeline.stage_context import Outputs, StageContext
+
+__all__ = ["overall_change", "with_overall_change", "with_estimate_checks"]
+
+
+def overall_change(ctx: StageContext, overall_eval: Any, bench: Outputs, prod: Outputs):
+    """The production metric against the benchmark's on all rows, whenever production is labelled.
+
+    The within-context test of ``overall_eval`` needs contexts both datasets share; this one does
+    not, so a collapse in a context the benchmark lacks is still tested (and corrected with the rest)."""
+    if overall_eval is None or prod.y_true is None or bench.y_true is None or prod.y_pred is None:
+        return None
+    floors = ctx.options.get("effect_floors") or {}
+    floor = float(floors.get("performance_drop", 0.05)) if isinstance(floors, dict) else 0.05
+    metric = METRIC_ALIASES.get(overall_eval.metric, overall_eval.metric)
+    return metric_change_test(metric, bench.y_true, bench.y_pred, prod.y_true, prod.y_pred,
+                              scores_b=bench.positive_scores, scores_p=prod.positive_scores,
+                              positive=getattr(ctx.pack, "positive_class", None), alpha=ctx.alpha,
+                              effect_floor=floor, min_samples=min(30, ctx.min_slice_size), random_state=ctx.seed)
+
+
+def with_overall_change(draft: dict[str, Any], change: Any) -> None:
+    """``overall.change_*`` and ``changed`` are the plain two-sample test of the primary metric (run
+    whenever production is labelled); the within-context test they used to hold, which cannot run
+    without shared contexts, stays as ``within_context_*`` (it decides concept shift)."""
+    overall = draft.get("overall")
+    if not isinstance(overall, dict) or change is None:
+        return
+    t = change.test
+    tested = t.status == "ok"
+    overall.update({
+        "within_context_p_value_adjusted": overall.get("change_p_value_adjusted"),
+        "within_context_changed": overall.get("changed"),
+        "change_test": to_jsonable(t.to_dict()), "change_method": t.method,
+        "change_p_value": t.p_value if tested else None,
+        "change_p_value_adjusted": t.p_value_adjusted if tested else None,
+        "changed": bool(t.drifted) if tested else None,
+        "change_difference": t.effect_size if tested else None,
+        "change_difference_ci": list(change.difference_ci) if tested else None,
+        "change_effect_floor": t.effect_floor})
+
+
+def with_estimate_checks(draft: dict[str, Any], alpha: float) -> None:
+    """``label.estimate_checks``: each label-free estimate against the observed production metric, flagged
+    ``contradicts`` when the observed value lies outside its interval (the report says so)."""
+    label = draft.get("label")
+    if not isinstance(label, dict):
+        return
+    rank_ctx = RankingContext.from_audit(draft, saturation_threshold=None, alpha=alpha, priors=None)
+    label["estimate_checks"] = estimate_checks(draft, rank_ctx)

@@ -1,0 +1,2 @@
+"""Operational endpoints: the liveness probe and Prometheus metrics.
+"""
