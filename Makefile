@@ -22,8 +22,10 @@ run: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 143 ] || [ $$status -eq 130 ] || exit $$status
 
+# Two worker processes, a test file per worker at a time (module fixtures are built once);
+# PYTEST_WORKERS=0 runs everything in this one process.
 test: $(STAMP)
-	DO_NOT_TRACK=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	DO_NOT_TRACK=1 $(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadfile $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/contextshift demo
