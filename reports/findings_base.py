@@ -3,10 +3,11 @@ comparison of two intervals, and the sentences that name folded tests."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Sequence
 
-from reports.formatting import capitalise, ci_pair, effect_label, fmt_num, fmt_p, get, lower_is_better, num, shorten
+from reports.formatting import capitalise, effect_label, fmt_num, fmt_p, lower_is_better, shorten
 from reports.records import Limitation, RankingContext, finding_key, make_decision, severity_label
+from reports.result import Decision, ShiftTest, SliceRecord, UntestedContextRecord
 
 __all__ = ["make_limitation", "test_decision", "credibly_worse", "untested_name", "test_note", "fold_sentence",
            "measured_in_production"]
@@ -14,7 +15,7 @@ __all__ = ["make_limitation", "test_decision", "credibly_worse", "untested_name"
 
 def make_limitation(kind: str, slice_name: str | None, title: str, statement: str,
                     score: float, evidence: dict, *, definition: str | None = None,
-                    subject: str | None = None, claim: str = "change", decision: dict | None = None) -> Limitation:
+                    subject: str | None = None, claim: str = "change", decision: Decision | None = None) -> Limitation:
     """A limitation with its stable key: the rows' ``definition`` when it concerns rows, else ``subject``;
     ``claim`` says whether it rests on a change test ("change") or holds on the benchmark too ("standing")."""
     score = max(0.0, float(score))
@@ -24,29 +25,32 @@ def make_limitation(kind: str, slice_name: str | None, title: str, statement: st
                       definition=definition or None, claim=claim, decision=decision)
 
 
-def test_decision(t: Mapping, ctx: RankingContext, *, statistic: str | None = None) -> dict:
+def test_decision(t: ShiftTest, ctx: RankingContext, *, statistic: str | None = None) -> Decision:
     """The decision of one flagged detector test: effect, test, adjusted p, rows, and the audit's rule."""
-    floor = num(t.get("effect_floor"))
-    effect = effect_label(t.get("effect_name"))
+    t = _typed(ShiftTest, t)
+    effect = effect_label(t.effect_name)
     rule = (f"adjusted p < α = {fmt_num(ctx.alpha)} and {effect} ≥ the floor"
-            + (f" {fmt_num(floor)}" if floor is not None else ""))
-    n = [num(t.get("n_reference")), num(t.get("n_current"))]
-    return make_decision(statistic or effect, t.get("effect_size"), test=str(t.get("method") or "test"),
-                         p_value_adjusted=t.get("p_value_adjusted"), interval=get(t, "details", "ci"),
-                         n=sum(v for v in n if v is not None) or None, rule=rule)
+            + (f" {fmt_num(t.effect_floor)}" if t.effect_floor is not None else ""))
+    n = sum(v for v in (t.n_reference, t.n_current) if v is not None)
+    return make_decision(statistic or effect, t.effect_size, test=t.method or "test", p_value_adjusted=t.p_value_adjusted,
+                         interval=t.details.get("ci"), n=n or None, rule=rule)
 
 
-def credibly_worse(value_ci, reference: float | None, metric: str, *, value: float | None = None,
-                   reference_ci=None) -> bool | None:
+def _pair(ci: Sequence[float | None] | None) -> tuple[float | None, float | None]:
+    return (ci[0], ci[1]) if ci is not None and len(ci) == 2 else (None, None)
+
+
+def credibly_worse(value_ci: Sequence[float | None] | None, reference: float | None, metric: str, *,
+                   value: float | None = None, reference_ci: Sequence[float | None] | None = None) -> bool | None:
     """Does the interval lie entirely on the worse side of ``reference``? None when it cannot tell.
 
     With ``value`` and ``reference_ci`` (two independent samples, e.g. production rows against the
     benchmark), the difference's MOVER interval (Newcombe's square-and-add of the two intervals)
     must exclude 0: a reference measured on 2,000 rows is not a known constant."""
-    lo, hi = ci_pair(value_ci)
+    lo, hi = _pair(value_ci)
     if reference is None or lo is None or hi is None:
         return None
-    r_lo, r_hi = ci_pair(reference_ci) if reference_ci is not None else (None, None)
+    r_lo, r_hi = _pair(reference_ci)
     if value is None or r_lo is None or r_hi is None:
         return lo > reference if lower_is_better(metric) else hi < reference
     d = value - reference
@@ -55,28 +59,33 @@ def credibly_worse(value_ci, reference: float | None, metric: str, *, value: flo
     return d + math.sqrt((hi - value) ** 2 + (reference - r_lo) ** 2) < 0
 
 
-def untested_name(u: Mapping) -> str:
-    """``name`` (UntestedContext), else ``slice``, else ``"column = value"``."""
-    for key in ("name", "slice"):
-        if u.get(key) not in (None, ""):
-            return str(u[key])
-    return f"{u.get('column', 'context')} = {u.get('value', '?')}"
+def untested_name(u: UntestedContextRecord) -> str:
+    """The untested context's ``name``, else ``"column = value"``."""
+    u = _typed(UntestedContextRecord, u)
+    return u.name or f"{u.column or 'context'} = {'?' if u.value is None else u.value}"
 
 
-def test_note(t: Mapping) -> str:
-    effect = f"{effect_label(t.get('effect_name'))} {fmt_num(t.get('effect_size'))}"
-    return f"{effect}, {fmt_p(t.get('p_value_adjusted'), 'adjusted p')}"
+def test_note(t: ShiftTest) -> str:
+    t = _typed(ShiftTest, t)
+    return f"{effect_label(t.effect_name)} {fmt_num(t.effect_size)}, {fmt_p(t.p_value_adjusted, 'adjusted p')}"
 
 
-def fold_sentence(tests: list) -> str:
+def fold_sentence(tests: Sequence[ShiftTest]) -> str:
     parts = []
     for t in tests:
-        if t.get("kind") == "slice_share":
+        t = _typed(ShiftTest, t)
+        if t.kind == "slice_share":
             parts.append(f"its share differs significantly between benchmark and production ({test_note(t)})")
         else:
-            parts.append(f"the mix of {shorten(t.get('name'))} changed significantly ({test_note(t)})")
+            parts.append(f"the mix of {shorten(t.name)} changed significantly ({test_note(t)})")
     return (" " + capitalise("; ".join(parts)) + ".") if parts else ""
 
 
-def measured_in_production(s: Mapping | None, ctx: RankingContext) -> bool:
-    return bool(s) and num(s.get("production_value")) is not None and ctx.overall_value is not None
+def measured_in_production(s: SliceRecord | None, ctx: RankingContext) -> bool:
+    s = _typed(SliceRecord, s) if s else None
+    return s is not None and s.production_value is not None and ctx.overall_value is not None
+
+
+def _typed(model, value):  # TRANSITIONAL: callers still holding dicts
+    from collections.abc import Mapping
+    return model.model_validate(dict(value)) if isinstance(value, Mapping) else value

@@ -79,10 +79,10 @@ def untested_limitation(u: Mapping, ctx: RankingContext, folded: list, measured:
         evidence.update(value=value, ci=ci, dataset="production", overall_value=ctx.overall_value,
                         overall_dataset="benchmark", gap=gap, gap_measured=True, credibly_worse=bool(worse),
                         severity_basis=basis)
-        decision = make_decision(f"{ctx.metric} on these production rows", value, test=decision["test"],
-                                 p_value_adjusted=decision["p_value_adjusted"], interval=ci,
+        decision = make_decision(f"{ctx.metric} on these production rows", value, test=decision.test,
+                                 p_value_adjusted=decision.p_value_adjusted, interval=ci,
                                  n=measured.get("metric_n_production", measured.get("n_production")),
-                                 rule=decision["rule"] + "; its loss is measured against the benchmark's overall "
+                                 rule=decision.rule + "; its loss is measured against the benchmark's overall "
                                       "value (credible when the difference's interval lies below 0)")
         title = (f"the context {name} ({fmt_share(share)} of production) was never tested; in production its "
                  f"{metric} is {fmt_num(value)} vs {fmt_num(ctx.overall_value)} on the benchmark"

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from detectors.metric_registry import lower_is_better  # re-exported: the one answer to "is lower better?"
+from reports.result import Decision
 
 __all__ = [
     "num", "get", "as_list", "ci_pair", "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
@@ -141,24 +142,25 @@ def fmt_mean(value: Any) -> str:
     return no_negative_zero(f"{f:.3g}") if abs(f) >= 1e-3 or f == 0 else no_negative_zero(f"{f:.2e}")
 
 
-def fmt_decision(decision: Any) -> str:
+def fmt_decision(decision: Decision | None) -> str:
     """A limitation's ``decision`` as one line: statistic and value, interval, test and adjusted p, rows, rule.
 
-    >>> fmt_decision({"statistic": "accuracy difference", "value": 0.59, "interval": [0.55, 0.62],
-    ...               "test": "two_proportion_z", "p_value_adjusted": 1e-9, "n": 2700, "rule": "adjusted p < α"})
+    >>> from reports.result import Decision
+    >>> fmt_decision(Decision(statistic="accuracy difference", value=0.59, interval=[0.55, 0.62],
+    ...                       test="two_proportion_z", p_value_adjusted=1e-9, n=2700, rule="adjusted p < α"))
     'accuracy difference 0.59 [0.55, 0.62]; two proportion z, adjusted p < 0.001; n=2,700. Rule: adjusted p < α.'
     """
-    if not isinstance(decision, Mapping) or not decision.get("rule"):
+    if isinstance(decision, Mapping):  # TRANSITIONAL
+        decision = Decision.model_validate(decision)
+    if decision is None or not decision.rule:
         return ""
-    head = f"{str(decision.get('statistic') or 'statistic').replace('_', ' ')} {fmt_metric(decision.get('value'), decision.get('interval'))}"
-    parts = [head]
-    if decision.get("test"):
-        test = str(decision["test"]).replace("_", " ")
-        p = num(decision.get("p_value_adjusted"))
-        parts.append(test + (f", {fmt_p(p, 'adjusted p')}" if p is not None else ""))
-    if num(decision.get("n")) is not None:
-        parts.append(fmt_n(decision.get("n")))
-    return "; ".join(parts) + f". Rule: {str(decision['rule']).rstrip('.')}."
+    parts = [f"{(decision.statistic or 'statistic').replace('_', ' ')} {fmt_metric(decision.value, decision.interval)}"]
+    if decision.test:
+        p = decision.p_value_adjusted
+        parts.append(decision.test.replace("_", " ") + (f", {fmt_p(p, 'adjusted p')}" if p is not None else ""))
+    if decision.n is not None:
+        parts.append(fmt_n(decision.n))
+    return "; ".join(parts) + f". Rule: {decision.rule.rstrip('.')}."
 
 
 def fmt_seconds(value: Any) -> str:

@@ -29,7 +29,7 @@ from reports.formatting import (
 from reports.html_sections import ROW_CAP, TABLE_CAP
 from reports.html_sections import generated_text as _generated
 from reports.limitations import verdict as compute_verdict
-from reports.reading import as_dict, is_local, pack_title
+from reports.reading import as_dict, is_local, legacy, pack_title
 from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors, claim_of
 
 __all__ = ["render_html", "TABLE_CAP", "ROW_CAP"]
@@ -222,10 +222,7 @@ def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any =
         :func:`reports.thumbnails.thumbnail_strips`: data URIs by limitation key, shown in each
         limitation, and why some are missing (listed with the notes).
     """
-    audit = as_dict(audit)
-    if not isinstance(audit, Mapping):
-        raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
-    audit = dict(audit)
+    audit = legacy(audit)
     items = _limitations(audit, limitations)
     rows = [{**_limitation_row(lim), "thumbnails": list((thumbnails or {}).get(str(lim.get("key") or lim.get("rank")), ()))}
             for lim in items]

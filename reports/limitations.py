@@ -28,6 +28,8 @@ from reports.findings_inputs import covariate_findings
 from reports.findings_labels import label_findings
 from reports.formatting import as_list, fmt_num, get, metric_label, num
 from reports.grouping import Relation, fold
+from reports.reading import legacy
+from reports.result import as_evidence
 from reports.records import (
     SEVERITY_ORDER, SHIFT_KINDS, Limitation, RankingContext, SeverityPriors, claim_of, rank_order,
 )
@@ -60,8 +62,7 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     list of Limitation
         Ranks 1..n; ties in score are broken by kind (the order of ``KINDS``) and then by slice name.
     """
-    if not isinstance(audit, Mapping):
-        raise TypeError(f"audit must be a mapping (the AuditResult JSON), got {type(audit).__name__}.")
+    audit = legacy(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
     found = [lim for lim in _findings(audit, ctx) if decided(lim)]
     found = _locate_overall_drop(found)
@@ -77,12 +78,13 @@ def _findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
 def decided(lim: Limitation) -> bool:
     """A claim needs a test or an interval behind it; a finding with neither is a note, not a limitation."""
     d = lim.decision
-    return isinstance(d, Mapping) and bool(d.get("rule")) and (bool(d.get("test")) or d.get("interval") is not None)
+    return d is not None and bool(d.rule) and (bool(d.test) or d.interval is not None)
 
 
 def undecided_notes(audit: Mapping, *, saturation_threshold: float | None = None,
                     alpha: float | None = None) -> list[dict[str, str]]:
     """Audit notes for the findings that :func:`rank_limitations` left out for want of a test or interval."""
+    audit = legacy(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=None)
     return [{"part": f"{lim.kind.replace('_', ' ')}: {lim.title}"[:200],
              "reason": "stated as a note, not a limitation: no test or interval decides it. " + lim.statement}
@@ -130,6 +132,7 @@ def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
     ``severity`` is the highest severity among the change claims ("none" without one);
     ``standing_severity`` the highest among the standing limitations.
     """
+    audit = legacy(audit)
     changes, standing = claims(limitations)
     shift = any(get(audit, s, "is_shift") is True for s in ("covariate", "label", "semantic")) \
         or get(audit, "overall", "changed") is True \
@@ -248,17 +251,15 @@ def fails_gate(result: Mapping, level: str) -> bool:
     at least that severe; standing limitations (a saturated benchmark, a slice weak on the benchmark as
     well, label quality) never fail a gate.
 
-    >>> fails_gate({"verdict": {"shift_detected": False}, "limitations": [
-    ...     {"kind": "benchmark_saturation", "severity": "low"}]}, "low")
-    False
-    >>> fails_gate({"verdict": {"shift_detected": False}, "limitations": [
-    ...     {"kind": "underperforming_slice", "severity": "high", "claim": "standing"}]}, "low")
-    False
+    >>> lim = {"rank": 1, "key": "underperforming_slice:x == 1", "kind": "underperforming_slice", "severity": "high",
+    ...        "score": 0.05, "title": "x", "statement": "x.", "claim": "standing"}
+    >>> fails_gate({"limitations": [lim]}, "low"), fails_gate({"limitations": [{**lim, "claim": "change"}]}, "high")
+    (False, True)
     """
     if level not in GATE_LEVELS:
         raise ValueError(f"level must be one of {GATE_LEVELS}, got {level!r}.")
+    result = as_evidence(result)
     if level == "shift":
-        return bool(get(result, "verdict", "shift_detected"))
+        return result.verdict is not None and result.verdict.shift_detected
     floor = SEVERITY_ORDER[level]
-    return any(SEVERITY_ORDER.get(str(lim.get("severity")), 0) >= floor
-               for lim in result.get("limitations") or () if claim_of(lim) == "change")
+    return any(SEVERITY_ORDER[lim.severity] >= floor for lim in result.limitations if claim_of(lim) == "change")

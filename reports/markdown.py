@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 from reports.formatting import as_list, fmt_decision, fmt_metric, fmt_n, fmt_value, get, metric_label, num, shorten
 from reports.limitations import Limitation, verdict
-from reports.reading import as_dict, is_local, pack_title
+from reports.reading import as_dict, is_local, legacy, pack_title
 from reports.records import CORRECTION_LABELS, KIND_LABELS, claim_of
 
 __all__ = ["render_markdown", "md_escape"]
@@ -97,7 +97,7 @@ def render_markdown(audit: Mapping, limitations: Sequence[Limitation] | None = N
     if not 1 <= heading_level <= 5:
         raise ValueError("heading_level must be between 1 and 5.")
     h = "#" * heading_level
-    audit = dict(as_dict(audit))
+    audit = legacy(audit)
     limitations = _records(audit, limitations)
     v = verdict(audit, limitations)
     lines = [f"{h} Model limitations", "", _verdict_line(v), ""]

@@ -11,10 +11,10 @@ interval. A loss counts as measured when ``L > 0``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reports.formatting import ci_pair, fmt_metric, fmt_n, fmt_num, get, lower_is_better, metric_label, num
+from reports.formatting import fmt_metric, fmt_n, fmt_num, lower_is_better, metric_label
+from reports.result import AuditEvidence
 
 __all__ = ["MeasuredChange", "measured_overall"]
 
@@ -51,25 +51,19 @@ class MeasuredChange:
         return f"{measured}: the loss, {interval}, is within sampling error."
 
 
-def measured_overall(audit: Mapping, metric: str | None) -> MeasuredChange | None:
+def measured_overall(audit: AuditEvidence) -> MeasuredChange | None:
     """The overall primary metric on both sides, when production is labelled and both have CIs."""
-    overall = get(audit, "overall", default={})
-    if not isinstance(overall, Mapping):
+    overall = audit.overall
+    if overall is None or overall.benchmark_ci is None or overall.production_ci is None:
         return None
-    b, p = num(overall.get("benchmark_value")), num(overall.get("production_value"))
-    (lb, ub), (lp, up) = ci_pair(overall.get("benchmark_ci")), ci_pair(overall.get("production_ci"))
+    b, p = overall.benchmark_value, overall.production_value
+    (lb, ub), (lp, up) = overall.benchmark_ci, overall.production_ci
     if None in (b, p, lb, ub, lp, up):
         return None
-    metric = str(overall.get("metric") or metric or "accuracy")
+    metric = overall.metric or "accuracy"
     # x is the side that is better when nothing changed: the benchmark for higher-is-better metrics
     (x, lx, ux), (y, ly, uy) = ((p, lp, up), (b, lb, ub)) if lower_is_better(metric) else ((b, lb, ub), (p, lp, up))
     d = x - y
     low = d - math.sqrt((x - lx) ** 2 + (uy - y) ** 2)
     high = d + math.sqrt((ux - x) ** 2 + (y - ly) ** 2)
-    return MeasuredChange(metric, b, (lb, ub), p, (lp, up), _int(overall.get("n")), _int(overall.get("n_production")),
-                          d, (low, high))
-
-
-def _int(value) -> int | None:
-    n = num(value)
-    return None if n is None else int(n)
+    return MeasuredChange(metric, b, (lb, ub), p, (lp, up), overall.n, overall.n_production, d, (low, high))

@@ -28,8 +28,8 @@ Every allocation carries the ``key`` of the limitation it answers and a reason.
 
 Row choice and the diversity rule are documented in :mod:`reports.selection`.
 
->>> audit = {"semantic": {"untested_contexts": [{"column": "modality", "value": "phone",
-...          "n_benchmark": 0, "n_production": 400, "production_share": 0.1}]},
+>>> audit = {"semantic": {"untested_contexts": [{"name": "modality = phone", "kind": "unseen_value",
+...          "column": "modality", "value": "phone", "n_benchmark": 0, "n_production": 400, "production_share": 0.1}]},
 ...          "slices": [{"name": "dark skin", "gap": 0.2, "benchmark_ci": [0.5, 0.7], "production_share": 0.2,
 ...                      "n_benchmark": 200, "n_production": 800, "gap_p_value_adjusted": 0.001}]}
 >>> [(a.slice, a.n_to_label) for a in plan_next_round(audit, [], budget=100, min_slice_size=30).allocations]
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from detectors.base import Result
 from reports.formatting import get, num, shorten
 from reports.plan_targets import Target, limitation_index, slice_targets, untested_targets
+from reports.reading import legacy
 from reports.records import Limitation, RankingContext
 from reports.selection import DIVERSITY_RULE, LabelRequest, select_rows
 
@@ -161,6 +162,7 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
         raise ValueError(f"budget must be a non-negative integer, got {budget!r}.")
     if isinstance(min_slice_size, bool) or not isinstance(min_slice_size, int) or min_slice_size < 1:
         raise ValueError(f"min_slice_size must be a positive integer, got {min_slice_size!r}.")
+    audit = legacy(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=None, alpha=None, priors=None)
     heads, folded = limitation_index(limitations)
     rest = [t for t in slice_targets(audit, ctx, heads) if t.name not in folded]

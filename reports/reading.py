@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 from reports.formatting import capitalise, get
+from reports.result import as_evidence
 
 __all__ = ["as_dict", "pack_title", "is_local", "LOCAL_IDS"]
 
@@ -20,6 +21,11 @@ def as_dict(value: Any) -> Any:
     if hasattr(value, "to_dict"):
         return value.to_dict()
     return value
+
+
+def legacy(audit: Any) -> dict:
+    """The validated evidence as JSON, for the builders that still read dicts."""
+    return as_evidence(audit).model_dump(mode="json", exclude_unset=True)
 
 
 def is_local(audit: Mapping) -> bool:

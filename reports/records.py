@@ -15,13 +15,15 @@ a documented prior gap (:class:`SeverityPriors`). Labels: ``high`` when score â‰
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from detectors.base import Result
-from reports.formatting import get, lower_is_better, num
+from reports.formatting import lower_is_better
 from reports.measured import measured_overall
+from reports.result import AuditEvidence, Decision, ShiftTest, as_evidence
 
 __all__ = [
     "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
@@ -59,13 +61,10 @@ STANDING_KINDS = frozenset({"benchmark_saturation"})  # properties of the benchm
 
 
 def claim_of(lim: Any) -> str:
-    """``"change"`` or ``"standing"`` of a Limitation or its JSON; records without the field (older
-    results) count as standing only for the kinds that are properties of the benchmark."""
-    claim = lim.get("claim") if isinstance(lim, Mapping) else getattr(lim, "claim", None)
-    if claim in CLAIMS:
-        return claim
-    kind = lim.get("kind") if isinstance(lim, Mapping) else getattr(lim, "kind", None)
-    return "standing" if kind in STANDING_KINDS or kind == "label_quality" else "change"
+    """``"change"`` or ``"standing"`` of a Limitation or a stored LimitationRecord."""
+    if isinstance(lim, Mapping):  # TRANSITIONAL
+        return "standing" if lim.get("claim") == "standing" else "change"
+    return "standing" if lim.claim == "standing" else "change"
 
 
 def rank_order(lim: "Limitation") -> tuple:
@@ -73,20 +72,20 @@ def rank_order(lim: "Limitation") -> tuple:
     score (to 0.0001 of the metric), then by evidence (adjusted p-value), kind and name; a saturated
     benchmark is informational and always comes last. Scores that tie (a measured loss of 0 caps
     them all) are ordered by how sure the audit is, not by which kind was listed first."""
-    decision = lim.decision if isinstance(getattr(lim, "decision", None), dict) else {}
-    p = num(decision.get("p_value_adjusted"))
+    p = lim.decision.p_value_adjusted if lim.decision is not None else None
     return (lim.kind in STANDING_KINDS, claim_of(lim) == "standing", -round(lim.score, 4),
             1.0 if p is None else p, KINDS.index(lim.kind) if lim.kind in KINDS else len(KINDS), str(lim.slice or ""))
 
 
-def make_decision(statistic: str, value: Any, *, rule: str, test: str | None = None, p_value_adjusted: Any = None,
-                  interval: Any = None, n: Any = None) -> dict[str, Any]:
-    """What made a finding a claim: the statistic and its value, the test or interval, the rows, the rule."""
-    lo, hi = (interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None))
-    count = num(n)
-    return {"statistic": statistic, "value": num(value), "test": test, "p_value_adjusted": num(p_value_adjusted),
-            "interval": None if num(lo) is None or num(hi) is None else [num(lo), num(hi)],
-            "n": None if count is None else int(count), "rule": rule}
+def make_decision(statistic: str, value: float | None, *, rule: str, test: str | None = None,
+                  p_value_adjusted: float | None = None, interval: Any = None, n: float | None = None) -> Decision:
+    """What made a finding a claim: the statistic and its value, the test or interval, the rows, the rule.
+
+    ``interval`` is ``(low, high)``; an interval with an unknown end is no interval."""
+    lo, hi = interval if isinstance(interval, (list, tuple)) and len(interval) == 2 else (None, None)
+    known = lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
+    return Decision(statistic=statistic, value=value, test=test, p_value_adjusted=p_value_adjusted,
+                    interval=[lo, hi] if known else None, n=None if n is None else int(n), rule=rule)
 
 
 def severity_label(score: float) -> str:
@@ -138,10 +137,11 @@ class Limitation(Result):
     # "change": rests on a benchmark â†’ production change test of the audit (monitors alert on it);
     # "standing": a property the benchmark shows as well (model card only, never alerts or fails a gate)
     claim: str = "change"
-    decision: dict | None = None  # make_decision(): statistic, test or interval, rows and rule
+    decision: Decision | None = None  # make_decision(): statistic, test or interval, rows and rule
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
+        data["decision"] = None if self.decision is None else self.decision.model_dump(mode="json")
         order = ("rank", "key", "kind", "slice", "definition", "severity", "score", "claim", "decision", "title",
                  "statement", "evidence", "related")
         return {key: data[key] for key in order}
@@ -167,60 +167,50 @@ class RankingContext:
     min_slice_size: int
 
     @classmethod
-    def from_audit(cls, audit: Mapping, *, saturation_threshold: float | None,
+    def from_audit(cls, audit: AuditEvidence | Mapping, *, saturation_threshold: float | None,
                    alpha: float | None, priors: SeverityPriors | None) -> "RankingContext":
-        params = get(audit, "parameters", default={})
-        metric = get(audit, "overall", "metric") or get(params, "primary_metric") or "metric"
+        audit = as_evidence(audit)
+        params, overall = audit.parameters, audit.overall
         floors = dict(DEFAULT_FLOORS)
-        floors.update({k: v for k, v in (get(params, "effect_floors", default={}) or {}).items()
-                       if num(v) is not None})
-        threshold = num(saturation_threshold)
-        if threshold is None:
-            threshold = num(get(params, "saturation_threshold"))
+        floors.update({k: v for k, v in params.effect_floors.items() if v is not None})
+        threshold = saturation_threshold if saturation_threshold is not None else params.saturation_threshold
         return cls(
-            alpha=num(alpha) or num(get(params, "alpha")) or 0.05,
+            alpha=alpha or params.alpha or 0.05,
             floors=floors,
-            priors=priors or _recorded_priors(get(params, "severity_priors")),
-            saturation_threshold=0.8 if threshold is None else threshold,
-            metric=str(metric),
-            higher_is_better=not lower_is_better(metric),
-            overall_value=num(get(audit, "overall", "benchmark_value")),
-            overall_ci=get(audit, "overall", "benchmark_ci"),
-            overall_n=num(get(audit, "overall", "n")) or num(get(audit, "benchmark", "n_rows")),
-            overall_production_value=num(get(audit, "overall", "production_value")),
-            measured=measured_overall(audit, str(metric)),
-            n_benchmark=num(get(audit, "benchmark", "n_rows")),
-            n_production=num(get(audit, "production", "n_rows")),
-            min_slice_size=int(num(get(params, "min_slice_size")) or 30),
+            priors=priors or _recorded_priors(params.severity_priors),
+            saturation_threshold=0.8 if threshold is None else float(threshold),
+            metric=audit.metric,
+            higher_is_better=not lower_is_better(audit.metric),
+            overall_value=overall.benchmark_value if overall else None,
+            overall_ci=overall.benchmark_ci if overall else None,
+            overall_n=(overall.n if overall else None) or audit.benchmark.n_rows,
+            overall_production_value=overall.production_value if overall else None,
+            measured=measured_overall(audit),
+            n_benchmark=audit.benchmark.n_rows,
+            n_production=audit.production.n_rows,
+            min_slice_size=params.min_slice_size or 30,
         )
 
     def floor(self, name: str) -> float:
         return float(self.floors.get(name, DEFAULT_FLOORS.get(name, 0.0)))
 
-    def supported(self, p_adjusted: Any, effect: Any, floor: float) -> bool:
+    def supported(self, p_adjusted: float | None, effect: float | None, floor: float) -> bool:
         """The decision rule: adjusted p below alpha AND effect at least the practical floor."""
-        p, e = num(p_adjusted), num(effect)
-        return p is not None and e is not None and p < self.alpha and e >= floor
+        return p_adjusted is not None and effect is not None and p_adjusted < self.alpha and effect >= floor
 
 
-def _recorded_priors(recorded: Any) -> SeverityPriors:
+def _recorded_priors(recorded: Mapping[str, float | None]) -> SeverityPriors:
     """The severity priors the audit recorded in its parameters (so re-ranking a stored result agrees)."""
-    if not isinstance(recorded, Mapping):
-        return SeverityPriors()
     known = {f for f in SeverityPriors.__dataclass_fields__}
-    return SeverityPriors(**{k: float(v) for k, v in recorded.items() if k in known and num(v) is not None})
+    return SeverityPriors(**{k: float(v) for k, v in recorded.items() if k in known and v is not None})
 
 
-def flagged(test: Mapping, alpha: float | None = None) -> bool:
-    """Did the detector flag this test? ``reports`` never re-decides (the decision rule lives
-    in ``detectors``); a test without a boolean ``drifted`` or ``is_shift`` is not a finding."""
-    del alpha  # kept for callers; the detector's decision already used the audit's alpha
-    if str(test.get("status", "ok")) != "ok":
-        return False
-    for name in ("drifted", "is_shift"):
-        if isinstance(test.get(name), bool):
-            return test[name]
-    return False
+def flagged(test: ShiftTest) -> bool:
+    """Did the detector flag this test? ``reports`` never re-decides (the decision rule lives in
+    ``detectors``); a test that did not run flags nothing."""
+    if isinstance(test, Mapping):  # TRANSITIONAL
+        test = ShiftTest.model_validate({"name": "", **test, "drifted": test.get("drifted", test.get("is_shift")) is True})
+    return test.flagged
 
 
 def finding_key(kind: str, definition: str | None = None, subject: str | None = None) -> str:

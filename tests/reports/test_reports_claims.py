@@ -28,7 +28,7 @@ def _weak(audit):
 def test_a_slice_weak_on_the_benchmark_is_standing_by_its_interval():
     lim = _weak(_weak_audit())
     assert lim.claim == "standing" and "The benchmark shows the same weakness" in lim.statement
-    assert list(lim.decision["interval"]) == [0.50, 0.70] and lim.decision["test"] == "gap test"
+    assert list(lim.decision.interval) == [0.50, 0.70] and lim.decision.test == "gap test"
 
 
 def test_a_point_value_below_overall_does_not_make_a_change():
@@ -49,7 +49,7 @@ def test_a_slice_whose_change_test_shows_a_drop_is_a_change():
 def test_every_limitation_of_the_fixture_is_decided(audit):
     for lim in rank_limitations(audit):
         d = lim.decision
-        assert d["rule"] and (d["test"] or d["interval"]), lim.key
+        assert d.rule and (d.test or d.interval), lim.key
         assert lim.claim == ("standing" if lim.kind in ("benchmark_saturation", "label_quality")
                              or lim.kind == "underperforming_slice" else "change"), lim.key
 

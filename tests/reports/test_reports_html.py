@@ -153,7 +153,7 @@ def test_huge_strings_are_shortened(audit):
 
 
 @pytest.mark.parametrize("audit_dict", [{}, {"status": "failed", "id": "a1"},
-                                        {"slices": [{"name": "only name"}], "label": {"is_shift": None}}])
+                                        {"slices": [{"name": "only name"}], "label": {"is_shift": False}}])
 def test_sparse_audits_still_render(audit_dict):
     html = render_html(audit_dict, rank_limitations(audit_dict))
     parsed = _parse(html)
@@ -161,6 +161,13 @@ def test_sparse_audits_still_render(audit_dict):
     assert not parsed.errors and "Nothing could be claimed" in html and 'id="next-round"' not in html
     assert "No change found" not in html and "sev-inconclusive" in html
     assert_self_contained(html)
+
+
+def test_an_audit_that_breaks_the_contract_is_refused_naming_the_field():
+    with pytest.raises(ValueError, match=r"label.is_shift"):
+        render_html({"label": {"is_shift": None}})
+    with pytest.raises(TypeError, match="AuditResult"):
+        rank_limitations([("not", "an audit")])
 
 
 def test_no_chart_text_is_parsed_as_mathtext_or_markup(audit):

@@ -154,7 +154,7 @@ def test_context_tests_fold_into_the_limitation_they_explain(audit):
 
 def test_untested_contexts_are_limitations_without_any_test():
     audit = {"semantic": {"untested_contexts": [
-        {"column": "device", "value": "phone", "n_benchmark": 0, "n_production": 300, "production_share": 0.3}]}}
+        {"name": "device = phone", "kind": "unseen_value", "column": "device", "value": "phone", "n_benchmark": 0, "n_production": 300, "production_share": 0.3}]}}
     (lim,) = rank_limitations(audit)
     assert lim.kind == "untested_context" and lim.slice == "device = phone"
     assert lim.score == pytest.approx(0.3 * SeverityPriors().untested_gap)
@@ -177,16 +177,17 @@ def test_insufficient_data_and_missing_values_never_count(audit):
         s.update(gap_p_value_adjusted=float("nan"), underperforming=None)
     audit["slices"][1].update(status="insufficient_data", underperforming=True, gap_p_value_adjusted=0.0)
     for f in audit["covariate"]["features"]:
-        f.update(drifted=None, p_value_adjusted=None)
+        f.update(drifted=False, p_value_adjusted=None)
     for t in audit["covariate"]["outputs"]["tests"]:
-        t.update(drifted=None)
-    audit["covariate"]["multivariate"].update(is_shift=None, drifted=None, p_value_adjusted=1e-9)  # flat test record
+        t.update(drifted=False, status="insufficient_data")
+    audit["covariate"]["multivariate"].update(is_shift=False, drifted=False, p_value_adjusted=1e-9)  # not flagged
     ranked = rank_limitations(audit)
     assert not _by_kind(ranked, "underperforming_slice") and not _by_kind(ranked, "covariate_shift")
 
 
-@pytest.mark.parametrize("audit_dict", [{}, {"slices": None, "covariate": None, "label": None, "semantic": None},
-                                        {"overall": {"benchmark_value": float("nan")}, "slices": [{}]}])
+@pytest.mark.parametrize("audit_dict", [{}, {"slices": [], "label_quality": None, "discovery": None},
+                                        {"overall": {"metric": "accuracy", "benchmark_value": float("nan")},
+                                         "slices": [{"name": "s"}]}])
 def test_empty_or_degenerate_audits_give_no_limitations(audit_dict):
     assert rank_limitations(audit_dict) == []
     v = verdict(audit_dict, [])

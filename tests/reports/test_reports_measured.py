@@ -7,6 +7,7 @@ import pytest
 from detectors.intervals import newcombe_interval, wilson_interval
 from reports import rank_limitations
 from reports.measured import measured_overall
+from reports.result import as_evidence
 
 
 def _label(audit, b, nb, p, np_):
@@ -22,7 +23,7 @@ def _covariate(audit):
 
 def test_the_loss_interval_is_newcombes_for_two_proportions(audit):
     _label(audit, 26, 306, 11, 260)  # Arrests: sensitivity 0.085 -> 0.042
-    change = measured_overall(audit, "sensitivity")
+    change = measured_overall(as_evidence(audit))
     low, high = newcombe_interval(11, 260, 26, 306)  # benchmark minus production
     assert change.loss == pytest.approx(26 / 306 - 11 / 260)
     assert change.loss_ci == pytest.approx((low, high))
@@ -67,5 +68,5 @@ def test_a_credible_gain_is_not_read_as_sampling_error(audit):
     """Real case (DAAG/nassCDS, 1997-1999 against 2001-2002): balanced accuracy rose 0.71 -> 0.78 with an
     interval clear of zero, and the shift's statement called the loss "-0.07 [-0.12, -0.02] within sampling error"."""
     _label(audit, 700, 1000, 790, 1000)
-    sentence = measured_overall(audit, "accuracy").sentence()
+    sentence = measured_overall(as_evidence(audit)).sentence()
     assert "production is better by 0.09" in sentence and "within sampling error" not in sentence

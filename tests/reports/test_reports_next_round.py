@@ -107,13 +107,13 @@ def test_untested_contexts_follow_the_ranking_and_need_production_rows():
     ``min_slice_size`` gets nothing on its own (many one-row clinics), a pooled group of them does."""
     from reports.records import Limitation
 
-    untested = [{"name": f"clinic == \"c{i}\"", "definition": f"clinic == \"c{i}\"", "n_benchmark": 0,
+    untested = [{"name": f"clinic == \"c{i}\"", "kind": "unseen_value", "definition": f"clinic == \"c{i}\"", "n_benchmark": 0,
                  "n_production": 1, "production_share": 0.0001} for i in range(80)]
-    untested += [{"name": "site == \"e\"", "definition": "site == \"e\"", "n_benchmark": 0, "n_production": 900,
+    untested += [{"name": "site == \"e\"", "kind": "unseen_value", "definition": "site == \"e\"", "n_benchmark": 0, "n_production": 900,
                   "production_share": 0.09},
-                 {"name": "new values of clinic", "definition": "clinic in [\"c0\", \"c1\"]", "n_benchmark": 0,
+                 {"name": "new values of clinic", "kind": "pooled_values", "definition": "clinic in [\"c0\", \"c1\"]", "n_benchmark": 0,
                   "n_production": 80, "production_share": 0.008},
-                 {"name": "device == \"x\"", "definition": "device == \"x\"", "n_benchmark": 5,
+                 {"name": "device == \"x\"", "kind": "rare_value", "definition": "device == \"x\"", "n_benchmark": 5,
                   "n_production": 2000, "production_share": 0.2}]
     lims = [Limitation(rank=1, kind="untested_context", slice="site == \"e\"", title="t", statement="s.", score=0.1,
                        severity="high", key='untested_context:site == "e"', definition='site == "e"')]

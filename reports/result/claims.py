@@ -1,0 +1,108 @@
+"""What the audit concludes: the ranked limitations with the decision behind each, the verdict and the
+next round's labelling plan."""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import Field, model_validator
+
+from reports.result.base import Closed, Interval, Number, Record
+
+__all__ = ["Severity", "Decision", "LimitationRecord", "Verdict", "Allocation", "NextRound", "Note"]
+
+Severity = Literal["none", "low", "medium", "high"]
+STANDING_KINDS = frozenset({"benchmark_saturation", "label_quality"})  # standing whatever the audit shows
+
+
+class Decision(Closed):
+    """What made a finding a claim: the statistic, its test or interval, the rows and the rule applied."""
+
+    statistic: str
+    value: Number = None
+    test: Optional[str] = None
+    p_value_adjusted: Number = None
+    interval: Interval = None
+    n: Optional[int] = None
+    rule: str
+
+
+class LimitationRecord(Closed):
+    """One fact about where the model should not be trusted; ``key`` is stable across audits."""
+
+    rank: int
+    key: str = Field(description='"<kind>:<canonical rows definition or subject>", the same across audits '
+                                 "for the same kind of finding about the same rows")
+    kind: Literal["underperforming_slice", "untested_context", "context_mix_shift", "covariate_shift",
+                  "label_shift", "concept_shift", "label_quality", "benchmark_saturation"]
+    slice: Optional[str] = None
+    definition: Optional[str] = Field(None, description="Slice expression selecting the production rows concerned.")
+    severity: Literal["low", "medium", "high"]
+    score: float = Field(description="Expected loss of the overall production metric, in metric units.")
+    title: str
+    statement: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    related: list[dict[str, Any]] = Field(
+        default_factory=list, description="Findings folded into this one: same or nested rows, or explained by them.")
+    claim: Literal["change", "standing"] = Field(
+        "change", description='"change": rests on a benchmark → production change test of this audit (monitors '
+                              'alert on it, --fail-on counts it); "standing": a property the benchmark shows as well '
+                              "(a slice weak on the benchmark too, a saturated benchmark, label quality).")
+    decision: Optional[Decision] = Field(None, description="The statistic, test or interval and rule behind the claim.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _claim_of_older_results(cls, data: Any) -> Any:
+        """Results stored before ``claim`` existed: the kinds that are properties of the benchmark are standing."""
+        if isinstance(data, dict) and "claim" not in data:
+            data = {**data, "claim": "standing" if data.get("kind") in STANDING_KINDS else "change"}
+        return data
+
+
+class Verdict(Closed):
+    shift_detected: bool
+    severity: Severity = Field(description="The highest severity among the change claims; \"none\" without one.")
+    standing_severity: Severity = Field(
+        "none", description="The highest severity among the standing limitations (weak on the benchmark as well).")
+    summary: str
+    status: Literal["shift", "no_shift", "inconclusive"] = Field(
+        "no_shift", description='"inconclusive" when the tests that matter could not run: the audit cannot tell.')
+    reasons: list[str] = Field(default_factory=list, description="Why the audit is inconclusive.")
+    sample_size: Optional[dict[str, Any]] = Field(
+        None, description="The smallest detectable effect at these sample sizes and the rows needed for the floor.")
+    changes: list[str] = Field(default_factory=list, description="Keys of the change claims, ranked.")
+    standing: list[str] = Field(default_factory=list, description="Keys of the standing limitations (model card).")
+
+
+class Allocation(Record):
+    """Rows of one target the next round asks to label, and why."""
+
+    slice: str
+    kind: str
+    definition: Optional[str] = None
+    reason: str = ""
+    n_benchmark: Optional[int] = None
+    n_production: Optional[int] = None
+    production_share: Number = None
+    gap: Number = None
+    ci_width: Number = None
+    weight: Number = None
+    n_to_label: int = 0
+    n_selected: int = 0
+    key: str = ""
+
+
+class NextRound(Record):
+    audit_id: Optional[str] = None
+    budget: int
+    min_slice_size: int
+    allocations: list[Allocation] = Field(default_factory=list)
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    n_allocated: int = 0
+    n_unallocated: int = 0
+    diversity_rule: str = ""
+    notes: list[str] = Field(default_factory=list)
+
+
+class Note(Closed):
+    part: str
+    reason: str
