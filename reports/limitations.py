@@ -26,12 +26,12 @@ from statistics import NormalDist
 from reports.findings_data import data_findings
 from reports.findings_inputs import covariate_findings
 from reports.findings_labels import label_findings
-from reports.formatting import as_list, fmt_num, get, metric_label, num
+from reports.formatting import fmt_num, metric_label
 from reports.grouping import Relation, fold
 from reports.reading import legacy
-from reports.result import as_evidence
+from reports.result import AuditEvidence, as_evidence
 from reports.records import (
-    SEVERITY_ORDER, SHIFT_KINDS, Limitation, RankingContext, SeverityPriors, claim_of, rank_order,
+    SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order,
 )
 
 __all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict", "fails_gate", "GATE_LEVELS", "claims",
@@ -121,7 +121,7 @@ def claims(limitations: Sequence[Limitation]) -> tuple[list, list]:
             [lim for lim in ordered if claim_of(lim) == "standing"])
 
 
-def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
+def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation]) -> dict:
     """The one-sentence answer a newcomer reads first: ``{"shift_detected", "severity", "summary", "status",
     "reasons", "sample_size", "changes", "standing"}``.
 
@@ -132,12 +132,11 @@ def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
     ``severity`` is the highest severity among the change claims ("none" without one);
     ``standing_severity`` the highest among the standing limitations.
     """
-    audit = legacy(audit)
+    audit = as_evidence(audit)
     changes, standing = claims(limitations)
-    shift = any(get(audit, s, "is_shift") is True for s in ("covariate", "label", "semantic")) \
-        or get(audit, "overall", "changed") is True \
-        or any(s.get("changed") is True for s in as_list(get(audit, "slices"))) \
-        or any(lim.kind in SHIFT_KINDS for lim in changes) or bool(changes)
+    shift = any(section.is_shift for section in (audit.covariate, audit.label, audit.semantic)) \
+        or (audit.overall is not None and audit.overall.changed is True) \
+        or any(s.changed is True for s in audit.slices) or bool(changes)
     reasons = [] if shift else undecided(audit)
     status = "shift" if shift else ("inconclusive" if reasons else "no_shift")
     worst = lambda found: max((lim.severity for lim in found), key=lambda s: SEVERITY_ORDER.get(s, 0)) \
@@ -167,7 +166,7 @@ def verdict(audit: Mapping, limitations: Sequence[Limitation]) -> dict:
                                else "."))
         out["summary"] = lead + standing_text
         return out
-    measured = num(get(audit, "overall", "benchmark_value")) is not None
+    measured = audit.overall is not None and audit.overall.benchmark_value is not None
     what = "benchmark score" if measured else "benchmark results"
     lead = {
         "high": f"Do not rely on the {what} for this production data",
@@ -196,45 +195,40 @@ def _standing_sentence(standing: Sequence[Limitation], *, outranks: bool = False
     return f" Standing limitations (model card, not changes): {titles}."
 
 
-def undecided(audit: Mapping) -> list[str]:
+def undecided(audit: AuditEvidence | Mapping) -> list[str]:
     """Why the audit cannot tell: the tests that matter did not run. Inputs or outputs must have been
     compared by at least one test that ran; with labelled production, the overall metric's change too."""
-    covariate = get(audit, "covariate", default={})
-    tests = as_list(get(covariate, "features")) + as_list(get(covariate, "missing")) \
-        + as_list(get(covariate, "outputs", "tests"))
-    mv = get(covariate, "multivariate")
-    if isinstance(mv, Mapping):
-        tests.append(mv)
-    ran = [t for t in tests if str(t.get("status", "ok")) == "ok" and num(t.get("p_value")) is not None]
+    audit = as_evidence(audit)
+    tests = audit.covariate.tests()
     reasons = []
-    if not ran:
-        skipped = [t for t in tests if str(t.get("status", "ok")) != "ok"]
+    if not any(t.ran for t in tests):
+        skipped = [t for t in tests if t.status != "ok"]
         reasons.append(f"none of the {len(skipped)} input and output tests had enough data" if skipped else
                        "no test compared the model's inputs or outputs")
-    if get(audit, "production", "labelled") is True and num(get(audit, "overall", "change_p_value")) is None:
-        reasons.append(f"the change of {metric_label(get(audit, 'overall', 'metric') or 'the metric')} could not be "
-                       "tested (too few labelled rows)")
+    if audit.production.labelled is True and (audit.overall is None or audit.overall.change_p_value is None):
+        reasons.append(f"the change of {metric_label(audit.overall.metric if audit.overall else 'the metric')} could "
+                       "not be tested (too few labelled rows)")
     return reasons
 
 
-def sample_size(audit: Mapping, *, power: float = 0.8) -> dict | None:
+def sample_size(audit: AuditEvidence | Mapping, *, power: float = 0.8) -> dict | None:
     """The smallest change a two-sample test can detect at these sizes (α, ``power``), and the rows per
     side needed for the configured floor: for the primary metric as a proportion (normal approximation
     at the benchmark's value) and, for inputs, the KS distance."""
-    n_b, n_p = num(get(audit, "benchmark", "n_rows")), num(get(audit, "production", "n_rows"))
+    audit = as_evidence(audit)
+    n_b, n_p = audit.benchmark.n_rows, audit.production.n_rows
     if not n_b or not n_p:
         return None
-    params = get(audit, "parameters", default={})
-    alpha = num(get(params, "alpha")) or 0.05
-    floor = num(get(params, "effect_floors", "performance_drop")) or 0.05
+    alpha = audit.parameters.alpha or 0.05
+    floor = audit.parameters.effect_floors.get("performance_drop") or 0.05
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
-    p0 = num(get(audit, "overall", "benchmark_value"))
+    p0 = audit.overall.benchmark_value if audit.overall else None
     p0 = 0.5 if p0 is None or not 0 < p0 < 1 else p0
     var = p0 * (1 - p0)
     mde = z * math.sqrt(var * (1 / n_b + 1 / n_p))
     needed = math.ceil(2 * var * z * z / floor ** 2)
     ks = math.sqrt(-math.log(alpha / 2) / 2) * math.sqrt((n_b + n_p) / (n_b * n_p))  # KS critical distance at α
-    metric = metric_label(get(audit, "overall", "metric") or "accuracy")
+    metric = metric_label(audit.overall.metric if audit.overall else "accuracy")
     sentence = (f"At n={int(n_b):,} benchmark and n={int(n_p):,} production rows only a change of {metric} of at "
                 f"least {fmt_num(mde)} can be detected (two-sample proportion test, α = {fmt_num(alpha)}, "
                 f"{power * 100:.0f} % power), and only a KS distance of at least {fmt_num(ks)} can reach "

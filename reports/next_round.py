@@ -41,10 +41,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from detectors.base import Result
-from reports.formatting import get, num, shorten
+from reports.formatting import shorten
 from reports.plan_targets import Target, limitation_index, slice_targets, untested_targets
-from reports.reading import legacy
 from reports.records import Limitation, RankingContext
+from reports.result import AuditEvidence, as_evidence
 from reports.selection import DIVERSITY_RULE, LabelRequest, select_rows
 
 __all__ = ["SliceAllocation", "LabelRequest", "NextRoundPlan", "plan_next_round", "PRODUCTION_SAMPLE"]
@@ -84,11 +84,6 @@ class NextRoundPlan(Result):
     n_unallocated: int
     diversity_rule: str
     notes: tuple[str, ...]
-
-
-def _int(value) -> int | None:
-    f = num(value)
-    return None if f is None else int(round(f))
 
 
 def _sample_key(limitations: Sequence[Limitation]) -> str:
@@ -140,14 +135,14 @@ def _caps(targets: list[Target], candidates) -> list[str]:
     return notes
 
 
-def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget: int, min_slice_size: int = 30,
+def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation], *, budget: int, min_slice_size: int = 30,
                     candidates=None) -> NextRoundPlan:
     """Split ``budget`` labels across slices and choose production rows to label.
 
     Parameters
     ----------
-    audit : mapping
-        The AuditResult (``reports/SCHEMA.md``).
+    audit : AuditEvidence, AuditResult or its JSON
+        The audit (``reports/SCHEMA.md``); JSON is validated first.
     limitations : sequence of Limitation
         From :func:`reports.rank_limitations`; used to explain allocations.
     budget : int
@@ -162,14 +157,14 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
         raise ValueError(f"budget must be a non-negative integer, got {budget!r}.")
     if isinstance(min_slice_size, bool) or not isinstance(min_slice_size, int) or min_slice_size < 1:
         raise ValueError(f"min_slice_size must be a positive integer, got {min_slice_size!r}.")
-    audit = legacy(audit)
+    audit = as_evidence(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=None, alpha=None, priors=None)
     heads, folded = limitation_index(limitations)
     rest = [t for t in slice_targets(audit, ctx, heads) if t.name not in folded]
     first, notes = untested_targets(audit, rest, min_slice_size, heads)
     first = [t for t in first if t.name not in folded]
     rest = [t for t in rest if t.weight > 0]  # only claimed gaps share the rest of the budget
-    n_rows = _int(get(audit, "production", "n_rows"))
+    n_rows = audit.production.n_rows
     sample = Target(PRODUCTION_SAMPLE, "production_sample", None,
                     "no claim left that labels can fix: uncertainty sampling over all production rows",
                     None, n_rows, 1.0, weight=1.0, key=_sample_key(limitations))
@@ -202,7 +197,7 @@ def plan_next_round(audit: Mapping, limitations: Sequence[Limitation], *, budget
                         gap=t.gap, ci_width=t.ci_width, weight=round(t.weight, 6), n_to_label=counts[id(t)],
                         n_selected=selected.get(t.name, 0), key=t.key)
         for t in ordered)
-    return NextRoundPlan(audit_id=get(audit, "id"), budget=budget, min_slice_size=min_slice_size,
+    return NextRoundPlan(audit_id=audit.id or None, budget=budget, min_slice_size=min_slice_size,
                          allocations=allocations, rows=tuple(chosen), n_allocated=allocated,
                          n_unallocated=budget - allocated,
                          diversity_rule=DIVERSITY_RULE if candidates is not None else "",

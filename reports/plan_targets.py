@@ -19,13 +19,14 @@ ranking.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reports.findings_base import untested_name
 from reports.findings_data import slice_gap, slice_shares
-from reports.formatting import as_list, ci_pair, fmt_share, get, lower_is_better, num
+from reports.formatting import fmt_share, lower_is_better
 from reports.records import Limitation, RankingContext, finding_key
+from reports.result import AuditEvidence, SliceRecord
 
 __all__ = ["Target", "untested_targets", "slice_targets", "limitation_index", "UNKNOWN_CI_WIDTH"]
 
@@ -57,11 +58,6 @@ class Target:
         return self
 
 
-def _int(value) -> int | None:
-    f = num(value)
-    return None if f is None else int(round(f))
-
-
 def limitation_index(limitations: Sequence[Limitation]) -> tuple[dict[str, Limitation], set[str]]:
     """Heads by slice name and by key, and the slice names folded into another limitation."""
     heads: dict[str, Limitation] = {}
@@ -83,29 +79,28 @@ def _attach(t: Target, heads: dict[str, Limitation]) -> Target:
     return t
 
 
-def _gap_claimed(s: Mapping, gap: float | None, ctx: RankingContext, is_limitation: bool) -> bool:
+def _gap_claimed(s: SliceRecord, gap: float | None, ctx: RankingContext, is_limitation: bool) -> bool:
     if gap is None or gap <= 0:
         return False
     if is_limitation:
         return True
-    p = num(s.get("gap_p_value_adjusted"))
-    if p is not None:
-        return p < ctx.alpha
-    lo, hi = ci_pair(s.get("gap_ci"))  # slice minus overall: worse is below zero (above for error rates)
+    if s.gap_p_value_adjusted is not None:
+        return s.gap_p_value_adjusted < ctx.alpha
+    lo, hi = s.gap_ci or (None, None)  # slice minus overall: worse is below zero (above for error rates)
     if lo is None or hi is None:
         return False
-    return lo > 0 if lower_is_better(s.get("metric") or ctx.metric) else hi < 0
+    return lo > 0 if lower_is_better(s.metric or ctx.metric) else hi < 0
 
 
-def slice_targets(audit: Mapping, ctx: RankingContext, heads: dict[str, Limitation]) -> list[Target]:
+def slice_targets(audit: AuditEvidence, ctx: RankingContext, heads: dict[str, Limitation]) -> list[Target]:
     """Every slice of the audit, weighted ``share × (gap + CI width / 2)`` when its gap is a claim, else 0."""
     targets = []
-    for s in as_list(get(audit, "slices")):
+    for s in audit.slices:
         share, _ = slice_shares(s, ctx)
         gap = slice_gap(s, ctx)
-        lo, hi = ci_pair(s.get("benchmark_ci"))
+        lo, hi = s.benchmark_ci or (None, None)
         width = (hi - lo) if lo is not None and hi is not None else None
-        name = str(s.get("name"))
+        name = s.name
         lim = heads.get(name)
         is_claim = lim is not None and lim.kind in ("underperforming_slice", "concept_shift", "untested_context")
         claimed = _gap_claimed(s, gap, ctx, is_claim)
@@ -114,12 +109,12 @@ def slice_targets(audit: Mapping, ctx: RankingContext, heads: dict[str, Limitati
         reason += f"{fmt_share(share)} of production" + (f", gap {gap:+.2f}" if gap is not None else "")
         if not claimed:
             reason += "; no credible gap: nothing to label for"
-        targets.append(_attach(Target(name, "slice", s.get("definition"), reason, _int(s.get("n_benchmark")),
-                                      _int(s.get("n_production")), share, gap, width, weight, claimed=claimed), heads))
+        targets.append(_attach(Target(name, "slice", s.definition, reason, s.n_benchmark, s.n_production, share, gap,
+                                      width, weight, claimed=claimed), heads))
     return targets
 
 
-def untested_targets(audit: Mapping, slices: list[Target], min_size: int,
+def untested_targets(audit: AuditEvidence, slices: list[Target], min_size: int,
                      heads: dict[str, Limitation]) -> tuple[list[Target], list[str]]:
     """Untested contexts, plus slices with too few benchmark rows (the same target objects, so that
     such a slice can take more labels in the split), in rank order, then largest production share.
@@ -132,20 +127,18 @@ def untested_targets(audit: Mapping, slices: list[Target], min_size: int,
     """
     by_name = {t.name: t for t in slices}
     targets, small = [], []
-    for u in as_list(get(audit, "semantic", "untested_contexts")):
-        if u.get("claimed") is False:
+    for u in audit.semantic.untested_contexts:
+        if not u.claimed:
             continue
         name = untested_name(u)
-        if u.get("measured_by") in by_name and u.get("measured_by") != name:  # a slice with exactly these rows
-            twin = by_name.pop(str(u["measured_by"]))
+        if u.measured_by in by_name and u.measured_by != name:  # a slice with exactly these rows
+            twin = by_name.pop(u.measured_by)
             slices.remove(twin)
-            by_name[name] = twin.renamed(name, u.get("definition"))
+            by_name[name] = twin.renamed(name, u.definition)
             slices.append(by_name[name])
-        n_bench = _int(u.get("n_benchmark")) or 0
-        share = num(u.get("production_share"))
-        definition = u.get("definition") or (f"{u.get('column')} == {u.get('value')!r}" if u.get("column") else None)
-        target = by_name.get(name) or Target(name, "untested_context", definition, "", n_bench,
-                                             _int(u.get("n_production")), share)
+        n_bench, share = u.n_benchmark, u.production_share
+        definition = u.definition or (f"{u.column} == {u.value!r}" if u.column else None)
+        target = by_name.get(name) or Target(name, "untested_context", definition, "", n_bench, u.n_production, share)
         target.kind, target.need = "untested_context", max(0, min_size - n_bench)
         target.reason = f"untested: {n_bench:,} benchmark rows, {fmt_share(share)} of production"
         targets.append(_attach(target, heads))

@@ -1,13 +1,26 @@
 """The tests on the model's inputs and outputs: one hypothesis test record and the covariate section."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from pydantic import Field
 
 from reports.result.base import Interval, Number, Record
 
-__all__ = ["ShiftTest", "MultivariateTest", "TestGroup", "CovariateSection"]
+__all__ = ["ShiftTest", "MultivariateTest", "TestGroup", "CovariateSection", "flat_record"]
+
+
+def flat_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A detector result holding its ``test`` (e.g. ``ClassifierTestResult``) as one flat record: the test's
+    fields, overridden by the result's own (``is_shift``, ``auc``...); ``drifted`` follows ``is_shift``."""
+    inner = record.get("test")
+    if not isinstance(inner, Mapping):
+        return dict(record)
+    flat = {**inner, **{k: v for k, v in record.items() if k != "test"}}
+    if isinstance(flat.get("is_shift"), bool):
+        flat["drifted"] = flat["is_shift"]
+    return flat
 
 
 class ShiftTest(Record):
@@ -47,6 +60,17 @@ class MultivariateTest(ShiftTest):
     auc: Number = None
     auc_ci: Interval = None
     classifier: Optional[str] = None
+
+    @classmethod
+    def from_detector(cls, record: Mapping[str, Any]) -> "MultivariateTest":
+        """From ``ClassifierTestResult.to_dict()``: its test flattened, the AUC as the statistic."""
+        flat = flat_record(record)
+        if flat.get("auc") is not None:
+            details = dict(flat.get("details") or {})
+            flat["auc_ci"] = flat.get("auc_ci") or details.get("auc_ci")
+            flat["details"] = {**details, "auc_ci": flat["auc_ci"]}
+            flat["statistic"] = flat["auc"]
+        return cls.model_validate(flat)
 
 
 class TestGroup(Record):

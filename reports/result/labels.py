@@ -2,6 +2,7 @@
 measured with them, concept shift, and the agreement of the annotators."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, Optional
 
 from pydantic import Field
@@ -138,3 +139,32 @@ class LabelQuality(Record):
     annotator_cap: Number = None
     annotators: list[Annotator] = Field(default_factory=list)
     source_disagreement: Optional[SourceDisagreement] = None
+
+    @classmethod
+    def from_detector(cls, record: Mapping[str, Any]) -> "LabelQuality":
+        """From ``LabelQualityResult.to_dict()``: the agreement lifted to the top, each annotator's share and
+        agreement merged into one record, the sources' agreement stated as a disagreement rate."""
+        out = dict(record)  # the detector's own fields (agreement, shares, slices...) stay beside the lifted ones
+        agreement = record.get("agreement") or {}
+        if agreement:
+            out.update(krippendorff_alpha=agreement.get("alpha"), alpha_ci=[agreement.get("ci_low"),
+                       agreement.get("ci_high")], n_items=record.get("n_items", agreement.get("n_items")),
+                       n_items_agreement=agreement.get("n_items"), n_annotators=agreement.get("n_annotators"))
+        out["annotator_cap"] = record.get("annotator_cap", record.get("cap"))
+        merged: dict[str, dict] = {}
+        for share in record.get("shares") or ():
+            key = str(share.get("annotator", share.get("id")))
+            merged.setdefault(key, {"id": key}).update(
+                {k: share[k] for k in ("share", "n_labels", "over_cap") if k in share})
+        for rel in record.get("annotators") or ():
+            key = str(rel.get("annotator", rel.get("id")))
+            merged.setdefault(key, {"id": key}).update(
+                {k: rel[k] for k in ("agreement", "near_chance", "share", "n_labels", "over_cap") if k in rel})
+        out["annotators"] = list(merged.values())
+        source = record.get("source_agreement")
+        if source and source.get("agreement") is not None:
+            lo, hi = source.get("agreement_ci") or (None, None)
+            out["source_disagreement"] = {"rate": 1 - source["agreement"], "n": source.get("n"),
+                                          "sources": source.get("sources") or [],
+                                          "ci": [None if hi is None else 1 - hi, None if lo is None else 1 - lo]}
+        return cls.model_validate(out)

@@ -2,12 +2,13 @@
 performance attribution, the context-conditional tests, and every slice's metric on both sides."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, Optional
 
 from pydantic import Field
 
 from reports.result.base import Interval, Number, Record
-from reports.result.inputs import ShiftTest, TestGroup
+from reports.result.inputs import ShiftTest, TestGroup, flat_record
 
 __all__ = ["UntestedContextRecord", "EmbeddingRegion", "EmbeddingTest", "AttributionCell", "Attribution",
            "SemanticSection", "SliceRecord", "Discovery"]
@@ -56,6 +57,18 @@ class EmbeddingTest(ShiftTest):
     is_shift: bool = False
     regions: list[EmbeddingRegion] = Field(default_factory=list)
     novel_regions: list[EmbeddingRegion] = Field(default_factory=list)
+
+    @classmethod
+    def from_detector(cls, record: Mapping[str, Any]) -> "EmbeddingTest":
+        """From ``EmbeddingShiftResult.to_dict()``: its test flattened; the novel regions with the context
+        conditions that describe them best."""
+        flat = flat_record(record)
+        regions = list(flat.get("regions") or [])
+        if any("is_novel" in r for r in regions):
+            regions = [r for r in regions if r.get("is_novel") is True]
+        flat["novel_regions"] = [{**r, "top_contexts": r.get("top_contexts") or [
+            c["condition"] for c in r.get("contexts") or () if c.get("condition")]} for r in regions]
+        return cls.model_validate(flat)
 
 
 class AttributionCell(Record):
@@ -134,6 +147,7 @@ class SliceRecord(Record):
     gap_p_value: Number = None
     gap_p_value_adjusted: Number = None
     gap_dataset: Optional[str] = None
+    gap_ci: Interval = Field(None, description="Slice minus overall: the interval of the slice's gap.")
     underperforming: Optional[bool] = None
     changed: Optional[bool] = None
 

@@ -39,11 +39,16 @@ def test_fail_on_levels_follow_the_verdict(tmp_path):
     assert _audit(paths) == EXIT_OK
 
 
+def _limitation(kind, severity, **fields):
+    return {"rank": 1, "key": f"{kind}:all", "kind": kind, "severity": severity, "score": 0.01, "title": kind,
+            "statement": f"{kind}.", **fields}
+
+
 def test_a_saturated_benchmark_alone_never_fails_the_gate():
     result = {"verdict": {"shift_detected": False, "severity": "low", "summary": "s"},
-              "limitations": [{"kind": "benchmark_saturation", "severity": "low"}]}
+              "limitations": [_limitation("benchmark_saturation", "low")]}  # stored before ``claim`` existed
     assert not any(fails_gate(result, level) for level in ("shift", "low", "medium", "high"))
-    result["limitations"].append({"kind": "untested_context", "severity": "medium"})
+    result["limitations"].append(_limitation("untested_context", "medium"))
     assert [fails_gate(result, level) for level in ("low", "medium", "high")] == [True, True, False]
     with pytest.raises(ValueError, match="level"):
         fails_gate(result, "severe")

@@ -3,8 +3,9 @@ is corrected as one family of tests, and ``reports`` ranks, plans and renders.
 
 The stages write into one typed :class:`AuditState`, in the order of :data:`STAGES`; every
 detector result in it exposes its tests (``.tests`` / ``.with_tests``) for the audit-wide
-correction, and :mod:`service.audits.pipeline.assemble` turns the corrected state into the typed
-:class:`reports.result.AuditResult`.
+correction; :mod:`service.audits.pipeline.sections` builds each section of the typed
+:class:`reports.result.AuditEvidence` from the corrected results, and the ranking, the verdict and
+the plan complete it into the :class:`reports.result.AuditResult`.
 """
 from __future__ import annotations
 
@@ -15,11 +16,23 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from service.audits.pipeline import assemble, mix, overall, reference, slicing, stages
+from domains import evaluate
+from reports import plan_next_round, render_html, render_markdown, to_csv, to_jsonl, verdict
+from reports.evidently_page import evidently_page_html
+from reports.findings_labels import saturation_note
+from reports.limitations import undecided_notes
+from reports.reading import legacy
+from reports.records import RankingContext
+from reports.result import AuditEvidence, AuditResult, Note
+from service.audits.pipeline import mix, overall, reference, slicing, stages
 from service.audits.pipeline.columns import AuditColumns, resolve_columns
+from service.audits.pipeline.facts import one_limitation_per_fact
 from service.audits.pipeline.family import correct_together
-from service.audits.pipeline.shapes import flatten_audit
+from service.audits.pipeline.sections import audit_evidence
+from service.audits.pipeline.targets import candidates_frame, target_masks, untested_definition
 from service.datasets import frame_checks
+from service.errors import InvalidRequest
+from service.roles import role_disagreements
 
 Progress = Callable[[float, str], None]
 
@@ -132,12 +145,10 @@ def _context(s: AuditState, inp: AuditInput) -> None:
 def _untested_as_slices(s: AuditState) -> None:
     """Untested contexts are measured like slices (source "untested"), so that with labelled
     production rows the audit states their production metric instead of "unknown"."""
-    from domains import evaluate
-
     if s.context is None:
         return
     for u in s.context.untested_contexts:
-        definition = assemble.untested_definition(u, s.definitions)
+        definition = untested_definition(u, s.definitions)
         if u.name in s.slices or definition is None:
             continue
         try:
@@ -207,8 +218,6 @@ class _Clock:
 
 def check_auditable(columns: AuditColumns) -> None:
     """Refuse an audit with nothing to compare: no shared input or context column and no model output."""
-    from service.errors import InvalidRequest
-
     comparable = columns.features or columns.contexts or columns.embeddings
     if comparable or columns.prediction or columns.scores:
         return
@@ -224,7 +233,6 @@ def check_auditable(columns: AuditColumns) -> None:
 def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
     check_auditable(columns)
-    from service.roles import role_disagreements
 
     notes: list[dict[str, str]] = role_disagreements(inp.benchmark_roles, inp.production_roles)
     notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
@@ -249,50 +257,39 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
 
 
 def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
-    from reports import plan_next_round, render_html, render_markdown, to_csv, to_jsonl, verdict
-    from reports.result import AuditResult
-    from service.audits.pipeline.facts import one_limitation_per_fact
-
     ctx = state.ctx
-    draft = flatten_audit(assemble.audit_json(inp, state))
-    overall.with_overall_change(draft, state.overall_change)
-    overall.with_estimate_checks(draft, ctx.alpha)
-    limitations = one_limitation_per_fact(draft, state, inp.production)
-    draft["notes"] = [*draft.get("notes", []), *_ranking_notes(draft, ctx)]
-    candidates = assemble.candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
-                                           state.prod_out.y_pred, assemble.target_masks(limitations, state))
-    plan = plan_next_round(draft, limitations, budget=int(ctx.options["budget"]),
+    evidence = overall.with_overall_change(audit_evidence(inp, state), state.overall_change)
+    evidence = overall.with_estimate_checks(evidence, ctx.alpha)
+    limitations = one_limitation_per_fact(evidence, state, inp.production)
+    notes = [*evidence.notes, *(Note.model_validate(n) for n in _ranking_notes(evidence, ctx))]
+    evidence = evidence.model_copy(update={"notes": notes})
+    candidates = candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
+                                  state.prod_out.y_pred, target_masks(limitations, state))
+    plan = plan_next_round(evidence, limitations, budget=int(ctx.options["budget"]),
                            min_slice_size=ctx.min_slice_size, candidates=candidates)
-    draft["limitations"] = [lim.to_dict() for lim in limitations]
-    draft["verdict"] = verdict(draft, limitations)
-    draft["next_round"] = plan.to_dict()
+    conclusions = {"limitations": [lim.to_dict() for lim in limitations], "verdict": verdict(evidence, limitations),
+                   "next_round": plan.to_dict()}
     clock.stage("ranking", "rendering the report")
     companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
-    draft["timings"] = clock.totals()  # measured before rendering, so the report and the JSON agree
-    result = AuditResult.model_validate(assemble.plain(draft)).model_dump(mode="json")
+    # timings are measured before rendering, so that the report and the JSON agree
+    result = AuditResult.model_validate({**dict(evidence), **conclusions, "timings": clock.totals()})
     html = render_html(result, limitations, plan)
     markdown = render_markdown(result, limitations)
     clock.stage("report", "done")
-    return AuditOutcome(result=result, html=html, markdown=markdown, companion_html=companion,
-                        exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
+    return AuditOutcome(result=result.model_dump(mode="json"), html=html, markdown=markdown,
+                        companion_html=companion, exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
 
 
-def _ranking_notes(draft: dict[str, Any], ctx: stages.StageContext) -> list[dict[str, str]]:
+def _ranking_notes(evidence: AuditEvidence, ctx: stages.StageContext) -> list[dict[str, str]]:
     """Rules of the ranking that were deliberately not applied, so the user is not left guessing."""
-    from reports.findings_labels import saturation_note
-    from reports.limitations import undecided_notes
-    from reports.records import RankingContext
-
-    rank_ctx = RankingContext.from_audit(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
-                                         alpha=ctx.alpha, priors=None)
-    note = saturation_note(draft, rank_ctx)
-    undecided = undecided_notes(draft, saturation_threshold=ctx.options.get("saturation_threshold"), alpha=ctx.alpha)
+    threshold = ctx.options.get("saturation_threshold")
+    rank_ctx = RankingContext.from_audit(evidence, saturation_threshold=threshold, alpha=ctx.alpha, priors=None)
+    note = saturation_note(legacy(evidence), rank_ctx)
+    undecided = undecided_notes(evidence, saturation_threshold=threshold, alpha=ctx.alpha)
     return ([] if note is None else [note]) + undecided
 
 
 def _companion(inp: AuditInput, ctx: stages.StageContext) -> str:
-    from reports.evidently_page import evidently_page_html
-
     cols = ctx.columns
     # everything the audit compares: inputs, contexts, the model's outputs and, when both sides
     # are labelled, the labels (a label only the benchmark has cannot be compared)

@@ -27,6 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from detectors.bbsd import OutputShiftDetector
+from detectors.covariate import CovariateShiftDetector
+from reports.grouping import Relation
 from service.audits.pipeline.columns import column_view
 from service.audits.pipeline.reweighted_mix import limitation_mix_explained
 
@@ -88,9 +91,6 @@ def class_resampled_rows(y_benchmark: np.ndarray, prior: dict[str, float], seed:
 
 def retest_under_class_mix(state: Any, features: list[str], outputs: list[str]) -> ClassMixRetest | None:
     """Re-run the flagged ``features`` and ``outputs`` tests against the class-resampled benchmark."""
-    from detectors.bbsd import OutputShiftDetector
-    from detectors.covariate import CovariateShiftDetector
-
     ctx, bench = state.ctx, state.bench_out
     found = production_prior(state)
     if found is None or bench is None or bench.y_true is None or not (features or outputs):
@@ -141,8 +141,6 @@ def class_mix_relations(found: list, relations: list, state: Any) -> list:
     """Fold into the label-shift limitation what the class-mix change explains: the covariate shift
     when every flagged input and output is explained (and nothing else explains it already), and the
     overall metric drop when no per-class metric changed."""
-    from reports.grouping import Relation
-
     label = next((lim for lim in found if lim.kind == "label_shift"), None)
     if label is None:
         return []
@@ -195,8 +193,6 @@ def _weights(state: Any, prior: dict[str, float]) -> np.ndarray | None:
 def mix_relations(found: list, masks: dict, bench_masks: dict, relations: list, state: Any) -> list:
     """Context-mix changes that the class-mix change explains fold into the label-shift limitation: the
     benchmark reweighted to the production class mix (``w_y = q_y / p_y``) has production's share."""
-    from reports.grouping import Relation
-
     label = next((lim for lim in found if lim.kind == "label_shift"), None)
     located = production_prior(state)
     if label is None or located is None or state.bench_out is None or state.bench_out.y_true is None:

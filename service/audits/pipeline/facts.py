@@ -23,14 +23,21 @@ The folding itself is :func:`reports.grouping.fold`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from reports.formatting import fmt_num, lower_is_better, num
+from detectors.bbsd import OutputShiftDetector
+from detectors.concept import observed_label_shift
+from detectors.covariate import CovariateShiftDetector
+from domains import evaluate
+from reports import rank_limitations
+from reports.formatting import fmt_num, lower_is_better
 from reports.grouping import Relation, fold
 from reports.records import Limitation
+from reports.result import AuditEvidence
 from service.audits.pipeline.class_mix import class_mix_relations, mix_relations
 from service.audits.pipeline.covariate_mix import columns_of, covariate_mix_relations
 from service.audits.pipeline.located import located_concept_shifts
@@ -43,12 +50,10 @@ PARENT_KINDS = ("untested_context", "context_mix_shift")  # row groups whose sha
 WHOLE_POPULATION = 0.9  # an untested context holding this share of production is production's population
 
 
-def one_limitation_per_fact(draft: dict[str, Any], state: Any, production: pd.DataFrame) -> list[Limitation]:
+def one_limitation_per_fact(evidence: AuditEvidence, state: Any, production: pd.DataFrame) -> list[Limitation]:
     """The audit's limitations, ranked, with every restatement folded into the fact it restates."""
-    from reports import rank_limitations
-
     ctx = state.ctx
-    found = [lim for lim in rank_limitations(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
+    found = [lim for lim in rank_limitations(evidence, saturation_threshold=ctx.options.get("saturation_threshold"),
                                              alpha=ctx.alpha) if lim.score >= MIN_SCORE or lim.claim == "change"]
     found = _one_per_key(found)
     masks = {lim.key: m for lim in found if (m := _mask(lim, production)) is not None}
@@ -107,8 +112,6 @@ def _one_per_key(found: list[Limitation]) -> list[Limitation]:
 
 
 def _mask(lim: Limitation, frame: pd.DataFrame) -> np.ndarray | None:
-    from domains import evaluate
-
     if lim.kind not in ROW_KINDS or not lim.definition:
         return None
     try:
@@ -156,13 +159,14 @@ def _row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> lis
 
 def _significantly_worse(child: Limitation, parent: Limitation) -> bool:
     """Is the child's measured metric credibly worse than the parent's (its CI excludes the parent's value)?"""
-    value, ci = num(parent.evidence.get("value")), child.evidence.get("ci")
+    # evidence values come from the typed result: finite numbers or None
+    value, ci = parent.evidence.get("value"), child.evidence.get("ci")
     if child.kind in ("underperforming_slice", "concept_shift") and (value is None or not ci):
         return True  # a measured harm inside an unmeasured parent stays visible
-    if value is None or not ci or len(ci) != 2 or num(ci[0]) is None or num(ci[1]) is None:
+    lo, hi = ci if ci and len(ci) == 2 else (None, None)
+    if value is None or lo is None or hi is None:
         return False
-    metric = child.evidence.get("metric") or ""
-    return num(ci[0]) > value if lower_is_better(metric) else num(ci[1]) < value
+    return lo > value if lower_is_better(child.evidence.get("metric") or "") else hi < value
 
 
 def _explained_inputs(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
@@ -190,8 +194,6 @@ def _explained_labels(found: list[Limitation], masks: dict[str, np.ndarray], ben
                       state: Any) -> list[Relation]:
     """An observed class-mix change that disappears without one new or mix-shifted population is that
     population's (e.g. older occupants die more often): fold it there instead of a second limitation."""
-    from detectors.concept import observed_label_shift
-
     label = next((lim for lim in found if lim.kind == "label_shift"
                   and lim.evidence.get("source") == "observed_labels"), None)
     bench, prod = state.bench_out, state.prod_out
@@ -269,11 +271,6 @@ def _explained_mixes(found: list[Limitation], masks: dict[str, np.ndarray], benc
 def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: np.ndarray,
                    keep_p: np.ndarray) -> list[str] | None:
     """Names still flagged when the benchmark and production keep only ``keep_b`` / ``keep_p`` rows."""
-    from detectors.bbsd import OutputShiftDetector
-    from detectors.covariate import CovariateShiftDetector
-
-    import hashlib
-
     ctx = state.ctx
     if min(int(np.count_nonzero(keep_b)), int(np.count_nonzero(keep_p))) < ctx.min_slice_size:
         return None

@@ -20,21 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, metric_label
-from reports.records import Limitation, finding_key, severity_label
+from detectors.base import DetectorInputError
+from detectors.concept import observed_label_shift
+from detectors.metric_change import metric_change_test
+from detectors.slices import METRIC_ALIASES
+from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label
+from reports.grouping import Relation
+from reports.records import Limitation, finding_key, make_decision, severity_label
 
 SLICE_KINDS = ("underperforming_slice", "concept_shift")
 MAX_TRIED = 8
 
 
 def _change(state: Any, keep_b: np.ndarray, keep_p: np.ndarray, name: str):
-    from detectors.base import DetectorInputError
-    from detectors.slices import METRIC_ALIASES
-
-    try:
-        from detectors.metric_change import metric_change_test
-    except ImportError:  # the change test of a metric is not available in this build
-        return None
     ctx, b, p = state.ctx, state.bench_out, state.prod_out
     metric = METRIC_ALIASES.get(state.overall_eval.metric, state.overall_eval.metric)
     floors = ctx.options.get("effect_floors") or {}
@@ -52,8 +50,6 @@ def _change(state: Any, keep_b: np.ndarray, keep_p: np.ndarray, name: str):
 
 def _dropped(change: Any, metric: str, n_family: int, alpha: float) -> tuple[bool, float]:
     """Did the metric drop (beyond the floor, Bonferroni-adjusted p below alpha)? And the adjusted p."""
-    from reports.formatting import lower_is_better
-
     if change is None or change.test.status != "ok":
         return False, float("nan")
     diff = change.test.effect_size  # production − benchmark
@@ -66,9 +62,6 @@ def located_concept_shifts(found: list[Limitation], masks: dict[str, np.ndarray]
                            bench_masks: dict[str, np.ndarray], state: Any) -> tuple[list[Limitation], list]:
     """``found`` with each located concept shift as one ``concept_shift`` limitation, and the relations
     (``reports.grouping.Relation``) folding what it explains into it."""
-    from detectors.concept import observed_label_shift
-    from reports.grouping import Relation
-
     b, p = state.bench_out, state.prod_out
     if b is None or p is None or b.y_true is None or p.y_true is None or state.overall_eval is None:
         return found, []
@@ -144,7 +137,6 @@ def _as_concept(lim: Limitation, change: Any, p_adj: float, n_family: int, share
     """The slice's limitation restated as the concept shift located in it."""
     if lim.kind == "concept_shift":
         return lim
-    from reports.formatting import lower_is_better
 
     drop = abs(float(change.test.effect_size))
     d_lo, d_hi = change.difference_ci  # production − benchmark
@@ -168,7 +160,6 @@ def _as_concept(lim: Limitation, change: Any, p_adj: float, n_family: int, share
     if "claim" in names:
         fields["claim"] = "change"
     if "decision" in names:  # what made it a claim: the slice's own benchmark → production test
-        from reports.records import make_decision
 
         fields["decision"] = make_decision(
             f"{metric} difference (benchmark − production) on the slice", drop, test=change.test.method,

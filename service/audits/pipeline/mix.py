@@ -6,7 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from detectors.attribution import attribute_performance, context_cells
+from detectors.conditional import ConditionalShiftDetector
 from service.audits.pipeline.columns import column_view
 from service.audits.pipeline.stage_context import Outputs, StageContext
 
@@ -16,8 +19,6 @@ ATTRIBUTION_MAX_CONTEXTS = 2  # context columns crossed into cells; more makes c
 
 def attribution(ctx: StageContext, context_result, bench: Outputs, prod: Outputs):
     """Mix effect versus within-context effect, on the context columns whose mix moved most."""
-    from detectors.attribution import attribute_performance, context_cells
-
     if context_result is None or bench.y_true is None or not ctx.columns.contexts:
         return None, None
     ranked = sorted((t for t in context_result.contexts if t.status == "ok"), key=lambda t: -(t.effect_size or 0))
@@ -42,8 +43,6 @@ def pool_rare_values(benchmark, production, columns, min_count: int):
     values each would make tens of thousands of one-row cells (and a bootstrap over all of them);
     pooled, the cells are the values that can be evaluated plus one "other" cell per column. The
     choice looks at the pooled counts only, so it is the same under any relabelling of rows."""
-    import pandas as pd
-
     # views: a pooled column is replaced in the view, the caller's frames are never written
     bench, prod = column_view(benchmark, columns), column_view(production, columns)
     for c in columns:
@@ -91,8 +90,6 @@ def metric_rows(pack: Any, out: Outputs) -> tuple[str, np.ndarray, np.ndarray | 
 
 def conditional(ctx: StageContext, covariate_result, cells):
     """Does feature shift remain after reweighting the benchmark to the production context mix?"""
-    from detectors.conditional import ConditionalShiftDetector
-
     if covariate_result is None or cells is None:
         return None
     drifted = [t.name for t in sorted(covariate_result.features, key=lambda t: -(t.effect_size or 0))

@@ -14,7 +14,9 @@ from detectors.base import to_jsonable
 from detectors.metric_change import metric_change_test
 from detectors.slices import METRIC_ALIASES
 from reports.findings_labels import estimate_checks
+from reports.reading import legacy
 from reports.records import RankingContext
+from reports.result import AuditEvidence, LabelSection, Overall
 from service.audits.pipeline.stage_context import Outputs, StageContext
 
 __all__ = ["overall_change", "with_overall_change", "with_estimate_checks"]
@@ -36,32 +38,31 @@ def overall_change(ctx: StageContext, overall_eval: Any, bench: Outputs, prod: O
                               effect_floor=floor, min_samples=min(30, ctx.min_slice_size), random_state=ctx.seed)
 
 
-def with_overall_change(draft: dict[str, Any], change: Any) -> None:
+def with_overall_change(evidence: AuditEvidence, change: Any) -> AuditEvidence:
     """``overall.change_*`` and ``changed`` are the plain two-sample test of the primary metric (run
     whenever production is labelled); the within-context test they used to hold, which cannot run
     without shared contexts, stays as ``within_context_*`` (it decides concept shift)."""
-    overall = draft.get("overall")
-    if not isinstance(overall, dict) or change is None:
-        return
+    overall = evidence.overall
+    if overall is None or change is None:
+        return evidence
     t = change.test
     tested = t.status == "ok"
-    overall.update({
-        "within_context_p_value_adjusted": overall.get("change_p_value_adjusted"),
-        "within_context_changed": overall.get("changed"),
-        "change_test": to_jsonable(t.to_dict()), "change_method": t.method,
+    updated = Overall.model_validate({
+        **overall.model_dump(), "within_context_p_value_adjusted": overall.change_p_value_adjusted,
+        "within_context_changed": overall.changed, "change_test": to_jsonable(t.to_dict()), "change_method": t.method,
         "change_p_value": t.p_value if tested else None,
         "change_p_value_adjusted": t.p_value_adjusted if tested else None,
         "changed": bool(t.drifted) if tested else None,
         "change_difference": t.effect_size if tested else None,
         "change_difference_ci": list(change.difference_ci) if tested else None,
         "change_effect_floor": t.effect_floor})
+    return evidence.model_copy(update={"overall": updated})
 
 
-def with_estimate_checks(draft: dict[str, Any], alpha: float) -> None:
+def with_estimate_checks(evidence: AuditEvidence, alpha: float) -> AuditEvidence:
     """``label.estimate_checks``: each label-free estimate against the observed production metric, flagged
     ``contradicts`` when the observed value lies outside its interval (the report says so)."""
-    label = draft.get("label")
-    if not isinstance(label, dict):
-        return
-    rank_ctx = RankingContext.from_audit(draft, saturation_threshold=None, alpha=alpha, priors=None)
-    label["estimate_checks"] = estimate_checks(draft, rank_ctx)
+    rank_ctx = RankingContext.from_audit(evidence, saturation_threshold=None, alpha=alpha, priors=None)
+    checks = estimate_checks(legacy(evidence), rank_ctx)
+    label = LabelSection.model_validate({**evidence.label.model_dump(), "estimate_checks": checks})
+    return evidence.model_copy(update={"label": label})

@@ -18,6 +18,13 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy
+import pandas
+import scipy
+import sklearn
+
+import detectors
+from service.audits.pipeline import columns, stages
 from service.audits.pipeline.reference_cache import ReferenceCache, cache_key, frame_digest, source_digest
 
 STATE_VERSION = 1  # bump when what the stages cache changes shape
@@ -58,14 +65,6 @@ def at_level(fitted: Any, alpha: float) -> Any:
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
     """The detectors' and stages' source plus the numeric libraries: an upgrade invalidates."""
-    import numpy
-    import pandas
-    import scipy
-    import sklearn
-
-    import detectors
-    from service.audits.pipeline import columns, stages
-
     libraries = {m.__name__: m.__version__ for m in (numpy, pandas, scipy, sklearn)}
     return cache_key(STATE_VERSION, libraries, source_digest(detectors, stages, columns))
 

@@ -34,6 +34,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+import pandas as pd
+
 log = logging.getLogger("contextshift.cache")
 
 CACHE_VERSION = 1  # bump when the layout of cached values changes in a way keys do not capture
@@ -64,8 +66,6 @@ def cache_key(*parts: Any) -> str:
 
 def frame_digest(frame: Any) -> str:
     """Content hash of a DataFrame: column names, dtypes and every value (not the index)."""
-    import pandas as pd
-
     digest = hashlib.sha256(json.dumps([[str(c), str(t)] for c, t in frame.dtypes.items()]).encode())
     digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
     return digest.hexdigest()

@@ -2,9 +2,19 @@
 untested contexts and the contexts whose share moved."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
+from detectors.discovery import discover_weak_slices
+from detectors.pruning import prune_discoveries
+from detectors.slices import METRIC_ALIASES, Outcomes, SliceEvaluator
+from detectors.within_context import (
+    context_strata_cells, label_codes, make_strata, rank_context_columns, within_context_change,
+)
+from service.audits.engine import exact
+from service.audits.engine.exact import outcomes_exact
 from service.audits.pipeline.columns import column_view
 from service.audits.pipeline.stage_context import Outputs, StageContext
 
@@ -22,8 +32,6 @@ def expert_masks(ctx: StageContext) -> tuple[dict[str, tuple[np.ndarray, np.ndar
 
 def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
     """Weak slices beyond the expert ones, searched where labels exist (production first)."""
-    from detectors.discovery import discover_weak_slices
-
     contexts = list(ctx.columns.contexts)
     if not ctx.options.get("discovery", True):
         return None, None
@@ -48,8 +56,6 @@ def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
 def novel_discoveries(ctx: StageContext, discovered, slices: dict[str, tuple[np.ndarray, np.ndarray]],
                       errors: np.ndarray | None, labelled_production: bool, limit: int = MAX_DISCOVERED) -> list:
     """Discovered slices that say something new (policy: :func:`detectors.pruning.prune_discoveries`)."""
-    from detectors.pruning import prune_discoveries
-
     if discovered is None or errors is None:
         return []
     side = 1 if labelled_production else 0
@@ -69,8 +75,6 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
     within context. ``mix`` = (benchmark mask, production mask, names) of contexts
     whose share moved; their names are recorded with the tests.
     """
-    from detectors.slices import Outcomes, SliceEvaluator
-
     if bench.y_true is None or bench.y_pred is None or prod.y_pred is None:
         return None, None
     metric = ctx.pack.primary_metric
@@ -93,10 +97,8 @@ def slice_metrics(ctx: StageContext, slices, definitions, sources, bench: Output
             evaluation = _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, prod, names)
     if evaluation is not None and prod.y_true is not None:
         evaluation = _no_change_test_for_discoveries(evaluation, sources)
-    from service.audits.engine.exact import outcomes_exact
 
     if outcomes_exact(ctx) and metric != "auc":  # Dask engine: metrics from every row's counts
-        from service.audits.engine import exact
 
         evaluation, overall = exact.slice_metrics(ctx, evaluator, evaluation, overall, dict(definitions))
     return evaluation, overall
@@ -106,8 +108,6 @@ def _no_change_test_for_discoveries(evaluation, sources):
     """A slice discovered on the production rows was chosen *because* production errs there, so
     testing its benchmark-to-production change on those same rows would be biased towards
     "worse": that test is withdrawn (the slice's weakness itself is FDR-controlled by discovery)."""
-    from dataclasses import replace
-
     nan = float("nan")
     tests = [replace(t, p_value=nan, p_value_adjusted=nan, drifted=False, status="not_tested",
                      details={**t.details, "reason": "discovered on these production rows; a change test on "
@@ -126,8 +126,6 @@ def strata_for(ctx: StageContext, bench: Outputs, prod: Outputs):
 
 
 def _strata(ctx: StageContext, bench: Outputs, prod: Outputs):
-    from detectors.within_context import context_strata_cells, make_strata, rank_context_columns
-
     contexts = [c for c in ctx.columns.contexts if c in ctx.benchmark.columns and c in ctx.production.columns]
     columns = rank_context_columns(ctx.benchmark, ctx.production, contexts, limit=STRATA_MAX_CONTEXTS)
     cells = context_strata_cells(ctx.benchmark, ctx.production, columns) if columns else (None, None)
@@ -139,11 +137,6 @@ def _strata(ctx: StageContext, bench: Outputs, prod: Outputs):
 
 def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, prod, names):
     """Replace each slice's change test by the reweighted within-context test."""
-    from dataclasses import replace
-
-    from detectors.slices import METRIC_ALIASES
-    from detectors.within_context import label_codes, within_context_change
-
     metric = METRIC_ALIASES.get(evaluator.metric, evaluator.metric)
     within = {}
     # the labels as integer codes once per audit (the overall and the slice tests read the same

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from detectors.base import DetectorInputError
 from service.audits.pipeline.columns import AuditColumns, score_matrix
 
 __all__ = ["Outputs", "StageContext"]
@@ -52,8 +53,6 @@ class StageContext:
     def guard(self, part: str, default: Any, run, *args) -> Any:
         """Run one part of the audit; data it cannot test (a class the benchmark never saw, an
         all-missing column...) skips that part with a note instead of failing the audit."""
-        from detectors.base import DetectorInputError
-
         try:
             return run(*args)
         except DetectorInputError as exc:

@@ -2,11 +2,25 @@
 none of them corrects across the audit (that happens once, in :mod:`service.audits.pipeline.family`)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from detectors import ConfidenceBasedEstimator, PriorReweightedEstimator
+from detectors.assumptions import class_conditional_unexplained, label_shift_unexplained
+from detectors.base import DetectorInputError
+from detectors.bbsd import OutputShiftDetector
+from detectors.classifier_test import ClassifierTwoSampleDetector
+from detectors.concept import ConceptShiftDetector
+from detectors.context import ContextShiftDetector
+from detectors.covariate import CovariateShiftDetector
+from detectors.embedding import EmbeddingShiftDetector
+from detectors.label_quality import COLUMNS, assess_label_quality
+from detectors.label_shift import LabelShiftEstimator
+from detectors.within_context import covered_rows, stratified_expected
+from service.audits.engine import exact
 from service.audits.pipeline.columns import AuditColumns, class_list, column_view
 from service.audits.pipeline.slicing import strata_for
 from service.audits.pipeline.stage_context import Outputs, StageContext
@@ -19,8 +33,6 @@ def complete_labels(benchmark: pd.DataFrame, production: pd.DataFrame, columns: 
                     notes: list[dict[str, str]]) -> tuple[pd.DataFrame, AuditColumns]:
     """Benchmark rows without a label are left out (a benchmark is labelled data); production
     with some labels missing is treated as unlabelled (the label-free estimates apply)."""
-    from dataclasses import replace
-
     if columns.label and benchmark[columns.label].isna().any():
         missing = int(benchmark[columns.label].isna().sum())
         notes.append({"part": "benchmark labels", "reason": f"{missing:,} benchmark rows have no label and were "
@@ -36,16 +48,11 @@ def complete_labels(benchmark: pd.DataFrame, production: pd.DataFrame, columns: 
 
 
 def covariate(ctx: StageContext):
-    from detectors.classifier_test import ClassifierTwoSampleDetector
-    from detectors.covariate import CovariateShiftDetector
-
     features = list(ctx.columns.features)
     if not features:
         return None, None
     ref, cur = column_view(ctx.benchmark, features), column_view(ctx.production, features)
     if ctx.summaries is not None:
-        from service.audits.engine import exact
-
         result = exact.covariate(ctx, features)
     else:
         detector = ctx.fitted("covariate", lambda: CovariateShiftDetector(
@@ -61,8 +68,6 @@ def covariate(ctx: StageContext):
 
 
 def model_outputs(ctx: StageContext):
-    from detectors.bbsd import OutputShiftDetector
-
     cols = ctx.columns
     used = ([cols.prediction] if cols.prediction else []) + list(cols.scores)
     if not used:
@@ -75,16 +80,11 @@ def model_outputs(ctx: StageContext):
 
 def label(ctx: StageContext, bench: Outputs, prod: Outputs) -> dict[str, Any]:
     """BBSE priors, label-free performance estimates and, with production labels, concept shift."""
-    from detectors.concept import ConceptShiftDetector
-    from detectors.label_shift import LabelShiftEstimator
-    from detectors import ConfidenceBasedEstimator, PriorReweightedEstimator
-
     out: dict[str, Any] = {}
     if bench.y_true is None or bench.y_pred is None or prod.y_pred is None:
         return out
     positive = getattr(ctx.pack, "positive_class", None)
     if ctx.summaries is not None and ctx.columns.prediction:  # Dask engine: BBSE on every row's confusion counts
-        from service.audits.engine import exact
 
         out["prior"] = ctx.guard("label shift (BBSE)", None, exact.label_prior, ctx)
     else:
@@ -115,8 +115,6 @@ def _expected_performance(ctx: StageContext, bench: Outputs, prod: Outputs):
     classes (label shift) - :func:`detectors.within_context.stratified_expected`. A label-free
     estimate alone is not enough: confidence-based estimates assume P(y | x) fixed, which label
     shift and a moved mix of contexts the model does not see both break."""
-    from detectors.within_context import covered_rows, stratified_expected
-
     strata = strata_for(ctx, bench, prod)  # rows in contexts the benchmark lacks are untested, not compared
     return (stratified_expected(bench.y_true, bench.y_pred, prod.y_true, strata, confidence=0.95),
             covered_rows(bench.y_true, strata))
@@ -125,8 +123,6 @@ def _expected_performance(ctx: StageContext, bench: Outputs, prod: Outputs):
 def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
     """Flag the BBSE priors when covariate shift the label shift cannot explain was found
     (BBSE assumes P(x | y) fixed), and attach observed production class shares if labelled."""
-    from detectors.assumptions import class_conditional_unexplained, label_shift_unexplained
-
     if prod.y_true is not None:
         codes, values = pd.factorize(prod.y_true, sort=True)  # np.unique's sorted classes, hashed not sorted
         counts = np.bincount(codes, minlength=len(values))
@@ -152,8 +148,6 @@ def _check_bbse(ctx: StageContext, prior, bench: Outputs, prod: Outputs):
 
 
 def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]], definitions=None):
-    from detectors.context import ContextShiftDetector
-
     contexts = list(ctx.columns.contexts)
     if not contexts and not slices:
         return None
@@ -164,15 +158,12 @@ def context(ctx: StageContext, slices: dict[str, tuple[np.ndarray, np.ndarray]],
         alpha=ctx.alpha, correction=ctx.correction, min_slice_size=ctx.min_slice_size, random_state=ctx.seed).fit(
         bench, column_types=types), columns=contexts, types=types)
     if ctx.summaries is not None:  # Dask engine: the categorical and slice-share tests on every row's counts
-        from service.audits.engine import exact
 
         return detector.test(prod, slices=slices, counts=exact.context_counts(ctx, detector, definitions or {}, slices))
     return detector.test(prod, slices=slices)
 
 
 def embedding(ctx: StageContext):
-    from detectors.embedding import EmbeddingShiftDetector
-
     emb = list(ctx.columns.embeddings)
     if not emb:
         return None
@@ -185,8 +176,6 @@ def embedding(ctx: StageContext):
 
 def label_quality(ctx: StageContext, annotations, slices):
     """Agreement, annotator shares and spam, and disagreement per slice (benchmark items by ``id``)."""
-    from detectors.label_quality import COLUMNS, assess_label_quality
-
     if annotations is None:
         return None
     table, roles = annotations
@@ -194,8 +183,6 @@ def label_quality(ctx: StageContext, annotations, slices):
     item = "item_id" if "item_id" in table.columns else by_role.get("id")
     annotator, label_col = by_role.get("annotator"), by_role.get("label")
     if not (item and annotator and label_col):
-        from detectors.base import DetectorInputError
-
         raise DetectorInputError("annotations need an item column ('item_id' or role id), an annotator column "
                                  "('annotator_id') and a label column ('label').")
     frame = table[[item, annotator, label_col]].set_axis(list(COLUMNS), axis=1)
