@@ -26,6 +26,7 @@ from reports.findings_base import untested_name
 from reports.findings_data import slice_gap, slice_shares
 from reports.formatting import as_list, ci_pair, fmt_share, get, lower_is_better, num
 from reports.records import Limitation, RankingContext, finding_key
+from reports.result import SliceRecord, UntestedContextRecord
 
 __all__ = ["Target", "untested_targets", "slice_targets", "limitation_index", "UNKNOWN_CI_WIDTH"]
 
@@ -101,8 +102,8 @@ def slice_targets(audit: Mapping, ctx: RankingContext, heads: dict[str, Limitati
     """Every slice of the audit, weighted ``share × (gap + CI width / 2)`` when its gap is a claim, else 0."""
     targets = []
     for s in as_list(get(audit, "slices")):
-        share, _ = slice_shares(s, ctx)
-        gap = slice_gap(s, ctx)
+        share, _ = slice_shares(SliceRecord.model_validate(s), ctx)
+        gap = slice_gap(SliceRecord.model_validate(s), ctx)
         lo, hi = ci_pair(s.get("benchmark_ci"))
         width = (hi - lo) if lo is not None and hi is not None else None
         name = str(s.get("name"))
@@ -135,7 +136,7 @@ def untested_targets(audit: Mapping, slices: list[Target], min_size: int,
     for u in as_list(get(audit, "semantic", "untested_contexts")):
         if u.get("claimed") is False:
             continue
-        name = untested_name(u)
+        name = untested_name(UntestedContextRecord.model_validate(u))
         if u.get("measured_by") in by_name and u.get("measured_by") != name:  # a slice with exactly these rows
             twin = by_name.pop(str(u["measured_by"]))
             slices.remove(twin)

@@ -136,6 +136,10 @@ class SliceRecord(Record):
     gap_dataset: Optional[str] = None
     underperforming: Optional[bool] = None
     changed: Optional[bool] = None
+    metric_n_benchmark: Optional[int] = Field(
+        None, description="Rows behind the benchmark metric (e.g. the positives for sensitivity); else n_benchmark.")
+    metric_n_production: Optional[int] = Field(
+        None, description="Rows behind the production metric (e.g. the positives for sensitivity); else n_production.")
 
 
 class Discovery(Record):
