@@ -3,14 +3,15 @@ comparison of two intervals, and the sentences that name folded tests."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from reports.formatting import capitalise, effect_label, fmt_num, fmt_p, lower_is_better, shorten
 from reports.records import Limitation, RankingContext, finding_key, make_decision, severity_label
 from reports.result import Decision, ShiftTest, SliceRecord, UntestedContextRecord
 
 __all__ = ["make_limitation", "test_decision", "credibly_worse", "untested_name", "test_note", "fold_sentence",
-           "measured_in_production"]
+           "measured_in_production", "metric_rows", "detail_number"]
 
 
 def make_limitation(kind: str, slice_name: str | None, title: str, statement: str,
@@ -27,7 +28,6 @@ def make_limitation(kind: str, slice_name: str | None, title: str, statement: st
 
 def test_decision(t: ShiftTest, ctx: RankingContext, *, statistic: str | None = None) -> Decision:
     """The decision of one flagged detector test: effect, test, adjusted p, rows, and the audit's rule."""
-    t = _typed(ShiftTest, t)
     effect = effect_label(t.effect_name)
     rule = (f"adjusted p < α = {fmt_num(ctx.alpha)} and {effect} ≥ the floor"
             + (f" {fmt_num(t.effect_floor)}" if t.effect_floor is not None else ""))
@@ -61,19 +61,16 @@ def credibly_worse(value_ci: Sequence[float | None] | None, reference: float | N
 
 def untested_name(u: UntestedContextRecord) -> str:
     """The untested context's ``name``, else ``"column = value"``."""
-    u = _typed(UntestedContextRecord, u)
     return u.name or f"{u.column or 'context'} = {'?' if u.value is None else u.value}"
 
 
 def test_note(t: ShiftTest) -> str:
-    t = _typed(ShiftTest, t)
     return f"{effect_label(t.effect_name)} {fmt_num(t.effect_size)}, {fmt_p(t.p_value_adjusted, 'adjusted p')}"
 
 
 def fold_sentence(tests: Sequence[ShiftTest]) -> str:
     parts = []
     for t in tests:
-        t = _typed(ShiftTest, t)
         if t.kind == "slice_share":
             parts.append(f"its share differs significantly between benchmark and production ({test_note(t)})")
         else:
@@ -82,10 +79,25 @@ def fold_sentence(tests: Sequence[ShiftTest]) -> str:
 
 
 def measured_in_production(s: SliceRecord | None, ctx: RankingContext) -> bool:
-    s = _typed(SliceRecord, s) if s else None
     return s is not None and s.production_value is not None and ctx.overall_value is not None
 
 
-def _typed(model, value):  # TRANSITIONAL: callers still holding dicts
-    from collections.abc import Mapping
-    return model.model_validate(dict(value)) if isinstance(value, Mapping) else value
+def metric_rows(s: SliceRecord, dataset: str) -> int | None:
+    """The rows behind the slice's metric on ``dataset`` ("benchmark" or "production"): the positives
+    for sensitivity, else all its rows."""
+    if dataset == "production":
+        return s.metric_n_production if s.metric_n_production is not None else s.n_production
+    return s.metric_n_benchmark if s.metric_n_benchmark is not None else s.n_benchmark
+
+
+def detail_number(details: Mapping[str, Any], key: str) -> float | None:
+    """A finite number from an open mapping (a test's ``details``), else None: the contract validates
+    the records' fields, not what a detector puts in their open mappings."""
+    value = details.get(key)
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None

@@ -1,5 +1,5 @@
-"""Limitations found in the data and its contexts: weak slices, untested contexts, context-mix
-shift and covariate shift. Pure functions from the AuditResult dict to :class:`Limitation` s.
+"""Limitations found in the data and its contexts: weak slices, untested contexts and context-mix
+shift. Pure functions from the AuditEvidence to :class:`Limitation` s.
 
 A context-mix test that concerns a weak slice or an untested context is folded into that
 limitation (one finding, one statement) instead of being listed twice.
@@ -14,78 +14,73 @@ from collections.abc import Mapping
 from scipy.stats import norm
 
 from reports.formatting import (
-    as_list, capitalise, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get,
-    lower_is_better, metric_label, num, shorten,
+    capitalise, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten,
 )
-from reports.records import Limitation, RankingContext, flagged, make_decision
+from reports.records import Limitation, RankingContext, make_decision
 from reports.findings_base import (
-    credibly_worse, fold_sentence, make_limitation, test_decision, test_note, untested_name,
+    credibly_worse, detail_number, fold_sentence, make_limitation, metric_rows, test_decision, test_note,
+    untested_name,
 )
 from reports.findings_untested import untested_limitation
+from reports.result import AuditEvidence, ShiftTest, SliceRecord, UntestedContextRecord
 from reports.shift_loss import shift_loss
 
 __all__ = ["data_findings", "slice_gap", "slice_shares", "gap_in_production"]
 
 
-def gap_in_production(s: Mapping) -> bool:
+def gap_in_production(s: SliceRecord) -> bool:
     """Was the slice-vs-rest gap measured on labelled production rows (else on the benchmark)?"""
-    return s.get("gap_dataset") == "production" and num(s.get("production_value")) is not None
+    return s.gap_dataset == "production" and s.production_value is not None
 
 
-def slice_gap(s: Mapping, ctx: RankingContext) -> float | None:
+def slice_gap(s: SliceRecord, ctx: RankingContext) -> float | None:
     """How far the slice falls below overall, positive = worse, orientation-corrected, in the
     dataset where the gap was measured: ``gap`` if given, else ``-gap_vs_overall`` (SliceResult),
     else computed from the slice and overall values."""
-    given = num(s.get("gap"))
-    if given is not None:
-        return given
-    metric = s.get("metric") or ctx.metric
+    if s.gap is not None:
+        return s.gap
+    metric = s.metric or ctx.metric
     sign = -1.0 if lower_is_better(metric) else 1.0
-    versus = num(s.get("gap_vs_overall"))
-    if versus is not None:
-        return -sign * versus
+    if s.gap_vs_overall is not None:
+        return -sign * s.gap_vs_overall
     production = gap_in_production(s)
-    value = num(s.get("production_value" if production else "benchmark_value"))
+    value = s.production_value if production else s.benchmark_value
     overall = ctx.overall_production_value if production else ctx.overall_value
     if value is None or overall is None or metric != ctx.metric:
         return None
     return sign * (overall - value)
 
 
-def slice_shares(s: Mapping, ctx: RankingContext) -> tuple[float | None, float | None]:
+def slice_shares(s: SliceRecord, ctx: RankingContext) -> tuple[float | None, float | None]:
     """(production share, benchmark share), from the slice or from its counts."""
-    def share(key: str, n_key: str, total: float | None) -> float | None:
-        value = num(s.get(key))
-        n = num(s.get(n_key))
+    def share(value: float | None, n: int | None, total: float | None) -> float | None:
         if value is None and n is not None and total:
             value = n / total
         return value
-    return (share("production_share", "n_production", ctx.n_production),
-            share("benchmark_share", "n_benchmark", ctx.n_benchmark))
+    return (share(s.production_share, s.n_production, ctx.n_production),
+            share(s.benchmark_share, s.n_benchmark, ctx.n_benchmark))
 
 
-def _is_weak(s: Mapping, ctx: RankingContext) -> bool:
-    """The slice detector's ``underperforming`` flag; without it, the decision rule on the gap test."""
-    if str(s.get("status", "ok")) != "ok":
-        return False
-    return s.get("underperforming") is True
+def _is_weak(s: SliceRecord) -> bool:
+    """The slice detector's ``underperforming`` flag (reports never re-decide it)."""
+    return s.status == "ok" and s.underperforming is True
 
 
-def _fold_targets(tests: list, weak: list, untested: list) -> tuple[dict, list]:
+def _fold_targets(tests: list[ShiftTest], weak: list[SliceRecord],
+                  untested: list[UntestedContextRecord]) -> tuple[dict, list[ShiftTest]]:
     """Attach each flagged context test to the weak slice / untested context it explains."""
-    weak_names = {str(s.get("name")): i for i, s in enumerate(weak)}
+    weak_names = {s.name: i for i, s in enumerate(weak)}
     folded, standalone = defaultdict(list), []
     for t in tests:
-        name = str(t.get("name"))
         key = None
-        if t.get("kind") == "slice_share" and name in weak_names:
-            key = ("slice", weak_names[name])
-        elif t.get("kind") != "slice_share":
-            column = str(get(t, "details", "column") or name)
-            key = next((("untested", i) for i, u in enumerate(untested) if str(u.get("column")) == column), None)
+        if t.kind == "slice_share" and t.name in weak_names:
+            key = ("slice", weak_names[t.name])
+        elif t.kind != "slice_share":
+            column = str(t.details.get("column") or t.name)
+            key = next((("untested", i) for i, u in enumerate(untested) if str(u.column) == column), None)
             pattern = re.compile(rf"(?<![\w.]){re.escape(column)}(?![\w])")
             key = key or next((("slice", i) for i, s in enumerate(weak)
-                               if pattern.search(str(s.get("definition") or ""))), None)
+                               if pattern.search(s.definition or "")), None)
         if key is None:
             standalone.append(t)
         else:
@@ -93,80 +88,82 @@ def _fold_targets(tests: list, weak: list, untested: list) -> tuple[dict, list]:
     return folded, standalone
 
 
-def _weak_slice(s: Mapping, ctx: RankingContext, folded: list) -> Limitation:
-    name = shorten(s.get("title") or s.get("name"))
-    metric = metric_label(s.get("metric") or ctx.metric)
+def _weak_slice(s: SliceRecord, ctx: RankingContext, folded: list[ShiftTest]) -> Limitation:
+    name = shorten(s.title or s.name)
+    metric = metric_label(s.metric or ctx.metric)
     gap = slice_gap(s, ctx) or 0.0
     prod_share, bench_share = slice_shares(s, ctx)
-    p_text = fmt_p(s.get("gap_p_value_adjusted"), "adjusted p")
+    p_text = fmt_p(s.gap_p_value_adjusted, "adjusted p")
     if gap_in_production(s):
-        where, key, n, overall = "In production, ", "production", s.get("metric_n_production", s.get("n_production")), \
-            ctx.overall_production_value
+        where, key, overall = "In production, ", "production", ctx.overall_production_value
+        value, ci = s.production_value, s.production_ci
     else:
-        where, key, n, overall = "", "benchmark", s.get("metric_n_benchmark", s.get("n_benchmark")), ctx.overall_value
-    value = s.get(f"{key}_value")
+        where, key, overall = "", "benchmark", ctx.overall_value
+        value, ci = s.benchmark_value, s.benchmark_ci
+    n = metric_rows(s, key)
     statement = (
-        f"{where}{metric if where else capitalise(metric)} on {name} is {fmt_metric(value, s.get(f'{key}_ci'))} "
+        f"{where}{metric if where else capitalise(metric)} on {name} is {fmt_metric(value, ci)} "
         f"({fmt_n(n)}) against {fmt_num(overall)} overall ({p_text}); this context is {fmt_share(prod_share)} "
         f"of production and {fmt_share(bench_share)} of the benchmark."
     )
     if where:
-        statement += (f" On the benchmark it is {fmt_metric(s.get('benchmark_value'), s.get('benchmark_ci'))} "
-                      f"({fmt_n(s.get('metric_n_benchmark', s.get('n_benchmark')))}).")
+        statement += (f" On the benchmark it is {fmt_metric(s.benchmark_value, s.benchmark_ci)} "
+                      f"({fmt_n(metric_rows(s, 'benchmark'))}).")
     statement += fold_sentence(folded)
     prevalence = prod_share if prod_share is not None else (bench_share or 0.0)
     evidence = {
-        "metric": s.get("metric") or ctx.metric, "definition": s.get("definition"), "source": s.get("source"),
-        "dataset": key, "value": num(value), "ci": s.get(f"{key}_ci"), "overall_value": overall, "gap": gap,
-        "gap_p_value_adjusted": num(s.get("gap_p_value_adjusted")),
-        "n_benchmark": s.get("n_benchmark"), "n_production": s.get("n_production"),
+        "metric": s.metric or ctx.metric, "definition": s.definition, "source": s.source,
+        "dataset": key, "value": value, "ci": ci, "overall_value": overall, "gap": gap,
+        "gap_p_value_adjusted": s.gap_p_value_adjusted,
+        "n_benchmark": s.n_benchmark, "n_production": s.n_production,
         "production_share": prod_share, "benchmark_share": bench_share, "gap_measured": True,
-        "context_tests": [t.get("name") for t in folded],
+        "context_tests": [t.name for t in folded],
         "severity_basis": f"production share {prevalence:.3f} × gap {gap:.3f}",
     }
     title = (f"the model is weak on {name} ({metric} {fmt_num(value)} vs {fmt_num(overall)} overall; "
              f"{fmt_share(prod_share)} of production)")
     claim, why = _weak_claim(s, ctx)
     statement += why
-    decision = make_decision(f"{s.get('metric') or ctx.metric} gap to overall ({key})", gap, test="gap test",
-                             p_value_adjusted=s.get("gap_p_value_adjusted"), interval=s.get(f"{key}_ci"), n=n,
+    decision = make_decision(f"{s.metric or ctx.metric} gap to overall ({key})", gap, test="gap test",
+                             p_value_adjusted=s.gap_p_value_adjusted, interval=ci, n=n,
                              rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and gap ≥ the floor "
                                   f"{fmt_num(ctx.floor('slice_gap'))}; a change claim only when its benchmark → "
                                   "production change test is significant too")
-    return make_limitation("underperforming_slice", str(s.get("name")), title, statement, prevalence * gap, evidence,
-                           definition=s.get("definition"), claim=claim, decision=decision)
+    return make_limitation("underperforming_slice", s.name, title, statement, prevalence * gap, evidence,
+                           definition=s.definition, claim=claim, decision=decision)
 
 
-def _weak_claim(s: Mapping, ctx: RankingContext) -> tuple[str, str]:
+def _weak_claim(s: SliceRecord, ctx: RankingContext) -> tuple[str, str]:
     """("change" | "standing", sentence): a weak slice is a change only when its own benchmark →
     production change test found it significantly worse; otherwise it is as weak as the benchmark
     shows (decided by the slice's benchmark interval, never by point values) or untested as a change."""
-    metric = s.get("metric") or ctx.metric
-    b, p = num(s.get("benchmark_value")), num(s.get("production_value"))
+    metric = s.metric or ctx.metric
+    b, p = s.benchmark_value, s.production_value
     dropped = b is not None and p is not None and ((p > b) if lower_is_better(metric) else (p < b))
-    if s.get("changed") is True and dropped and s.get("p_value_test", "change") == "change":
+    adjusted = fmt_p(s.p_value_adjusted, "adjusted p")
+    if s.changed is True and dropped and s.p_value_test != "gap":  # without p_value_test it tested the change
         return "change", (f" It got worse in production: its benchmark → production change test is significant "
-                          f"({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}).")
-    on_bench = credibly_worse(s.get("benchmark_ci"), ctx.overall_value, metric)
+                          f"({adjusted}).")
+    on_bench = credibly_worse(s.benchmark_ci, ctx.overall_value, metric)
     if on_bench:
         return "standing", (" The benchmark shows the same weakness (its benchmark interval lies below the "
                             f"benchmark's overall {fmt_num(ctx.overall_value)}): a standing limitation, not a change.")
-    if s.get("p_value_test") == "change" and num(s.get("p_value_adjusted")) is not None:
+    if s.p_value_test == "change" and s.p_value_adjusted is not None:
         if dropped:  # weaker in production, the benchmark not credibly weak: maybe new, not decided
             return "standing", (" The benchmark does not show this weakness clearly and the benchmark → production "
-                                f"change test is not significant ({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}): "
+                                f"change test is not significant ({adjusted}): "
                                 "whether it is new cannot be told from this audit" + _rows_to_decide(s, ctx)
                                 + ". It is stated as a weakness in production, not as a change.")
         return "standing", (" Its benchmark → production change test is not significant "
-                            f"({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}): a standing limitation, not a change.")
+                            f"({adjusted}): a standing limitation, not a change.")
     return "standing", " No benchmark → production change test decides it, so it is stated as a standing limitation."
 
 
-def _rows_to_decide(s: Mapping, ctx: RankingContext) -> str:
+def _rows_to_decide(s: SliceRecord, ctx: RankingContext) -> str:
     """", about N rows of it per side would decide a difference this large": the z-score the change test
     reached, scaled to the one its adjusted p-value needs (a rough, normal-theory guide, not a promise)."""
-    raw, adj = num(s.get("p_value")), num(s.get("p_value_adjusted"))
-    n = min(num(s.get("n_benchmark")) or 0, num(s.get("n_production")) or 0)
+    raw, adj = s.p_value, s.p_value_adjusted
+    n = min(s.n_benchmark or 0, s.n_production or 0)
     if not raw or not adj or raw <= 0 or adj <= raw * 0.999 or adj >= 1 or n <= 0:
         return ""
     z_now, z_need = norm.isf(raw / 2), norm.isf(ctx.alpha * raw / adj / 2)
@@ -177,23 +174,23 @@ def _rows_to_decide(s: Mapping, ctx: RankingContext) -> str:
     return f"; about {need:,.0f} rows of it per side would decide a difference this large"
 
 
-def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitation:
-    name = shorten(t.get("name"))
-    note = f"{test_note(t)}; {fmt_n(t.get('n_reference'))} and {fmt_n(t.get('n_current'))}"
-    effect = min(num(t.get("effect_size")) or 0.0, 1.0)
-    evidence = {k: t.get(k) for k in ("name", "kind", "method", "effect_name", "effect_size",
-                                      "p_value_adjusted", "n_reference", "n_current")}
-    if t.get("kind") == "slice_share":
-        s = slices_by_name.get(str(t.get("name")), {})
+def _mix_shift(t: ShiftTest, ctx: RankingContext, slices_by_name: dict[str, SliceRecord]) -> Limitation:
+    name = shorten(t.name)
+    note = f"{test_note(t)}; {fmt_n(t.n_reference)} and {fmt_n(t.n_current)}"
+    effect = min(t.effect_size or 0.0, 1.0)
+    evidence = {k: getattr(t, k) for k in ("name", "kind", "method", "effect_name", "effect_size",
+                                           "p_value_adjusted", "n_reference", "n_current")}
+    if t.kind == "slice_share":
+        s = slices_by_name.get(t.name)
         prod, bench = slice_shares(s, ctx) if s else (None, None)
-        prod = num(get(t, "details", "production_share")) if prod is None else prod
-        bench = num(get(t, "details", "benchmark_share")) if bench is None else bench
+        prod = detail_number(t.details, "production_share") if prod is None else prod
+        bench = detail_number(t.details, "benchmark_share") if bench is None else bench
         statement = (f"The share of {name} changed from {fmt_share(bench)} of the benchmark to {fmt_share(prod)} "
                      f"of production ({note}).")
         gap = slice_gap(s, ctx) if s else None
         if gap is not None:
             statement += (f" Its {metric_label(ctx.metric)} on the benchmark is "
-                          f"{fmt_metric(s.get('benchmark_value'), s.get('benchmark_ci'))} against "
+                          f"{fmt_metric(s.benchmark_value, s.benchmark_ci)} against "
                           f"{fmt_num(ctx.overall_value)} overall.")
         delta = abs((prod or 0.0) - (bench or 0.0))
         score = delta * max(gap, 0.0) if gap is not None else effect * ctx.priors.shift_gap
@@ -208,34 +205,35 @@ def _mix_shift(t: Mapping, ctx: RankingContext, slices_by_name: dict) -> Limitat
             statement += " " + m.sentence() + " The severity uses this measured loss."
         evidence.update(production_share=prod, benchmark_share=bench, gap=gap, severity_basis=basis)
         title = f"the share of {name} changed ({fmt_share(bench)} → {fmt_share(prod)})"
-        return make_limitation("context_mix_shift", str(t.get("name")), title, statement, score, evidence,
-                               definition=s.get("definition") if s else None, decision=test_decision(t, ctx))
-    bench_shares = get(t, "details", "benchmark_shares", default={}) or {}
-    prod_shares = get(t, "details", "production_shares", default={}) or {}
+        return make_limitation("context_mix_shift", t.name, title, statement, score, evidence,
+                               definition=s.definition if s else None, decision=test_decision(t, ctx))
+    bench_shares = t.details.get("benchmark_shares") or {}
+    prod_shares = t.details.get("production_shares") or {}
     statement = f"The mix of {name} changed between benchmark and production ({note})"
     if isinstance(bench_shares, Mapping) and isinstance(prod_shares, Mapping) and (bench_shares or prod_shares):
         keys = set(map(str, bench_shares)) | set(map(str, prod_shares))
         def change(k):
-            return abs((num(prod_shares.get(k)) or 0.0) - (num(bench_shares.get(k)) or 0.0))
+            return abs((detail_number(prod_shares, k) or 0.0) - (detail_number(bench_shares, k) or 0.0))
         top = max(sorted(keys), key=change)
-        statement += (f": the largest change is {shorten(top, 40)}, {fmt_share(num(bench_shares.get(top)) or 0.0)} "
-                      f"→ {fmt_share(num(prod_shares.get(top)) or 0.0)}")
+        statement += (f": the largest change is {shorten(top, 40)}, "
+                      f"{fmt_share(detail_number(bench_shares, top) or 0.0)} "
+                      f"→ {fmt_share(detail_number(prod_shares, top) or 0.0)}")
     score, basis, sentence = shift_loss(ctx, effect)
     evidence["severity_basis"] = basis
     title = f"the mix of {name} has changed"
-    return make_limitation("context_mix_shift", str(t.get("name")), title, statement + "." + sentence,
-                           score, evidence, subject=f"column {t.get('name')}", decision=test_decision(t, ctx))
+    return make_limitation("context_mix_shift", t.name, title, statement + "." + sentence,
+                           score, evidence, subject=f"column {t.name}", decision=test_decision(t, ctx))
 
 
-def data_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
-    slices = as_list(get(audit, "slices"))
-    weak = [s for s in slices if _is_weak(s, ctx)]
-    untested = as_list(get(audit, "semantic", "untested_contexts"))
-    tests = [t for t in as_list(get(audit, "semantic", "contexts")) if flagged(t)]
+def data_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+    """Weak slices, untested contexts, and the flagged context-mix tests that neither explains."""
+    weak = [s for s in audit.slices if _is_weak(s)]
+    untested = audit.semantic.untested_contexts
+    tests = [t for t in audit.semantic.contexts if t.flagged]
     folded, standalone = _fold_targets(tests, weak, untested)
-    by_name = {str(s.get("name")): s for s in slices}
+    by_name = {s.name: s for s in audit.slices}
     found = [_weak_slice(s, ctx, folded[("slice", i)]) for i, s in enumerate(weak)]
-    found += [untested_limitation(u, ctx, folded[("untested", i)], by_name.get(str(u.get("measured_by") or untested_name(u))))
+    found += [untested_limitation(u, ctx, folded[("untested", i)], by_name.get(u.measured_by or untested_name(u)))
               for i, u in enumerate(untested)]
     found += [_mix_shift(t, ctx, by_name) for t in standalone]
     return found

@@ -2,30 +2,28 @@
 on labelled production where it can be (:mod:`reports.measured`), else an assumed one, said so."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from reports.findings_base import make_limitation, test_decision, test_note
+from reports.findings_base import detail_number, make_limitation, test_decision, test_note
 from reports.shift_loss import shift_loss
-from reports.formatting import as_list, effect_label, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, get, num, shorten
-from reports.records import Limitation, RankingContext, flagged, make_decision
+from reports.formatting import effect_label, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, shorten
+from reports.records import Limitation, RankingContext, make_decision
+from reports.result import AuditEvidence, MultivariateTest, ShiftTest
 
 __all__ = ["covariate_findings"]
 
 
-def _no_common_values(t: Mapping) -> bool:
+def _no_common_values(t: ShiftTest) -> bool:
     """Production shares no value with the benchmark: every category unseen, or disjoint numeric ranges
     (KS distance 1) - what a year, a date or a batch number does between two periods."""
-    details = t.get("details") if isinstance(t.get("details"), Mapping) else {}
-    if t.get("kind") != "feature":
+    if t.kind != "feature":
         return False
-    unseen, ks = num(details.get("unseen_share")), num(details.get("ks_statistic"))
+    unseen, ks = detail_number(t.details, "unseen_share"), detail_number(t.details, "ks_statistic")
     return (unseen is not None and unseen >= 0.999) or (ks is not None and ks >= 0.999)
 
 
-def _index_hint(tests: list) -> str:
+def _index_hint(tests: list[ShiftTest]) -> str:
     if not tests:
         return ""
-    names = [shorten(t.get("name"), 40) for t in tests[:3]]
+    names = [shorten(t.name, 40) for t in tests[:3]]
     one = len(tests) == 1
     subject, verb, pronoun = ("column", "has", "it") if one else ("columns", "have", "them")
     return (f" The {subject} {', '.join(names)} {verb} no value in common with the benchmark: if "
@@ -33,57 +31,61 @@ def _index_hint(tests: list) -> str:
             f"the role timestamp or ignore.")
 
 
-def _feature_phrase(t: Mapping) -> str:
-    name = shorten(t.get("name"), 60)
-    details = t.get("details") if isinstance(t.get("details"), Mapping) else {}
-    if t.get("kind") == "missing_rate":
-        ref, cur = num(details.get("rate_reference")), num(details.get("rate_current"))
+def _feature_phrase(t: ShiftTest) -> str:
+    name = shorten(t.name, 60)
+    if t.kind == "missing_rate":
+        ref, cur = detail_number(t.details, "rate_reference"), detail_number(t.details, "rate_current")
         rates = f"{fmt_share(ref)} → {fmt_share(cur)}, " if ref is not None and cur is not None else ""
-        return f"the missing-value rate of {name} ({rates}{fmt_p(t.get('p_value_adjusted'), 'adjusted p')})"
-    ref, cur = num(details.get("mean_reference")), num(details.get("mean_current"))
+        return f"the missing-value rate of {name} ({rates}{fmt_p(t.p_value_adjusted, 'adjusted p')})"
+    ref, cur = detail_number(t.details, "mean_reference"), detail_number(t.details, "mean_current")
     means = f"mean {fmt_mean(ref)} → {fmt_mean(cur)}, " if ref is not None and cur is not None else ""
     return f"{name} ({means}{test_note(t)})"
 
 
-def _multivariate_sentence(mv: Mapping) -> str:
-    method = str(mv.get("method") or "multivariate")
-    note = fmt_p(mv.get("p_value_adjusted", mv.get("p_value")), "adjusted p")
+def _mv_p(mv: MultivariateTest) -> float | None:
+    """The multivariate test's adjusted p-value, its raw one when it was not corrected with the others."""
+    return mv.p_value_adjusted if mv.p_value_adjusted is not None else mv.p_value
+
+
+def _multivariate_sentence(mv: MultivariateTest) -> str:
+    method = mv.method or "multivariate"
+    note = fmt_p(_mv_p(mv), "adjusted p")
     if "classifier" in method or "c2st" in method:
-        auc_ci = get(mv, "details", "auc_ci") or mv.get("ci")
+        auc_ci = mv.details.get("auc_ci") or mv.auc_ci
         return (f" A classifier separates production from benchmark rows with AUC "
-                f"{fmt_metric(mv.get('statistic'), auc_ci)} ({note}).")
+                f"{fmt_metric(mv.statistic, auc_ci)} ({note}).")
     return f" The multivariate {shorten(method, 30)} test also detects a shift ({note})."
 
 
-def _output_tests(audit: Mapping) -> list:
+def _output_tests(audit: AuditEvidence) -> list[ShiftTest]:
     """Flagged BBSD tests on the model's outputs (predicted class, scores)."""
-    outputs = get(audit, "covariate", "outputs", default={}) or {}
-    return [t for t in as_list(outputs.get("tests") if isinstance(outputs, Mapping) else None) if flagged(t)]
+    outputs = audit.covariate.outputs
+    return [t for t in (outputs.tests if outputs else []) if t.flagged]
 
 
-def _output_sentence(tests: list) -> str:
+def _output_sentence(tests: list[ShiftTest]) -> str:
     if not tests:
         return ""
     phrases = []
     for t in tests[:3]:
-        name = str(t.get("name"))
-        what = ("the predicted-class mix" if name == "predicted_class" else "the model's score" if name == "score"
-                else f"the score {shorten(name, 40)}")
+        what = ("the predicted-class mix" if t.name == "predicted_class" else "the model's score" if t.name == "score"
+                else f"the score {shorten(t.name, 40)}")
         phrases.append(f"{what} ({_feature_phrase(t).split(' (', 1)[-1]}")
     return f" The model's outputs changed too: {', '.join(phrases)}."
 
 
-def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
-    tests = as_list(get(audit, "covariate", "features")) + as_list(get(audit, "covariate", "missing"))
-    drifted = sorted((t for t in tests if flagged(t)),
-                     key=lambda t: (-(num(t.get("effect_size")) or 0.0), str(t.get("name"))))
+def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+    """One covariate-shift limitation when an input, the inputs jointly or the model's outputs changed."""
+    covariate = audit.covariate
+    drifted = sorted((t for t in covariate.features + covariate.missing if t.flagged),
+                     key=lambda t: (-(t.effect_size or 0.0), t.name))
     outputs = _output_tests(audit)
-    mv = get(audit, "covariate", "multivariate", default={})
-    mv_flag = isinstance(mv, Mapping) and (mv.get("drifted") is True or mv.get("is_shift") is True)
+    mv = covariate.multivariate
+    mv_flag = mv is not None and (mv.drifted or mv.is_shift)
     if not drifted and not mv_flag and not outputs:
         return []
-    n_features = len(as_list(get(audit, "covariate", "features")))
-    names = [shorten(t.get("name"), 40) for t in drifted[:3]]
+    n_features = len(covariate.features)
+    names = [shorten(t.name, 40) for t in drifted[:3]]
     if drifted:
         listed = ", ".join(_feature_phrase(t) for t in drifted[:3])
         more = f" and {len(drifted) - 3:,} more" if len(drifted) > 3 else ""
@@ -101,19 +103,19 @@ def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     if mv_flag:
         statement += _multivariate_sentence(mv)
     statement += f" Rows compared: {fmt_n(ctx.n_benchmark)} benchmark, {fmt_n(ctx.n_production)} production."
-    effects = [num(t.get("effect_size")) for t in drifted + outputs] or [num(mv.get("effect_size")) or 0.5]
+    effects = [t.effect_size for t in drifted + outputs] or [(mv.effect_size if mv else None) or 0.5]
     effect = min(max((e for e in effects if e is not None), default=0.0), 1.0)
     score, basis, sentence = shift_loss(ctx, effect)
     measured = ctx.measured
     statement += sentence
     evidence = {
         "n_drifted": len(drifted), "n_features": n_features,
-        "features": [{k: t.get(k) for k in ("name", "kind", "method", "effect_name", "effect_size", "p_value_adjusted")}
-                     for t in drifted[:20]],
-        "outputs": [{k: t.get(k) for k in ("name", "method", "effect_name", "effect_size", "p_value_adjusted")}
+        "features": [{k: getattr(t, k) for k in ("name", "kind", "method", "effect_name", "effect_size",
+                                                 "p_value_adjusted")} for t in drifted[:20]],
+        "outputs": [{k: getattr(t, k) for k in ("name", "method", "effect_name", "effect_size", "p_value_adjusted")}
                     for t in outputs],
-        "multivariate": {k: mv.get(k) for k in ("method", "statistic", "p_value", "p_value_adjusted", "effect_size")}
-        if mv_flag else None,
+        "multivariate": {k: getattr(mv, k) for k in ("method", "statistic", "p_value", "p_value_adjusted",
+                                                     "effect_size")} if mv_flag else None,
         "severity_basis": basis,
         "measured": None if measured is None else {
             "metric": measured.metric, "benchmark_value": measured.benchmark, "production_value": measured.production,
@@ -125,14 +127,13 @@ def covariate_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
         title = "the model's outputs have changed"
     else:
         title = "the inputs have changed jointly"
-    top = max(drifted + outputs, key=lambda t: num(t.get("effect_size")) or 0.0) if drifted or outputs else None
+    top = max(drifted + outputs, key=lambda t: t.effect_size or 0.0) if drifted or outputs else None
     if top is not None:
-        decision = test_decision(top, ctx, statistic=f"{effect_label(top.get('effect_name'))} of {top.get('name')}")
+        decision = test_decision(top, ctx, statistic=f"{effect_label(top.effect_name)} of {top.name}")
     else:
-        decision = make_decision(str(mv.get("effect_name") or "AUC"), mv.get("statistic"),
-                                 test=str(mv.get("method") or "multivariate"),
-                                 p_value_adjusted=mv.get("p_value_adjusted", mv.get("p_value")),
-                                 interval=get(mv, "details", "auc_ci"), n=(ctx.n_benchmark or 0) + (ctx.n_production or 0),
+        decision = make_decision(mv.effect_name or "AUC", mv.statistic, test=mv.method or "multivariate",
+                                 p_value_adjusted=_mv_p(mv), interval=mv.details.get("auc_ci"),
+                                 n=(ctx.n_benchmark or 0) + (ctx.n_production or 0),
                                  rule=f"adjusted p < α = {ctx.alpha:g} and effect ≥ the floor")
     return [make_limitation("covariate_shift", None, title, statement, score, evidence, subject="inputs",
                             decision=decision)]

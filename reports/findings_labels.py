@@ -15,6 +15,7 @@ from reports.formatting import (
 )
 from reports.findings_quality import label_quality_findings, share_ci as _share_ci
 from reports.records import Limitation, RankingContext, make_decision
+from reports.result import ShiftTest, SliceRecord
 
 __all__ = ["label_findings", "performance_estimates", "saturation_note", "estimate_checks", "contradiction_sentence"]
 
@@ -142,8 +143,9 @@ def _observed_label_shift(label: Mapping, bench: Mapping, observed: Mapping, est
     evidence = {"total_variation": tv, "p_value_adjusted": num(test.get("p_value_adjusted")), "class_changes": diffs,
                 "source": "observed_labels", "severity_basis": basis}
     title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(before)} → {fmt_share(after)})"
-    decision = test_decision(test, ctx, statistic="class-mix change (observed labels)") if test else make_decision(
-        "total variation of the class priors", tv, n=ctx.n_production, rule="observed label test flagged")
+    decision = test_decision(ShiftTest.model_validate(test), ctx, statistic="class-mix change (observed labels)") \
+        if test else make_decision("total variation of the class priors", tv, n=ctx.n_production,
+                                   rule="observed label test flagged")
     return make_limitation("label_shift", None, title, statement + sentence, score, evidence, subject="all",
                            decision=decision)
 
@@ -259,7 +261,7 @@ def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
         flag = s.get("changed")
         if flag is not True or (drop or 0) <= 0 or str(s.get("status", "ok")) != "ok":
             continue
-        share, _ = slice_shares(s, ctx)
+        share, _ = slice_shares(SliceRecord.model_validate(s), ctx)
         name = shorten(s.get("title") or s.get("name"))
         statement = (f"Within {name}, {metric_label(metric)} fell from "
                      f"{fmt_metric(s.get('benchmark_value'), s.get('benchmark_ci'))} ({fmt_n(s.get('n_benchmark'))}) "

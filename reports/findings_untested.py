@@ -2,49 +2,51 @@
 holds too rarely to measure), with its measured metric when production is labelled."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from detectors.intervals import wilson_interval
-from reports.findings_base import credibly_worse, fold_sentence, make_limitation, measured_in_production, untested_name
-from reports.formatting import ci_pair, fmt_metric, fmt_n, fmt_num, fmt_share, lower_is_better, metric_label, num, shorten
+from reports.findings_base import (
+    credibly_worse, fold_sentence, make_limitation, measured_in_production, metric_rows, untested_name,
+)
+from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_share, lower_is_better, metric_label, shorten
 from reports.records import Limitation, RankingContext, make_decision
+from reports.result import ShiftTest, SliceRecord, UntestedContextRecord
 
 __all__ = ["untested_limitation"]
 
 
-def untested_limitation(u: Mapping, ctx: RankingContext, folded: list, measured: Mapping | None) -> Limitation:
+def untested_limitation(u: UntestedContextRecord, ctx: RankingContext, folded: list[ShiftTest],
+                        measured: SliceRecord | None) -> Limitation:
     """An untested context; with labelled production rows its metric there is measured and compared
     with the benchmark's overall metric (what the benchmark promised), never with production's own
     overall (which these rows are part of, and which they may be all of)."""
     full_name = untested_name(u)
     name = shorten(full_name)
-    share = num(u.get("production_share"))
-    if share is None and num(u.get("n_production")) is not None and ctx.n_production:
-        share = num(u.get("n_production")) / ctx.n_production
-    n_bench = int(num(u.get("n_benchmark")) or 0)
-    min_size = int(num(u.get("min_slice_size", u.get("min_size"))) or ctx.min_slice_size)
+    share = u.production_share
+    if share is None and ctx.n_production:
+        share = u.n_production / ctx.n_production
+    n_bench = u.n_benchmark
+    min_size = u.min_slice_size or ctx.min_slice_size
     metric = metric_label(ctx.metric)
-    n_values = int(num(u.get("n_values")) or 0)
-    if u.get("kind") == "pooled_values" and n_values > 1:  # many rare values of one column, tested as one group
+    n_values = u.n_values
+    if u.kind == "pooled_values" and n_values > 1:  # many rare values of one column, tested as one group
         bench_clause = (f"these {n_values:,} values are each too rare in the benchmark to measure {metric} "
                         f"(fewer than {min_size:,} rows each; {n_bench:,} in all)")
     else:
         bench_clause = ("the benchmark has no such cases" if n_bench == 0 else
                         f"the benchmark has only {n_bench:,}, fewer than the {min_size:,} needed to measure {metric}")
-    statement = f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.get('n_production'))}), but {bench_clause}."
+    statement = f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.n_production)}), but {bench_clause}."
     large = share is not None and share >= ctx.floor("untested_share")
-    evidence = {"column": u.get("column"), "value": None, "n_benchmark": n_bench,
-                "n_production": u.get("n_production"), "production_share": share, "min_size": min_size,
-                "context_tests": [t.get("name") for t in folded], "metric": ctx.metric, "gap_measured": False,
+    evidence = {"column": u.column, "value": None, "n_benchmark": n_bench,
+                "n_production": u.n_production, "production_share": share, "min_size": min_size,
+                "context_tests": [t.name for t in folded], "metric": ctx.metric, "gap_measured": False,
                 "large_population": large}
     decision = make_decision("production share", share, test="exact test of its benchmark count" if
-                             num(u.get("p_value_adjusted")) is not None else None,
-                             p_value_adjusted=u.get("p_value_adjusted"), interval=_share_ci(u, share, ctx),
-                             n=u.get("n_production"),
+                             u.p_value_adjusted is not None else None,
+                             p_value_adjusted=u.p_value_adjusted, interval=_share_ci(u, share, ctx),
+                             n=u.n_production,
                              rule=f"fewer than {min_size:,} benchmark rows (improbable by chance) and a production "
                                   "share above the floor: a population new in production")
     if measured_in_production(measured, ctx):
-        value, ci = num(measured.get("production_value")), measured.get("production_ci")
+        value, ci = measured.production_value, measured.production_ci
         sign = -1.0 if lower_is_better(ctx.metric) else 1.0
         gap = sign * (ctx.overall_value - value)
         worse = credibly_worse(ci, ctx.overall_value, ctx.metric, value=value, reference_ci=ctx.overall_ci)
@@ -52,7 +54,7 @@ def untested_limitation(u: Mapping, ctx: RankingContext, folded: list, measured:
         better = not worse and credibly_worse(ctx.overall_ci, value, ctx.metric, value=ctx.overall_value,
                                               reference_ci=ci)
         statement += (f" Measured on the labelled production rows, {metric} there is {fmt_metric(value, ci)} "
-                      f"({fmt_n(measured.get('metric_n_production', measured.get('n_production')))}) against "
+                      f"({fmt_n(metric_rows(measured, 'production'))}) against "
                       f"{fmt_metric(ctx.overall_value, ctx.overall_ci)} overall on the benchmark.")
         if worse:
             statement += (f" The difference's interval lies below 0: a measured loss of {fmt_num(gap)} "
@@ -81,7 +83,7 @@ def untested_limitation(u: Mapping, ctx: RankingContext, folded: list, measured:
                         severity_basis=basis)
         decision = make_decision(f"{ctx.metric} on these production rows", value, test=decision.test,
                                  p_value_adjusted=decision.p_value_adjusted, interval=ci,
-                                 n=measured.get("metric_n_production", measured.get("n_production")),
+                                 n=metric_rows(measured, "production"),
                                  rule=decision.rule + "; its loss is measured against the benchmark's overall "
                                       "value (credible when the difference's interval lies below 0)")
         title = (f"the context {name} ({fmt_share(share)} of production) was never tested; in production its "
@@ -98,16 +100,16 @@ def untested_limitation(u: Mapping, ctx: RankingContext, folded: list, measured:
                  + ("was never tested" if n_bench == 0 else f"barely tested (n={n_bench:,})"))
     statement += fold_sentence(folded)
     return make_limitation("untested_context", full_name, title, statement, score, evidence,
-                           definition=u.get("definition"), claim="change", decision=decision)
+                           definition=u.definition, claim="change", decision=decision)
 
 
-def _share_ci(u: Mapping, share: float | None, ctx: RankingContext):
+def _share_ci(u: UntestedContextRecord, share: float | None, ctx: RankingContext) -> list[float | None] | None:
     """The untested context's production share interval: as the detector gave it, else Wilson from the counts."""
-    given = u.get("production_share_ci")
-    if ci_pair(given)[0] is not None:
+    given = u.production_share_ci
+    if given is not None and len(given) == 2 and given[0] is not None:
         return given
-    n = num(u.get("n_production"))
-    total = ctx.n_production or (n / share if n is not None and share else None)
-    if n is None or not total:
+    n = u.n_production
+    total = ctx.n_production or (n / share if share else None)
+    if not total:
         return None
     return list(wilson_interval(n, round(total)))

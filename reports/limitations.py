@@ -72,7 +72,8 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
 
 def _findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     """Every finding the sections support: rows (slices, contexts, mix), inputs, labels."""
-    return data_findings(audit, ctx) + covariate_findings(audit, ctx) + label_findings(audit, ctx)
+    evidence = as_evidence(audit)
+    return data_findings(evidence, ctx) + covariate_findings(evidence, ctx) + label_findings(audit, ctx)
 
 
 def decided(lim: Limitation) -> bool:

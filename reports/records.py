@@ -208,8 +208,6 @@ def _recorded_priors(recorded: Mapping[str, float | None]) -> SeverityPriors:
 def flagged(test: ShiftTest) -> bool:
     """Did the detector flag this test? ``reports`` never re-decides (the decision rule lives in
     ``detectors``); a test that did not run flags nothing."""
-    if isinstance(test, Mapping):  # TRANSITIONAL
-        test = ShiftTest.model_validate({"name": "", **test, "drifted": test.get("drifted", test.get("is_shift")) is True})
     return test.flagged
 
 

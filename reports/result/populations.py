@@ -150,6 +150,10 @@ class SliceRecord(Record):
     gap_ci: Interval = Field(None, description="Slice minus overall: the interval of the slice's gap.")
     underperforming: Optional[bool] = None
     changed: Optional[bool] = None
+    metric_n_benchmark: Optional[int] = Field(
+        None, description="Rows behind the benchmark metric (e.g. the positives for sensitivity); else n_benchmark.")
+    metric_n_production: Optional[int] = Field(
+        None, description="Rows behind the production metric (e.g. the positives for sensitivity); else n_production.")
 
 
 class Discovery(Record):

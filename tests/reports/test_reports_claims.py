@@ -10,6 +10,7 @@ from reports.findings_base import make_limitation
 from reports.findings_inputs import _feature_phrase
 from reports.limitations import decided, sample_size, undecided_notes
 from reports.records import make_decision
+from reports.result import ShiftTest
 
 
 def _weak_audit(**slice_fields):
@@ -96,8 +97,8 @@ def test_the_minimal_detectable_change_has_its_power(n_b, n_p):
 
 
 def test_means_are_printed_as_people_write_them():
-    t = {"name": "year", "kind": "feature", "effect_name": "wasserstein_normed", "effect_size": 1.0,
-         "p_value_adjusted": 1e-9, "details": {"mean_reference": 1998.4, "mean_current": 2001.6}}
+    t = ShiftTest(name="year", kind="feature", effect_name="wasserstein_normed", effect_size=1.0,
+                  p_value_adjusted=1e-9, details={"mean_reference": 1998.4, "mean_current": 2001.6})
     phrase = _feature_phrase(t)
     assert "mean 1,998 → 2,002" in phrase and "e+03" not in phrase
 
