@@ -72,7 +72,7 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
 
 def _findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
     """Every finding the sections support: rows (slices, contexts, mix), inputs, labels."""
-    return data_findings(audit, ctx) + covariate_findings(audit, ctx) + label_findings(audit, ctx)
+    return data_findings(audit, ctx) + covariate_findings(audit, ctx) + label_findings(as_evidence(audit), ctx)
 
 
 def decided(lim: Limitation) -> bool:

@@ -282,10 +282,12 @@ def _ranking_notes(draft: dict[str, Any], ctx: stages.StageContext) -> list[dict
     from reports.findings_labels import saturation_note
     from reports.limitations import undecided_notes
     from reports.records import RankingContext
+    from reports.result import as_evidence
 
-    rank_ctx = RankingContext.from_audit(draft, saturation_threshold=ctx.options.get("saturation_threshold"),
+    evidence = as_evidence(draft)
+    rank_ctx = RankingContext.from_audit(evidence, saturation_threshold=ctx.options.get("saturation_threshold"),
                                          alpha=ctx.alpha, priors=None)
-    note = saturation_note(draft, rank_ctx)
+    note = saturation_note(evidence, rank_ctx)
     undecided = undecided_notes(draft, saturation_threshold=ctx.options.get("saturation_threshold"), alpha=ctx.alpha)
     return ([] if note is None else [note]) + undecided
 

@@ -15,6 +15,7 @@ from detectors.metric_change import metric_change_test
 from detectors.slices import METRIC_ALIASES
 from reports.findings_labels import estimate_checks
 from reports.records import RankingContext
+from reports.result import as_evidence
 from service.audits.pipeline.stage_context import Outputs, StageContext
 
 __all__ = ["overall_change", "with_overall_change", "with_estimate_checks"]
@@ -63,5 +64,6 @@ def with_estimate_checks(draft: dict[str, Any], alpha: float) -> None:
     label = draft.get("label")
     if not isinstance(label, dict):
         return
-    rank_ctx = RankingContext.from_audit(draft, saturation_threshold=None, alpha=alpha, priors=None)
-    label["estimate_checks"] = estimate_checks(draft, rank_ctx)
+    evidence = as_evidence(draft)
+    rank_ctx = RankingContext.from_audit(evidence, saturation_threshold=None, alpha=alpha, priors=None)
+    label["estimate_checks"] = [c.model_dump(mode="json") for c in estimate_checks(evidence, rank_ctx)]
