@@ -1,310 +1,222 @@
 """Limitations found in the labels and the metric: label (prior) shift, concept shift (a measured
 performance drop with production labels), label quality (:mod:`reports.findings_quality`), and
-benchmark saturation."""
+benchmark saturation. The label-free estimates quoted here are read in :mod:`reports.findings_estimates`."""
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from detectors.metric_registry import saturated
 from reports.findings_base import make_limitation, test_decision
 from reports.findings_data import slice_shares
-from reports.shift_loss import shift_loss
-from reports.formatting import (
-    as_list, ci_pair, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, lower_is_better,
-    metric_label, num, shorten,
-)
-from reports.findings_quality import label_quality_findings, share_ci as _share_ci
+from reports.findings_estimates import contradiction_sentence, estimate_checks, estimate_sentence, performance_estimates
+from reports.findings_quality import interval_ends, label_quality_findings, share_ci as _share_ci
+from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten
 from reports.records import Limitation, RankingContext, make_decision
-from reports.result import ShiftTest, SliceRecord
+from reports.result import AuditEvidence, LabelSection, Overall, PriorEstimate
+from reports.shift_loss import shift_loss
 
 __all__ = ["label_findings", "performance_estimates", "saturation_note", "estimate_checks", "contradiction_sentence"]
 
 
-def _from_performance_estimate(node: Mapping, metric: str | None, name: str | None) -> list:
-    """``PerformanceEstimate.to_dict()``: ``{method, metrics: {key: MetricEstimate}}`` → the primary metric."""
-    metrics = node["metrics"]
-    items = list(metrics.items()) if isinstance(metrics, Mapping) else [(None, m) for m in metrics]
-    for key, m in items:
-        if isinstance(m, Mapping) and (metric is None or metric in (m.get("name"), key)):
-            return [(str(node.get("method") or name or "estimate"), num(m.get("value")), *ci_pair(m))]
-    return []
+def _adjusted_or_raw(adjusted: float | None, raw: float | None) -> float | None:
+    return raw if adjusted is None else adjusted
 
 
-Estimate = tuple[str, "float | None", "float | None", "float | None"]  # (method, value, ci_low, ci_high)
-
-
-def performance_estimates(estimated, metric: str | None = None) -> list[Estimate]:
-    """(method, estimate, ci_low, ci_high) from ``label.estimated_performance`` in any accepted
-    shape: one ``{estimate, ci_low, ci_high}``; ``{"methods": {name: {...}}}``; ``{name: {...}}``;
-    or ``PerformanceEstimate.to_dict()`` records (alone, in a list, or by name), of which the
-    entry for ``metric`` is used."""
-    found: list = []
-
-    def visit(node, name, depth):
-        if depth > 3 or not isinstance(node, (Mapping, list, tuple)):
-            return
-        if isinstance(node, (list, tuple)):
-            for item in node:
-                visit(item, None, depth + 1)
-        elif "estimate" in node:
-            found.append((str(name or node.get("method") or "estimate"), num(node.get("estimate")), *ci_pair(node)))
-        elif isinstance(node.get("metrics"), (Mapping, list, tuple)):
-            found.extend(_from_performance_estimate(node, metric, name))
-        else:
-            for key, value in node.items():
-                if key not in ("metric", "benchmark_value"):
-                    visit(value, key if key != "methods" else None, depth + 1)
-
-    visit(estimated, None, 0)
-    return [(name.replace("_", " "), est, lo, hi) for name, est, lo, hi in found]
-
-
-def _estimate_sentence(label: Mapping, ctx: RankingContext) -> str:
-    """A sentence quoting the label-free performance estimates (context, not part of the score:
-    a confidence-based estimate mixes every kind of shift, so it is not attributed to this one)."""
-    estimated = label.get("estimated_performance")
-    metric = (estimated.get("metric") if isinstance(estimated, Mapping) else None) or ctx.metric
-    rows = performance_estimates(estimated, metric)
-    if not rows:
-        return ""
-    bench = num(estimated.get("benchmark_value")) if isinstance(estimated, Mapping) else None
-    bench = ctx.overall_value if bench is None else bench
-    parts = [f"{fmt_metric(est, (lo, hi))} ({shorten(name, 30)})" for name, est, lo, hi in rows[:4]]
-    return (f" Label-free estimates of production {metric_label(metric)}: {', '.join(parts)}, "
-            f"against {fmt_num(bench)} on the benchmark.")
-
-
-def _label_shift(label: Mapping, ctx: RankingContext) -> list[Limitation]:
-    if label.get("is_shift") is not True:
+def _label_shift(label: LabelSection, ctx: RankingContext) -> list[Limitation]:
+    if not label.is_shift:
         return []
-    bench = label.get("benchmark_prior") if isinstance(label.get("benchmark_prior"), Mapping) else {}
-    observed = label.get("observed_prior") if isinstance(label.get("observed_prior"), Mapping) else None
-    estimated = label.get("production_prior_estimate") if isinstance(label.get("production_prior_estimate"),
-                                                                      Mapping) else {}
-    if observed:
-        return [_observed_label_shift(label, bench, observed, estimated, ctx)]
-    rows = {str(c): (num(bench.get(c)), v) for c, v in estimated.items() if isinstance(v, Mapping)}
-    diffs = {c: (num(v.get("estimate")) or 0.0) - (p or 0.0) for c, (p, v) in rows.items() if p is not None}
+    bench, estimated = label.benchmark_prior, label.production_prior_estimate
+    if label.observed_prior:
+        return [_observed_label_shift(label, label.observed_prior, ctx)]
+    rows = {c: (bench.get(c), v) for c, v in estimated.items()}
+    diffs = {c: (v.estimate or 0.0) - (p or 0.0) for c, (p, v) in rows.items() if p is not None}
     tv = 0.5 * sum(abs(d) for d in diffs.values())
-    p_text = fmt_p(label.get("p_value_adjusted", label.get("p_value")), "adjusted p")
+    p_adjusted = _adjusted_or_raw(label.p_value_adjusted, label.p_value)
+    p_text = fmt_p(p_adjusted, "adjusted p")
     if diffs:
         top = _top_change(diffs)
         p, est = rows[top]
-        lo, hi = ci_pair(est)
         statement = (f"The class mix has changed: {shorten(top, 40)} is estimated at "
-                     f"{_share_ci(num(est.get('estimate')), lo, hi)} of production against {fmt_share(p)} "
+                     f"{_share_ci(est.estimate, est.ci_low, est.ci_high)} of production against {fmt_share(p)} "
                      f"of the benchmark (BBSE, from the model's predictions, without production labels; "
                      f"{p_text}, {fmt_n(ctx.n_production)}).")
-        title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(p)} → {fmt_share(num(est.get('estimate')))})"
+        title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(p)} → {fmt_share(est.estimate)})"
     else:
         statement = f"The distribution of the model's predictions has changed ({p_text}, {fmt_n(ctx.n_production)})."
         title = "the class mix has changed"
-    if label.get("reliable") is False:
+    if label.reliable is False:
         statement += (" This estimate assumes that only the class mix changed (P(x|y) fixed), which the audit's own "
-                      "covariate tests contradict" + (f" ({label.get('unreliable_reason')})"
-                                                       if label.get("unreliable_reason") else "") + "; treat it as "
-                      "indicative only.")
+                      "covariate tests contradict; treat it as indicative only.")
     score, basis, sentence = shift_loss(ctx, tv, ctx.priors.label_shift_gap)
-    evidence = {"total_variation": tv, "p_value_adjusted": num(label.get("p_value_adjusted")), "class_changes": diffs,
+    evidence = {"total_variation": tv, "p_value_adjusted": label.p_value_adjusted, "class_changes": diffs,
                 "source": "bbse_estimate",
                 "severity_basis": basis if ctx.measured is not None else
                 f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f} "
                 "(the assumed spread between per-class recalls)"}
-    decision = make_decision("total variation of the class priors (BBSE)", tv, test=str(label.get("method") or "bbse"),
-                             p_value_adjusted=label.get("p_value_adjusted", label.get("p_value")), n=ctx.n_production,
+    decision = make_decision("total variation of the class priors (BBSE)", tv, test=str(label.method or "bbse"),
+                             p_value_adjusted=p_adjusted, n=ctx.n_production,
                              rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and the prior change passes the floor")
-    return [make_limitation("label_shift", None, title, statement + _estimate_sentence(label, ctx)
+    return [make_limitation("label_shift", None, title, statement + estimate_sentence(label, ctx)
                             + (sentence if ctx.measured is not None else ""), score, evidence,
                             subject="all", decision=decision)]
 
 
-def _top_change(diffs: Mapping) -> str:
+def _top_change(diffs: dict[str, float]) -> str:
     return max(sorted(diffs), key=lambda c: (round(abs(diffs[c]), 9), diffs[c]))  # ties: the class that grew
 
 
-def _observed_label_shift(label: Mapping, bench: Mapping, observed: Mapping, estimated: Mapping,
+def _observed_label_shift(label: LabelSection, observed: dict[str, float | None],
                           ctx: RankingContext) -> Limitation:
     """With production labels the class mix is measured, not estimated: quote the observed shares."""
-    diffs = {str(c): (num(observed.get(c)) or 0.0) - (num(bench.get(c)) or 0.0) for c in set(bench) | set(observed)}
+    bench = label.benchmark_prior
+    diffs = {c: (observed.get(c) or 0.0) - (bench.get(c) or 0.0) for c in set(bench) | set(observed)}
     tv = 0.5 * sum(abs(d) for d in diffs.values())
     top = _top_change(diffs)
-    test = label.get("observed_test") if isinstance(label.get("observed_test"), Mapping) else {}
-    p_text = fmt_p(test.get("p_value_adjusted", test.get("p_value")), "adjusted p")
-    before, after = num(bench.get(top)), num(observed.get(top))
+    test = label.observed_test
+    p_text = fmt_p(_adjusted_or_raw(test.p_value_adjusted, test.p_value) if test else None, "adjusted p")
+    before, after = bench.get(top), observed.get(top)
     statement = (f"The class mix has changed: {shorten(top, 40)} is {fmt_share(after)} of the labelled production "
                  f"rows against {fmt_share(before)} of the benchmark (observed; total variation {fmt_num(tv)}, "
-                 f"{p_text}, {fmt_n(test.get('n_current') or ctx.n_production)}).")
-    est = estimated.get(top) if isinstance(estimated.get(top), Mapping) else None
+                 f"{p_text}, {fmt_n((test.n_current if test else None) or ctx.n_production)}).")
+    est: PriorEstimate | None = label.production_prior_estimate.get(top)
     if est is not None:
-        lo, hi = ci_pair(est)
-        statement += (f" The label-free BBSE estimate was {_share_ci(num(est.get('estimate')), lo, hi)}"
-                      + (" (unreliable here: the inputs changed too)." if label.get("reliable") is False else "."))
+        statement += (f" The label-free BBSE estimate was {_share_ci(est.estimate, est.ci_low, est.ci_high)}"
+                      + (" (unreliable here: the inputs changed too)." if label.reliable is False else "."))
     score, basis, sentence = shift_loss(ctx, tv, ctx.priors.label_shift_gap)
-    evidence = {"total_variation": tv, "p_value_adjusted": num(test.get("p_value_adjusted")), "class_changes": diffs,
-                "source": "observed_labels", "severity_basis": basis}
+    evidence = {"total_variation": tv, "p_value_adjusted": test.p_value_adjusted if test else None,
+                "class_changes": diffs, "source": "observed_labels", "severity_basis": basis}
     title = f"the class mix has changed ({shorten(top, 30)}: {fmt_share(before)} → {fmt_share(after)})"
-    decision = test_decision(ShiftTest.model_validate(test), ctx, statistic="class-mix change (observed labels)") \
-        if test else make_decision("total variation of the class priors", tv, n=ctx.n_production,
-                                   rule="observed label test flagged")
+    decision = test_decision(test, ctx, statistic="class-mix change (observed labels)") if test else make_decision(
+        "total variation of the class priors", tv, n=ctx.n_production, rule="observed label test flagged")
     return make_limitation("label_shift", None, title, statement + sentence, score, evidence, subject="all",
                            decision=decision)
 
 
-def _drop(benchmark_value, production_value, metric) -> float | None:
-    b, p = num(benchmark_value), num(production_value)
-    if b is None or p is None:
+def _drop(benchmark_value: float | None, production_value: float | None, metric: str) -> float | None:
+    if benchmark_value is None or production_value is None:
         return None
-    return (p - b) if lower_is_better(metric) else (b - p)
+    return (production_value - benchmark_value) if lower_is_better(metric) else (benchmark_value - production_value)
 
 
-def estimate_checks(audit: Mapping, ctx: RankingContext) -> list[dict]:
-    """Each label-free estimate of the production metric against the observed one, when production is
-    labelled: ``contradicts`` when the observed value lies outside the estimate's interval (the
-    estimator's assumption does not hold here, so its number must not be read beside the observed one)."""
-    observed = num(get(audit, "overall", "production_value"))
-    estimated = get(audit, "label", "estimated_performance")
-    if observed is None or not isinstance(estimated, Mapping):
-        return []
-    metric = estimated.get("metric") or ctx.metric
-    if metric != (get(audit, "overall", "metric") or ctx.metric):
-        return []
-    out = []
-    for name, est, lo, hi in performance_estimates(estimated, metric):
-        if est is None:
-            continue
-        outside = lo is not None and hi is not None and not lo <= observed <= hi
-        out.append({"method": name, "metric": metric, "estimate": est, "ci": [lo, hi], "observed": observed,
-                    "contradicts": bool(outside)})
-    return out
+def _recorded_change(audit: AuditEvidence, ctx: RankingContext) -> Overall | None:
+    """The overall change as tested on all rows; without that test, the observed-performance block's."""
+    if audit.overall is not None and audit.overall.change_test is not None:
+        return audit.overall
+    observed = audit.label.observed_performance
+    if observed is None:
+        return None
+    # only the within-context decision is recorded there: it stands for both
+    return Overall(metric=observed.metric or ctx.metric, benchmark_value=observed.benchmark_value,
+                   benchmark_ci=observed.benchmark_ci, production_value=observed.production_value,
+                   production_ci=observed.production_ci,
+                   n=observed.n_benchmark if observed.n_benchmark is not None else ctx.overall_n,
+                   n_production=observed.n_production, changed=observed.is_shift,
+                   within_context_changed=observed.is_shift, change_p_value_adjusted=observed.p_value_adjusted,
+                   within_context_p_value_adjusted=observed.p_value_adjusted)
 
 
-def contradiction_sentence(checks: list[dict]) -> str:
-    bad = [c for c in checks if c["contradicts"]]
-    if not bad:
-        return ""
-    parts = [f"the label-free estimate {fmt_metric(c['estimate'], c['ci'])} ({c['method']}) contradicts the observed "
-             f"{fmt_num(c['observed'])}" for c in bad[:3]]
-    return (" " + "; ".join(parts)[:1].upper() + "; ".join(parts)[1:]
-            + ": the estimators' assumptions (covariate or label shift only) do not hold here, so rely on the "
-              "observed value.")
-
-
-def _overall_drop(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+def _overall_drop(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
     """The overall metric fell significantly (two-sample test in the audit's family, beyond the floor):
     a concept shift when it remains within the contexts both datasets share, else a drop the
     ranking attributes to the population that explains it (``evidence["located"]``)."""
-    overall = get(audit, "overall", default={})
-    if not isinstance(overall, Mapping):
+    overall = _recorded_change(audit, ctx)
+    if overall is None:
         return []
-    if "change_test" not in overall:  # no plain change test recorded: the observed-performance block decides
-        observed = get(audit, "label", "observed_performance", default={})
-        if not isinstance(observed, Mapping) or not observed:
-            return []
-        flag = observed.get("is_shift") is True
-        overall = {**observed, "n": observed.get("n_benchmark", ctx.overall_n), "changed": flag,
-                   "within_context_changed": flag, "change_p_value_adjusted": observed.get("p_value_adjusted"),
-                   "within_context_p_value_adjusted": observed.get("p_value_adjusted")}
-    metric = overall.get("metric") or ctx.metric
-    drop = _drop(overall.get("benchmark_value"), overall.get("production_value"), metric)
-    changed = overall.get("changed") is True
-    within = overall.get("within_context_changed") is True
-    if not changed or (drop or 0) <= 0:
+    metric = overall.metric or ctx.metric
+    drop = _drop(overall.benchmark_value, overall.production_value, metric)
+    within = overall.within_context_changed is True
+    if overall.changed is not True or (drop or 0) <= 0:
         return []
-    test = overall.get("change_test") if isinstance(overall.get("change_test"), Mapping) else {}
-    diff_ci = overall.get("change_difference_ci") or get(test, "details", "difference_ci")
-    lo, hi = ci_pair(diff_ci)
+    test = overall.change_test
+    lo, hi = interval_ends(overall.change_difference_ci or (test.details.get("difference_ci") if test else None))
     oriented = (lo, hi) if lower_is_better(metric) else ((-hi if hi is not None else None),
                                                          (-lo if lo is not None else None))
     method = {"two_proportion_z": "two-proportion z-test, Newcombe interval", "delong_z": "DeLong z-test",
-              "bootstrap": "bootstrap test"}.get(str(overall.get("change_method")), "change test")
+              "bootstrap": "bootstrap test"}.get(str(overall.change_method), "change test")
+    floor = overall.change_effect_floor if overall.change_effect_floor is not None else ctx.floor("performance_drop")
     statement = (f"With production labels, {metric_label(metric)} fell from "
-                 f"{fmt_metric(overall.get('benchmark_value'), overall.get('benchmark_ci'))} "
-                 f"({fmt_n(overall.get('n', ctx.overall_n))}) on the benchmark to "
-                 f"{fmt_metric(overall.get('production_value'), overall.get('production_ci'))} "
-                 f"({fmt_n(overall.get('n_production'))}) in production: a drop of {fmt_metric(drop, oriented)} "
-                 f"({method}, {fmt_p(overall.get('change_p_value_adjusted'), 'adjusted p')}; floor "
-                 f"{fmt_num(overall.get('change_effect_floor', ctx.floor('performance_drop')))}).")
-    within_p = overall.get("within_context_p_value_adjusted", overall.get("change_p_value_adjusted"))
-    if within and "change_test" not in get(audit, "overall", default={}):
+                 f"{fmt_metric(overall.benchmark_value, overall.benchmark_ci)} "
+                 f"({fmt_n(overall.n if overall.n is not None else ctx.overall_n)}) on the benchmark to "
+                 f"{fmt_metric(overall.production_value, overall.production_ci)} "
+                 f"({fmt_n(overall.n_production)}) in production: a drop of {fmt_metric(drop, oriented)} "
+                 f"({method}, {fmt_p(overall.change_p_value_adjusted, 'adjusted p')}; floor {fmt_num(floor)}).")
+    within_p = overall.within_context_p_value_adjusted
+    if within and test is None:
         pass  # only the within-context decision is recorded: nothing more to say about where the drop lies
     elif within:
         statement += (f" It remains within the contexts both datasets share ({fmt_p(within_p, 'adjusted p')}, after "
                       "reweighting to the production mix): what the model gets right has changed (concept shift).")
-    elif num(within_p) is None:
+    elif within_p is None:
         statement += (" It cannot be tested within shared contexts: production has too few rows in contexts the "
                       "benchmark covers, so the drop lies in what is new in production.")
     else:
         statement += (f" Within the contexts both datasets share it is not significant ({fmt_p(within_p, 'adjusted p')}):"
                       " the change of the context mix explains it.")
     statement += contradiction_sentence(estimate_checks(audit, ctx))
-    title = (f"{metric_label(metric)} dropped in production ({fmt_num(overall.get('benchmark_value'))} → "
-             f"{fmt_num(overall.get('production_value'))})")
-    evidence = {k: overall.get(k) for k in ("metric", "benchmark_value", "benchmark_ci", "production_value",
-                                            "production_ci", "n_production", "change_p_value_adjusted")}
+    title = (f"{metric_label(metric)} dropped in production ({fmt_num(overall.benchmark_value)} → "
+             f"{fmt_num(overall.production_value)})")
+    evidence = {"metric": overall.metric, "benchmark_value": overall.benchmark_value,
+                "benchmark_ci": overall.benchmark_ci, "production_value": overall.production_value,
+                "production_ci": overall.production_ci, "n_production": overall.n_production,
+                "change_p_value_adjusted": overall.change_p_value_adjusted}
     evidence.update(drop=drop, drop_ci=list(oriented), within_context=within, located=not within, gap_measured=True,
                     severity_basis=f"all of production × measured drop {drop:.3f}")
-    decision = make_decision(f"{metric} difference (benchmark − production)", drop, test=str(overall.get("change_method")),
-                             p_value_adjusted=overall.get("change_p_value_adjusted"), interval=list(oriented),
-                             n=(num(overall.get("n")) or 0) + (num(overall.get("n_production")) or 0),
-                             rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and drop ≥ the floor "
-                                  f"{fmt_num(overall.get('change_effect_floor', ctx.floor('performance_drop')))}")
+    decision = make_decision(f"{metric} difference (benchmark − production)", drop, test=str(overall.change_method),
+                             p_value_adjusted=overall.change_p_value_adjusted, interval=list(oriented),
+                             n=(overall.n or 0) + (overall.n_production or 0),
+                             rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and drop ≥ the floor {fmt_num(floor)}")
     return [make_limitation("concept_shift", None, title, statement, drop, evidence, subject="all",
                             decision=decision)]
 
 
-def _concept_shift(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+def _concept_shift(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
     found = _overall_drop(audit, ctx)
-    for s in as_list(get(audit, "slices")):
-        metric = s.get("metric") or ctx.metric
-        drop = _drop(s.get("benchmark_value"), s.get("production_value"), metric)
+    for s in audit.slices:
+        metric = s.metric or ctx.metric
+        drop = _drop(s.benchmark_value, s.production_value, metric)
         # SliceResult: p_value_adjusted tests benchmark vs production; ``changed`` is the decision.
-        flag = s.get("changed")
-        if flag is not True or (drop or 0) <= 0 or str(s.get("status", "ok")) != "ok":
+        if s.changed is not True or (drop or 0) <= 0 or s.status != "ok":
             continue
-        share, _ = slice_shares(SliceRecord.model_validate(s), ctx)
-        name = shorten(s.get("title") or s.get("name"))
+        share, _ = slice_shares(s, ctx)
+        name = shorten(s.title or s.name)
         statement = (f"Within {name}, {metric_label(metric)} fell from "
-                     f"{fmt_metric(s.get('benchmark_value'), s.get('benchmark_ci'))} ({fmt_n(s.get('n_benchmark'))}) "
-                     f"on the benchmark to {fmt_metric(s.get('production_value'), s.get('production_ci'))} "
-                     f"({fmt_n(s.get('n_production'))}) in production "
-                     f"({fmt_p(s.get('p_value_adjusted'), 'adjusted p')}); this context is "
+                     f"{fmt_metric(s.benchmark_value, s.benchmark_ci)} ({fmt_n(s.n_benchmark)}) "
+                     f"on the benchmark to {fmt_metric(s.production_value, s.production_ci)} "
+                     f"({fmt_n(s.n_production)}) in production "
+                     f"({fmt_p(s.p_value_adjusted, 'adjusted p')}); this context is "
                      f"{fmt_share(share)} of production.")
         title = f"{metric_label(metric)} dropped on {name} in production"
         evidence = {"metric": metric, "drop": drop, "production_share": share,
-                    "p_value_adjusted": num(s.get("p_value_adjusted")), "value": num(s.get("production_value")),
-                    "ci": s.get("production_ci"),
+                    "p_value_adjusted": s.p_value_adjusted, "value": s.production_value, "ci": s.production_ci,
                     "severity_basis": f"production share {share or 0:.3f} × drop {drop:.3f}"}
         decision = make_decision(f"{metric} difference (benchmark − production) on the slice", drop,
-                                 test="change test", p_value_adjusted=s.get("p_value_adjusted"),
-                                 interval=s.get("production_ci"), n=s.get("n_production"),
+                                 test="change test", p_value_adjusted=s.p_value_adjusted,
+                                 interval=s.production_ci, n=s.n_production,
                                  rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and drop ≥ the floor "
                                       f"{fmt_num(ctx.floor('performance_drop'))}")
-        found.append(make_limitation("concept_shift", str(s.get("name")), title, statement,
-                                     (share or 0.0) * drop, evidence, definition=s.get("definition"),
-                                     decision=decision))
+        found.append(make_limitation("concept_shift", s.name, title, statement, (share or 0.0) * drop, evidence,
+                                     definition=s.definition, decision=decision))
     return found
 
 
-def _majority_baseline(audit: Mapping, ctx: RankingContext) -> tuple[str, float] | None:
+def _majority_baseline(audit: AuditEvidence, ctx: RankingContext) -> tuple[str, float] | None:
     """``(class, share)`` of the benchmark's majority class when the primary metric is accuracy and its CI
     does not lie above that share: the model is then not credibly better than always predicting it, and a
     high accuracy reflects class imbalance, not a saturated benchmark."""
-    prior = get(audit, "label", "benchmark_prior")
-    if ctx.metric != "accuracy" or not isinstance(prior, Mapping) or not prior:
+    prior = audit.label.benchmark_prior
+    if ctx.metric != "accuracy" or not prior:
         return None
-    cls, share = max(((str(k), num(v)) for k, v in prior.items()), key=lambda kv: kv[1] or 0.0)
-    low = ci_pair(ctx.overall_ci)[0]
+    cls, share = max(prior.items(), key=lambda kv: kv[1] or 0.0)
+    low = interval_ends(ctx.overall_ci)[0]
     bound = ctx.overall_value if low is None else low
     return (cls, share) if share is not None and bound is not None and bound <= share else None
 
 
 def _within_sampling_error_of_threshold(ctx: RankingContext) -> bool:
     """The point value passes the saturation threshold but the one saturation rule (the interval's) does not."""
-    low, high = ci_pair(ctx.overall_ci)
+    low, high = interval_ends(ctx.overall_ci)
     return not saturated(ctx.metric, low, high, threshold=ctx.saturation_threshold)
 
 
-def saturation_note(audit: Mapping, ctx: RankingContext) -> dict[str, str] | None:
+def saturation_note(audit: AuditEvidence, ctx: RankingContext) -> dict[str, str] | None:
     """An audit note when the saturation rule is withheld: accuracy only matches the majority class, or the
     benchmark's interval reaches below the threshold (too few rows to call it saturated)."""
     value, baseline = ctx.overall_value, _majority_baseline(audit, ctx)
@@ -324,7 +236,7 @@ def saturation_note(audit: Mapping, ctx: RankingContext) -> dict[str, str] | Non
                       f"not saturation; a class-balanced metric (sensitivity, balanced accuracy) says more."}
 
 
-def _saturation(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+def _saturation(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
     value = ctx.overall_value
     if value is None or not ctx.higher_is_better or value < ctx.saturation_threshold:
         return []
@@ -347,11 +259,9 @@ def _saturation(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
                                                         "majority-class share"))]
 
 
-def label_findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
-    label = get(audit, "label", default={})
-    found = _label_shift(label, ctx) if isinstance(label, Mapping) else []
-    found += _concept_shift(audit, ctx)
-    lq = get(audit, "label_quality")
-    if isinstance(lq, Mapping):
-        found += label_quality_findings(lq, ctx)
+def label_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+    """Label shift, concept shift (overall and per slice), label quality and benchmark saturation."""
+    found = _label_shift(audit.label, ctx) + _concept_shift(audit, ctx)
+    if audit.label_quality is not None:
+        found += label_quality_findings(audit.label_quality, ctx)
     return found + _saturation(audit, ctx)

@@ -19,6 +19,7 @@ from reports.formatting import (
     shorten,
 )
 from reports.records import KIND_LABELS
+from reports.result import EstimatedPerformance
 
 __all__ = ["MISSING", "TABLE_CAP", "ROW_CAP", "DIST_CAP", "covariate", "label", "context", "slices", "plan",
            "capped", "trusted_svg", "generated_text"]
@@ -151,7 +152,8 @@ def label(audit: Mapping) -> dict:
                                                 lab.get("production_prior_estimate") or {},
                                                 observed=lab.get("observed_prior"))),
         "estimates": [{"method": m, "value": fmt_metric(v, (lo, hi), missing=MISSING)}
-                      for m, v, lo, hi in performance_estimates(estimated, metric_name)][:TABLE_CAP],
+                      for m, v, lo, hi in performance_estimates(EstimatedPerformance.model_validate(estimated),
+                                                                metric_name)][:TABLE_CAP],
         "estimate_metric": metric_label(metric_name),
         "contradictions": [f"The label-free estimate {fmt_metric(c.get('estimate'), c.get('ci'))} "
                            f"({shorten(c.get('method'), 40)}) contradicts the observed {fmt_num(c.get('observed'))}: "

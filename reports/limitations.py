@@ -28,7 +28,6 @@ from reports.findings_inputs import covariate_findings
 from reports.findings_labels import label_findings
 from reports.formatting import fmt_num, metric_label
 from reports.grouping import Relation, fold
-from reports.reading import legacy
 from reports.result import AuditEvidence, as_evidence
 from reports.records import (
     SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order,
@@ -41,19 +40,19 @@ GATE_LEVELS = ("shift", "low", "medium", "high")
 
 
 
-def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = None,
+def rank_limitations(audit: AuditEvidence | Mapping, *, saturation_threshold: float | None = None,
                      alpha: float | None = None, priors: SeverityPriors | None = None) -> list[Limitation]:
     """Rank the audit's supported findings by severity score, highest first.
 
     Parameters
     ----------
-    audit : mapping
-        The AuditResult as JSON-ready data (fields in ``reports/SCHEMA.md``).
+    audit : AuditEvidence, AuditResult or its JSON
+        The audit (fields in ``reports/SCHEMA.md``); JSON is validated first.
     saturation_threshold : float, optional
         Primary-metric value at or above which the benchmark counts as saturated; default
-        ``audit["parameters"]["saturation_threshold"]``, else 0.8.
+        ``audit.parameters.saturation_threshold``, else 0.8.
     alpha : float, optional
-        Significance level for adjusted p-values; default ``audit["parameters"]["alpha"]``, else 0.05.
+        Significance level for adjusted p-values; default ``audit.parameters.alpha``.
     priors : SeverityPriors, optional
         Gaps assumed where none can be measured.
 
@@ -62,7 +61,7 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     list of Limitation
         Ranks 1..n; ties in score are broken by kind (the order of ``KINDS``) and then by slice name.
     """
-    audit = legacy(audit)
+    audit = as_evidence(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
     found = [lim for lim in _findings(audit, ctx) if decided(lim)]
     found = _locate_overall_drop(found)
@@ -70,10 +69,9 @@ def rank_limitations(audit: Mapping, *, saturation_threshold: float | None = Non
     return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
 
 
-def _findings(audit: Mapping, ctx: RankingContext) -> list[Limitation]:
+def _findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
     """Every finding the sections support: rows (slices, contexts, mix), inputs, labels."""
-    evidence = as_evidence(audit)
-    return data_findings(evidence, ctx) + covariate_findings(evidence, ctx) + label_findings(audit, ctx)
+    return data_findings(audit, ctx) + covariate_findings(audit, ctx) + label_findings(audit, ctx)
 
 
 def decided(lim: Limitation) -> bool:
@@ -82,10 +80,10 @@ def decided(lim: Limitation) -> bool:
     return d is not None and bool(d.rule) and (bool(d.test) or d.interval is not None)
 
 
-def undecided_notes(audit: Mapping, *, saturation_threshold: float | None = None,
+def undecided_notes(audit: AuditEvidence | Mapping, *, saturation_threshold: float | None = None,
                     alpha: float | None = None) -> list[dict[str, str]]:
     """Audit notes for the findings that :func:`rank_limitations` left out for want of a test or interval."""
-    audit = legacy(audit)
+    audit = as_evidence(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=None)
     return [{"part": f"{lim.kind.replace('_', ' ')}: {lim.title}"[:200],
              "reason": "stated as a note, not a limitation: no test or interval decides it. " + lim.statement}

@@ -12,6 +12,7 @@ from detectors import metric_registry
 from detectors.metric_registry import METRIC_REGISTRY, is_proportion, lower_is_better, saturated
 from reports.findings_labels import label_findings
 from reports.records import RankingContext
+from reports.result import as_evidence
 from service.rounds import stats as round_stats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +102,7 @@ def _audit_flags_saturation(metric: str, value: float, ci: tuple[float, float], 
     audit = {"overall": {"metric": metric, "benchmark_value": value, "benchmark_ci": list(ci), "n": 2000},
              "parameters": {"alpha": 0.05}, "benchmark": {"n_rows": 2000}, "label": {}}
     ctx = RankingContext.from_audit(audit, saturation_threshold=threshold, alpha=0.05, priors=None)
-    return any(lim.kind == "benchmark_saturation" for lim in label_findings(audit, ctx))
+    return any(lim.kind == "benchmark_saturation" for lim in label_findings(as_evidence(audit), ctx))
 
 
 @pytest.mark.parametrize("metric", ["accuracy", "balanced_accuracy", "sensitivity"])

@@ -77,13 +77,14 @@ def test_accuracy_that_only_matches_the_majority_class_is_not_saturation(audit):
     "no relapse" scores (0.84); calling that benchmark saturated would be wrong, so a note says why not."""
     from reports.findings_labels import saturation_note
     from reports.records import RankingContext
+    from reports.result import as_evidence
 
     audit["parameters"]["primary_metric"] = "accuracy"
     audit["overall"].update({"metric": "accuracy", "benchmark_value": 0.82, "benchmark_ci": [0.79, 0.84]})
     audit["label"]["benchmark_prior"] = {"0": 0.84, "1": 0.16}
 
     def note():
-        return saturation_note(audit, RankingContext.from_audit(audit, saturation_threshold=None, alpha=None,
+        return saturation_note(as_evidence(audit), RankingContext.from_audit(audit, saturation_threshold=None, alpha=None,
                                                                 priors=None))
 
     assert not _by_kind(rank_limitations(audit), "benchmark_saturation")

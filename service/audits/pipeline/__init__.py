@@ -21,7 +21,6 @@ from reports import plan_next_round, render_html, render_markdown, to_csv, to_js
 from reports.evidently_page import evidently_page_html
 from reports.findings_labels import saturation_note
 from reports.limitations import undecided_notes
-from reports.reading import legacy
 from reports.records import RankingContext
 from reports.result import AuditEvidence, AuditResult, Note
 from service.audits.pipeline import mix, overall, reference, slicing, stages
@@ -284,7 +283,7 @@ def _ranking_notes(evidence: AuditEvidence, ctx: stages.StageContext) -> list[di
     """Rules of the ranking that were deliberately not applied, so the user is not left guessing."""
     threshold = ctx.options.get("saturation_threshold")
     rank_ctx = RankingContext.from_audit(evidence, saturation_threshold=threshold, alpha=ctx.alpha, priors=None)
-    note = saturation_note(legacy(evidence), rank_ctx)
+    note = saturation_note(evidence, rank_ctx)
     undecided = undecided_notes(evidence, saturation_threshold=threshold, alpha=ctx.alpha)
     return ([] if note is None else [note]) + undecided
 

@@ -14,9 +14,8 @@ from detectors.base import to_jsonable
 from detectors.metric_change import metric_change_test
 from detectors.slices import METRIC_ALIASES
 from reports.findings_labels import estimate_checks
-from reports.reading import legacy
 from reports.records import RankingContext
-from reports.result import AuditEvidence, LabelSection, Overall
+from reports.result import AuditEvidence, Overall
 from service.audits.pipeline.stage_context import Outputs, StageContext
 
 __all__ = ["overall_change", "with_overall_change", "with_estimate_checks"]
@@ -63,6 +62,5 @@ def with_estimate_checks(evidence: AuditEvidence, alpha: float) -> AuditEvidence
     """``label.estimate_checks``: each label-free estimate against the observed production metric, flagged
     ``contradicts`` when the observed value lies outside its interval (the report says so)."""
     rank_ctx = RankingContext.from_audit(evidence, saturation_threshold=None, alpha=alpha, priors=None)
-    checks = estimate_checks(legacy(evidence), rank_ctx)
-    label = LabelSection.model_validate({**evidence.label.model_dump(), "estimate_checks": checks})
+    label = evidence.label.model_copy(update={"estimate_checks": estimate_checks(evidence, rank_ctx)})
     return evidence.model_copy(update={"label": label})
