@@ -23,11 +23,11 @@ from typing import Any
 from detectors.base import Result
 from reports.formatting import lower_is_better
 from reports.measured import measured_overall
-from reports.result import AuditEvidence, Decision, ShiftTest, as_evidence
+from reports.result import AuditEvidence, Decision, as_evidence
 
 __all__ = [
     "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
-    "HIGH_SCORE", "MEDIUM_SCORE", "STANDING_KINDS", "rank_order", "severity_label", "SEVERITY_ORDER", "flagged", "finding_key",
+    "HIGH_SCORE", "MEDIUM_SCORE", "STANDING_KINDS", "rank_order", "severity_label", "SEVERITY_ORDER", "finding_key",
     "make_decision", "claim_of", "CLAIMS",
 ]
 
@@ -203,12 +203,6 @@ def _recorded_priors(recorded: Mapping[str, float | None]) -> SeverityPriors:
     """The severity priors the audit recorded in its parameters (so re-ranking a stored result agrees)."""
     known = {f for f in SeverityPriors.__dataclass_fields__}
     return SeverityPriors(**{k: float(v) for k, v in recorded.items() if k in known and v is not None})
-
-
-def flagged(test: ShiftTest) -> bool:
-    """Did the detector flag this test? ``reports`` never re-decides (the decision rule lives in
-    ``detectors``); a test that did not run flags nothing."""
-    return test.flagged
 
 
 def finding_key(kind: str, definition: str | None = None, subject: str | None = None) -> str:
