@@ -6,7 +6,8 @@ import importlib
 
 import pytest
 
-MODULES = ["reports.formatting", "reports.limitations", "reports.next_round", "reports.selection", "reports.markdown"]
+MODULES = ["reports.formatting", "reports.limitations", "reports.next_round", "reports.selection", "reports.markdown",
+           "reports.derived_note", "reports.distribution_charts"]
 
 
 @pytest.mark.parametrize("name", MODULES)
