@@ -14,7 +14,8 @@ import re
 import textwrap
 from collections.abc import Mapping, Sequence
 
-from reports.formatting import ci_pair, metric_label, num, shorten
+from reports.formatting import metric_label, shorten
+from reports.result import PriorEstimate, ShiftTest, SliceRecord
 
 __all__ = ["slice_chart", "prior_chart", "drift_chart", "clean_svg", "wrap_label"]
 
@@ -79,9 +80,8 @@ def _attr(text: str) -> str:
     return (text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
-def _interval(ax, y, value, ci, colour, marker, label):
-    lo, hi = ci_pair(ci)
-    value = num(value)
+def _interval(ax, y, value, bounds, colour, marker, label):
+    lo, hi = bounds or (None, None)
     if value is None:
         return
     if lo is not None and hi is not None:
@@ -106,14 +106,14 @@ def _legend(ax, weak: bool, production: bool, overall: bool) -> None:
                      handletextpad=0.3, columnspacing=1.2)
 
 
-def _slice_label(s: Mapping) -> str:
-    label = wrap_label(s.get("title") or s.get("name"))
-    if num(s.get("benchmark_value")) is None:
-        label += "\n(production only)" if num(s.get("production_value")) is not None else "\n(not measured)"
+def _slice_label(s: SliceRecord) -> str:
+    label = wrap_label(s.title or s.name)
+    if s.benchmark_value is None:
+        label += "\n(production only)" if s.production_value is not None else "\n(not measured)"
     return label
 
 
-def slice_chart(slices: Sequence[Mapping], *, overall_value=None, metric: str = "metric",
+def slice_chart(slices: Sequence[SliceRecord], *, overall_value: float | None = None, metric: str = "metric",
                 highlight: Sequence[str] = (), max_slices: int = 20) -> str:
     """Forest plot: each slice's benchmark metric (and production metric, when labelled) with
     its 95 % CI against the overall benchmark value; slices named in ``highlight`` in red.
@@ -121,9 +121,8 @@ def slice_chart(slices: Sequence[Mapping], *, overall_value=None, metric: str = 
     Every slice gets a row: one measured only in production is drawn with its production point
     and marked "(production only)"; one measured nowhere is listed as "(not measured)".
     Labels wrap over up to four lines instead of being cut."""
-    rows = [s for s in slices if isinstance(s, Mapping) and s.get("name") is not None][:max_slices]
-    if not any(num(s.get("benchmark_value")) is not None or num(s.get("production_value")) is not None
-               for s in rows):
+    rows = list(slices[:max_slices])
+    if not any(s.benchmark_value is not None or s.production_value is not None for s in rows):
         return ""
     marked = set(map(str, highlight))
     labels = [_slice_label(s) for s in rows]
@@ -135,38 +134,33 @@ def slice_chart(slices: Sequence[Mapping], *, overall_value=None, metric: str = 
 
     def draw(ax):
         for s, y in zip(rows, centres):
-            weak = str(s.get("name")) in marked
-            both = num(s.get("production_value")) is not None and num(s.get("benchmark_value")) is not None
-            _interval(ax, y + (0.05 if both else 0), s.get("benchmark_value"), s.get("benchmark_ci"),
-                      RED if weak else BLUE, "o", None)
-            _interval(ax, y - (0.05 if both else 0), s.get("production_value"), s.get("production_ci"),
-                      ORANGE, "s", None)
+            weak = s.name in marked
+            both = s.production_value is not None and s.benchmark_value is not None
+            _interval(ax, y + (0.05 if both else 0), s.benchmark_value, s.benchmark_ci, RED if weak else BLUE, "o", None)
+            _interval(ax, y - (0.05 if both else 0), s.production_value, s.production_ci, ORANGE, "s", None)
         ax.set_yticks(centres, labels)
         for tick, s in zip(ax.get_yticklabels(), rows):
-            tick.set_color(RED if str(s.get("name")) in marked else INK)
+            tick.set_color(RED if s.name in marked else INK)
             tick.set_linespacing(1.05)
-        if num(overall_value) is not None:
-            ax.axvline(num(overall_value), color=GREY, linestyle="--", linewidth=1)
+        if overall_value is not None:
+            ax.axvline(overall_value, color=GREY, linestyle="--", linewidth=1)
         ax.set_ylim(-top - 0.05, 0.05)
         ax.set_xlabel(f"{metric_label(metric)} with 95 % CI")
         ax.grid(axis="x", color="#eef0f3", linewidth=0.8)
         ax.set_axisbelow(True)
-        _legend(ax, any(str(s.get("name")) in marked for s in rows),
-                any(num(s.get("production_value")) is not None for s in rows), num(overall_value) is not None)
+        _legend(ax, any(s.name in marked for s in rows), any(s.production_value is not None for s in rows),
+                overall_value is not None)
 
     return _render(draw, 10.0, 0.9 + top, f"{metric_label(metric)} per slice with 95% confidence intervals")
 
 
-def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_classes: int = 20,
-                observed: Mapping | None = None) -> str:
-    """Benchmark class shares against the estimated production shares with their CIs, and the
-    observed production shares (``{class: share}``) when production is labelled."""
-    if not isinstance(benchmark_prior, Mapping) or not isinstance(production_estimate, Mapping):
-        return ""
-    seen = {str(k): num(v) for k, v in observed.items()} if isinstance(observed, Mapping) else {}
-    classes = [str(c) for c in production_estimate if isinstance(production_estimate[c], Mapping)]
-    bench = {str(k): num(v) for k, v in benchmark_prior.items()}
-    classes.sort(key=lambda c: -abs((num(production_estimate[c].get("estimate")) or 0) - (bench.get(c) or 0)))
+def prior_chart(benchmark_prior: Mapping[str, float | None], production_estimate: Mapping[str, PriorEstimate], *,
+                max_classes: int = 20, observed: Mapping[str, float | None] | None = None) -> str:
+    """Benchmark class shares (``label.benchmark_prior``) against the estimated production shares with their
+    CIs (``label.production_prior_estimate``), and the observed production shares when production is labelled."""
+    seen, bench = dict(observed or {}), dict(benchmark_prior)
+    classes = list(production_estimate)
+    classes.sort(key=lambda c: -abs((production_estimate[c].estimate or 0) - (bench.get(c) or 0)))
     classes = classes[:max_classes]
     if not classes:
         return ""
@@ -179,7 +173,7 @@ def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_c
             if bench.get(c) is not None:
                 ax.plot([bench[c]], [y + (0.2 if seen else 0.12)], "o", color=BLUE, markersize=5, label="benchmark" if i == 0 else None)
             est = production_estimate[c]
-            _interval(ax, y - (0.02 if seen else 0.15), est.get("estimate"), est, ORANGE, "s",
+            _interval(ax, y - (0.02 if seen else 0.15), est.estimate, (est.ci_low, est.ci_high), ORANGE, "s",
                       "production estimate" if i == 0 else None)
             if seen.get(c) is not None:
                 ax.plot([seen[c]], [y - 0.24], "D", color=GREEN, markersize=5, markerfacecolor="none",
@@ -197,11 +191,11 @@ def prior_chart(benchmark_prior: Mapping, production_estimate: Mapping, *, max_c
     return _render(draw, 5.2, 0.9 + 0.3 * len(classes), "Class shares: benchmark versus production estimate")
 
 
-def drift_chart(features: Sequence[Mapping], *, top: int = 15) -> str:
+def drift_chart(features: Sequence[ShiftTest], *, top: int = 15) -> str:
     """Effect sizes of the features with the largest effects; drifted ones in red, each
     feature's practical floor as a grey tick."""
-    rows = [f for f in features if isinstance(f, Mapping) and num(f.get("effect_size")) is not None]
-    rows.sort(key=lambda f: (not f.get("drifted") is True, -num(f.get("effect_size"))))
+    rows = [f for f in features if f.effect_size is not None]
+    rows.sort(key=lambda f: (not f.drifted, -f.effect_size))
     rows = rows[:top]
     if not rows:
         return ""
@@ -209,14 +203,14 @@ def drift_chart(features: Sequence[Mapping], *, top: int = 15) -> str:
     def draw(ax):
         n = len(rows)
         ys = list(range(n - 1, -1, -1))
-        values = [num(f.get("effect_size")) for f in rows]
-        colours = [RED if f.get("drifted") is True else "#93c5fd" for f in rows]
+        values = [f.effect_size for f in rows]
+        colours = [RED if f.drifted else "#93c5fd" for f in rows]
         ax.barh(ys, values, color=colours, height=0.6)
         for y, f in zip(ys, rows):
-            floor = num(f.get("effect_floor"))
+            floor = f.effect_floor
             if floor is not None:
                 ax.plot([floor, floor], [y - 0.38, y + 0.38], color=INK, linewidth=1.2)
-        ax.set_yticks(ys, [_label(f.get("name"), 30) for f in rows])
+        ax.set_yticks(ys, [_label(f.name, 30) for f in rows])
         ax.set_ylim(-0.7, n - 0.3)
         ax.set_xlabel("effect size (bar) and practical floor (tick); red = drifted")
         ax.grid(axis="x", color="#eef0f3", linewidth=0.8)

@@ -5,10 +5,11 @@ benchmark/production references carry them (``derived_context``: context -> the 
 extractor and its version). A reader should know that ``illumination`` was measured from pixels,
 not recorded by a person.
 
->>> audit = {"benchmark": {"derived_context": {"illumination": {"from": "img_brightness",
-...     "extractor": "imagecontext.pixel_stats", "extractor_version": "2"}}},
-...     "production": {"derived_context": {"illumination": {"from": "img_brightness",
-...     "extractor": "imagecontext.pixel_stats", "extractor_version": "2"}}}}
+>>> from reports.result import AuditEvidence
+>>> derived = {"illumination": {"from": "img_brightness", "extractor": "imagecontext.pixel_stats",
+...                             "extractor_version": "2"}}
+>>> audit = AuditEvidence.model_validate({"benchmark": {"derived_context": derived},
+...                                       "production": {"derived_context": derived}})
 >>> derived_note(audit)
 'Derived from the images (imagecontext version 2), not recorded: illumination (from img_brightness, by imagecontext.pixel_stats) in benchmark and production.'
 """
@@ -16,24 +17,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reports.formatting import get, shorten
+from reports.formatting import shorten
+from reports.result import AuditEvidence
 
 __all__ = ["derived_note"]
 
 _SHOWN = 12  # contexts named; a pack has a handful
 
 
-def _derived(audit: Mapping, side: str) -> dict:
-    found = get(audit, side, "derived_context")
-    return dict(found) if isinstance(found, Mapping) else {}
-
-
-def derived_note(audit: Mapping) -> str | None:
+def derived_note(audit: AuditEvidence) -> str | None:
     """The sentence, or ``None`` when no context value of either side was derived."""
-    sides = {side: _derived(audit, side) for side in ("benchmark", "production")}
+    sides = {"benchmark": audit.benchmark.derived_context or {}, "production": audit.production.derived_context or {}}
     names = list(dict.fromkeys([*sides["benchmark"], *sides["production"]]))
     if not names:
         return None
+    # each context's entry is an open record written by the extractor: read what it holds
     versions = sorted({str(info.get("extractor_version")) for d in sides.values() for info in d.values()
                        if isinstance(info, Mapping) and info.get("extractor_version")})
     parts = []

@@ -5,7 +5,8 @@ Hand-written SVG rather than matplotlib: a panel is 2–4 kB instead of ~20 kB, 
 a dozen drifted features on wide data stays far under 1 MB, and nothing heavy is imported.
 Every user string (category names) is XML-escaped here; numbers are formatted by
 :mod:`reports.formatting`. Shares are per side (a bar is the share of that dataset's non-missing
-rows), so datasets of different sizes compare directly.
+rows), so datasets of different sizes compare directly. A summary stays an open mapping in the
+AuditResult (``covariate.distributions``), which the model does not check, so its numbers are checked here.
 
 >>> d = {"type": "numeric", "edges": [0, 1, 2], "benchmark": [3, 1], "production": [1, 3],
 ...      "n": {"benchmark": 4, "production": 4}}
@@ -18,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from html import escape
 
-from reports.formatting import fmt_share, fmt_value, num, shorten
+from reports.formatting import fmt_share, fmt_value, shorten
+from reports.result.base import finite
 
 __all__ = ["histogram_svg", "distribution_note"]
 
@@ -27,16 +29,22 @@ WIDTH, PLOT_H, PAD_L, PAD_R, PAD_T, PAD_B = 340, 110, 40, 10, 8, 26
 ROW_H, LABEL_W = 18, 120
 
 
+def _amount(value) -> float | None:
+    """A count or bin edge of the payload as a finite float; ``None`` when it is anything else."""
+    value = finite(value)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _counts(d: Mapping, side: str) -> list[float]:
     values = d.get(side)
     if not isinstance(values, (list, tuple)):
         return []
-    return [max(num(v) or 0.0, 0.0) for v in values]
+    return [max(_amount(v) or 0.0, 0.0) for v in values]
 
 
 def _shares(d: Mapping, side: str) -> list[float]:
     counts = _counts(d, side)
-    extra = sum(max(num((d.get(k) or {}).get(side)) or 0.0, 0.0) for k in ("below", "above", "other")
+    extra = sum(max(_amount((d.get(k) or {}).get(side)) or 0.0, 0.0) for k in ("below", "above", "other")
                 if isinstance(d.get(k), Mapping))
     total = sum(counts) + extra
     return [c / total for c in counts] if total > 0 else [0.0] * len(counts)
@@ -48,7 +56,7 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 1
 
 
 def _numeric(d: Mapping) -> str:
-    edges = [num(e) for e in d.get("edges") or []]
+    edges = [_amount(e) for e in d.get("edges") or []]
     bench, prod = _shares(d, "benchmark"), _shares(d, "production")
     k = len(edges) - 1
     if k < 1 or None in edges or len(bench) != k or len(prod) != k:
@@ -76,11 +84,11 @@ def _categorical(d: Mapping) -> str:
     categories = [str(c) for c in d.get("categories") or []]
     bench, prod = _shares(d, "benchmark"), _shares(d, "production")
     other = d.get("other") if isinstance(d.get("other"), Mapping) else {}
-    if any((num(other.get(side)) or 0) > 0 for side in ("benchmark", "production")):
-        totals = {side: sum(_counts(d, side)) + (num(other.get(side)) or 0) for side in ("benchmark", "production")}
+    if any((_amount(other.get(side)) or 0) > 0 for side in ("benchmark", "production")):
+        totals = {side: sum(_counts(d, side)) + (_amount(other.get(side)) or 0) for side in ("benchmark", "production")}
         categories.append("(other)")
-        bench.append((num(other.get("benchmark")) or 0) / totals["benchmark"] if totals["benchmark"] else 0.0)
-        prod.append((num(other.get("production")) or 0) / totals["production"] if totals["production"] else 0.0)
+        bench.append((_amount(other.get("benchmark")) or 0) / totals["benchmark"] if totals["benchmark"] else 0.0)
+        prod.append((_amount(other.get("production")) or 0) / totals["production"] if totals["production"] else 0.0)
     if not categories or len(bench) != len(categories) or len(prod) != len(categories):
         return ""
     top = max(bench + prod) or 1.0
@@ -121,7 +129,7 @@ def distribution_note(summary: Mapping) -> str:
     for key, what in (("below", "below the range shown"), ("above", "above the range shown"),
                       ("missing", "missing")):
         part = summary.get(key) if isinstance(summary.get(key), Mapping) else {}
-        b, p = int(num(part.get("benchmark")) or 0), int(num(part.get("production")) or 0)
+        b, p = int(_amount(part.get("benchmark")) or 0), int(_amount(part.get("production")) or 0)
         if b or p:
             notes.append(f"{b:,} benchmark / {p:,} production rows {what}")
     return "; ".join(notes)

@@ -1,8 +1,8 @@
-"""Small, pure helpers shared by every renderer: tolerant reading of the AuditResult dict and
-plain-language number formatting (metrics with CIs, shares, p-values, sample sizes).
+"""Plain-language number formatting shared by every renderer: metrics with CIs, shares, p-values,
+sample sizes, a claim's decision.
 
-The AuditResult arrives as JSON-ready data, so any number may be ``None`` (JSON has no NaN) or,
-when the caller skipped serialisation, a float NaN. Everything here treats both as "unknown".
+The typed AuditResult holds finite numbers or ``None``; a formatter prints ``None`` (and, for values
+computed on the way, NaN or infinity) as unknown ("n/a") rather than failing.
 
 >>> fmt_metric(0.6123, (0.52, 0.7))
 '0.61 [0.52, 0.70]'
@@ -16,14 +16,14 @@ when the caller skipped serialisation, a float NaN. Everything here treats both 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from detectors.metric_registry import lower_is_better  # re-exported: the one answer to "is lower better?"
 from reports.result import Decision
 
 __all__ = [
-    "num", "get", "as_list", "ci_pair", "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
+    "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
     "fmt_p", "fmt_n", "metric_label", "effect_label", "lower_is_better", "shorten", "capitalise",
     "fmt_value", "fmt_seconds", "no_negative_zero", "fmt_mean", "fmt_decision",
 ]
@@ -40,8 +40,8 @@ _EFFECT_LABELS = {
 }
 
 
-def num(value: Any) -> float | None:
-    """``value`` as a finite float, else ``None`` (None, NaN, inf, strings, bools all give None)."""
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite float, else ``None``: what a formatter prints as "n/a"."""
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -51,44 +51,18 @@ def num(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def get(mapping: Any, *path: str, default: Any = None) -> Any:
-    """Walk nested mappings; any missing key or non-mapping on the way gives ``default``."""
-    current = mapping
-    for key in path:
-        if not isinstance(current, Mapping) or key not in current:
-            return default
-        current = current[key]
-    return default if current is None else current
-
-
-def as_list(value: Any) -> list:
-    """A list of mappings from ``value``; anything else (None, a scalar) gives ``[]``."""
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [v for v in value if isinstance(v, Mapping)]
-    return []
-
-
-def ci_pair(value: Any) -> tuple[float | None, float | None]:
-    """``[lo, hi]`` (list, tuple or ``{"ci_low", "ci_high"}``) as two optional floats."""
-    if isinstance(value, Mapping):
-        return num(value.get("ci_low")), num(value.get("ci_high"))
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and len(value) == 2:
-        return num(value[0]), num(value[1])
-    return None, None
-
-
 def no_negative_zero(text: str) -> str:
     """``"-0.00"`` → ``"0.00"``: a value that rounds to zero has no sign worth printing."""
     return text[1:] if text.startswith("-") and not text.strip("-0.,% ") else text
 
 
 def fmt_num(value: Any, digits: int = 2, missing: str = "n/a") -> str:
-    f = num(value)
+    f = _finite(value)
     return missing if f is None else no_negative_zero(f"{f:.{digits}f}")
 
 
-def fmt_ci(ci: Any, digits: int = 2) -> str:
-    lo, hi = ci_pair(ci)
+def fmt_ci(ci: Sequence[float | None] | None, digits: int = 2) -> str:
+    lo, hi = (ci[0], ci[1]) if ci is not None and len(ci) == 2 else (None, None)
     if lo is None or hi is None:
         return ""
     return f"[{fmt_num(lo, digits)}, {fmt_num(hi, digits)}]"
@@ -96,7 +70,7 @@ def fmt_ci(ci: Any, digits: int = 2) -> str:
 
 def fmt_metric(value: Any, ci: Any = None, digits: int = 2, missing: str = "n/a") -> str:
     """``0.61 [0.52, 0.70]``; the interval is omitted when unknown, ``missing`` when the value is."""
-    if num(value) is None:
+    if _finite(value) is None:
         return missing
     text = fmt_num(value, digits)
     interval = fmt_ci(ci, digits)
@@ -105,7 +79,7 @@ def fmt_metric(value: Any, ci: Any = None, digits: int = 2, missing: str = "n/a"
 
 def fmt_share(value: Any, missing: str = "n/a") -> str:
     """A proportion as a percentage; one decimal below 1 % so that small shares are not '0 %'."""
-    f = num(value)
+    f = _finite(value)
     if f is None:
         return missing
     pct = 100 * f
@@ -134,7 +108,7 @@ def fmt_value(value: Any) -> str:
 
 def fmt_mean(value: Any) -> str:
     """A column mean as people write it: ``1,998`` (a year), ``0.0675``, ``1,550``; never ``2e+03``."""
-    f = num(value)
+    f = _finite(value)
     if f is None:
         return "n/a"
     if abs(f) >= 100:
@@ -150,8 +124,6 @@ def fmt_decision(decision: Decision | None) -> str:
     ...                       test="two_proportion_z", p_value_adjusted=1e-9, n=2700, rule="adjusted p < α"))
     'accuracy difference 0.59 [0.55, 0.62]; two proportion z, adjusted p < 0.001; n=2,700. Rule: adjusted p < α.'
     """
-    if isinstance(decision, Mapping):  # TRANSITIONAL
-        decision = Decision.model_validate(decision)
     if decision is None or not decision.rule:
         return ""
     parts = [f"{(decision.statistic or 'statistic').replace('_', ' ')} {fmt_metric(decision.value, decision.interval)}"]
@@ -165,12 +137,12 @@ def fmt_decision(decision: Decision | None) -> str:
 
 def fmt_seconds(value: Any) -> str:
     """Seconds as recorded in the AuditResult's ``timings`` (three decimals), with the unit."""
-    f = num(value)
+    f = _finite(value)
     return "—" if f is None else f"{no_negative_zero(f'{f:.3f}')} s"
 
 
 def fmt_p(value: Any, name: str = "p") -> str:
-    f = num(value)
+    f = _finite(value)
     if f is None:
         return f"{name} n/a"
     if f < 0.001:
@@ -179,7 +151,7 @@ def fmt_p(value: Any, name: str = "p") -> str:
 
 
 def fmt_n(value: Any) -> str:
-    f = num(value)
+    f = _finite(value)
     return "n=n/a" if f is None else f"n={int(round(f)):,}"
 
 

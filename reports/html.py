@@ -19,24 +19,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reports import html_sections as sections
 from reports.formatting import (
-    as_list, capitalise, fmt_decision, fmt_metric, fmt_n, fmt_seconds, fmt_value, get, metric_label, num, shorten,
+    capitalise, fmt_decision, fmt_metric, fmt_n, fmt_seconds, fmt_value, metric_label, shorten,
 )
 from reports.html_sections import ROW_CAP, TABLE_CAP
 from reports.html_sections import generated_text as _generated
 from reports.limitations import verdict as compute_verdict
-from reports.reading import as_dict, is_local, legacy, pack_title
-from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors, claim_of
+from reports.reading import is_local, limitation_records, next_round_record, pack_title, recorded
+from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, Limitation, SeverityPriors
+from reports.result import AuditEvidence, LimitationRecord, NextRound, Parameters, Verdict, as_evidence
+
+if TYPE_CHECKING:
+    from reports.next_round import NextRoundPlan
 
 __all__ = ["render_html", "TABLE_CAP", "ROW_CAP"]
 
 LIMITATION_CAP = 30
 NAME_LIMIT, TEXT_LIMIT = 80, 2_000  # statements are generated: shown whole, bounded only against runaway names
 STATUS_BADGES = {"inconclusive": "Inconclusive", "no_shift": "No change detected"}
+SEVERITY_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
 
 
 @lru_cache(maxsize=1)
@@ -48,59 +52,46 @@ def _environment():
     return env
 
 
-def _limitations(audit: Mapping, limitations) -> list[dict]:
-    items = as_list(audit.get("limitations")) if limitations is None else [as_dict(lim) for lim in limitations]
-    items = [lim for lim in items if isinstance(lim, Mapping)]
-    return sorted(items, key=lambda lim: num(lim.get("rank")) or 0)
+def _verdict(audit: AuditEvidence, limitations, items: list[LimitationRecord]) -> Verdict:
+    if limitations is None and audit.verdict is not None:
+        return audit.verdict
+    return Verdict.model_validate(compute_verdict(audit, items))
 
 
-def _verdict(audit: Mapping, limitations, items: list[dict]) -> dict:
-    if limitations is None and isinstance(audit.get("verdict"), Mapping):
-        return dict(audit["verdict"])
-    records = [SimpleNamespace(kind=str(d.get("kind") or ""), severity=str(d.get("severity") or "low"),
-                               rank=d.get("rank") or 0, title=str(d.get("title") or ""), key=d.get("key"),
-                               claim=claim_of(d)) for d in items]
-    return compute_verdict(audit, records)
+def _limitation_row(lim: LimitationRecord) -> dict:
+    definition = lim.definition or lim.evidence.get("definition") or ""
+    return {"rank": lim.rank, "kind": KIND_LABELS.get(lim.kind, lim.kind), "severity": lim.severity,
+            "title": _generated(capitalise(lim.title or lim.statement), 240),
+            "statement": _generated(lim.statement, TEXT_LIMIT), "score": fmt_value(lim.score),
+            "basis": _generated(lim.evidence.get("severity_basis"), 160),
+            "definition": shorten(definition, 200), "key": shorten(lim.key, 80),
+            "claim": lim.claim, "decision": _generated(fmt_decision(lim.decision), 600)}
 
 
-def _limitation_row(lim: Mapping) -> dict:
-    title = str(lim.get("title") or lim.get("statement") or "")
-    evidence = lim.get("evidence") if isinstance(lim.get("evidence"), Mapping) else {}
-    definition = lim.get("definition") or evidence.get("definition") or ""
-    return {"rank": lim.get("rank"), "kind": KIND_LABELS.get(lim.get("kind"), str(lim.get("kind") or "")),
-            "severity": str(lim.get("severity") or "low"), "title": _generated(capitalise(title), 240),
-            "statement": _generated(lim.get("statement"), TEXT_LIMIT), "score": fmt_value(num(lim.get("score"))),
-            "basis": _generated(evidence.get("severity_basis"), 160),
-            "definition": shorten(definition, 200), "key": shorten(lim.get("key") or "", 80),
-            "claim": claim_of(lim), "decision": _generated(fmt_decision(lim.get("decision")), 600)}
-
-
-def _outranking_standing(v: Mapping, standing: Sequence[Mapping]) -> Mapping | None:
+def _outranking_standing(v: Verdict, standing: Sequence[Mapping]) -> Mapping | None:
     """The worst standing limitation when it is more severe than every change (named in the banner:
     an assumed change must not hide a measured weakness the benchmark shows as well)."""
-    order = {"none": 0, "low": 1, "medium": 2, "high": 3}
-    worst = max(standing, key=lambda r: order.get(r["severity"], 0), default=None)
-    if worst is None or order.get(worst["severity"], 0) <= order.get(str(v.get("severity") or "none"), 0):
+    worst = max(standing, key=lambda r: SEVERITY_ORDER.get(r["severity"], 0), default=None)
+    if worst is None or SEVERITY_ORDER.get(worst["severity"], 0) <= SEVERITY_ORDER.get(v.severity, 0):
         return None
     return worst
 
 
-def _verdict_view(v: Mapping) -> dict:
+def _verdict_view(v: Verdict) -> dict:
     """What the banner shows: a lead clause when changes were claimed (the top one is stated below it),
     else the whole summary; an inconclusive audit is never shown in the all-clear colour."""
-    severity = str(v.get("severity") or "none")
-    status = str(v.get("status") or ("shift" if v.get("shift_detected") else "no_shift"))
-    summary = str(v.get("summary") or "")
-    lead = summary.split(":")[0] if status == "shift" and v.get("changes") and ":" in summary else None
-    tone = "inconclusive" if status == "inconclusive" else severity
-    badge = STATUS_BADGES.get(status) if status == "inconclusive" or severity == "none" else None
-    return {"severity": severity, "status": status, "lead": lead, "summary": summary, "tone": tone, "badge": badge}
+    # results stored before ``status`` existed: the shift flag tells
+    status = recorded(v, "status") or ("shift" if v.shift_detected else "no_shift")
+    lead = v.summary.split(":")[0] if status == "shift" and v.changes and ":" in v.summary else None
+    tone = "inconclusive" if status == "inconclusive" else v.severity
+    badge = STATUS_BADGES.get(status) if status == "inconclusive" or v.severity == "none" else None
+    return {"severity": v.severity, "status": status, "lead": lead, "summary": v.summary, "tone": tone,
+            "badge": badge}
 
 
-def _headline(audit: Mapping, items: Sequence[Mapping]) -> dict:
-    metric_name = get(audit, "overall", "metric") or get(audit, "parameters", "primary_metric")
-    production = fmt_metric(get(audit, "overall", "production_value"), get(audit, "overall", "production_ci"),
-                            missing="")
+def _headline(audit: AuditEvidence, items: Sequence[LimitationRecord]) -> dict:
+    overall = audit.overall
+    production = fmt_metric(overall.production_value, overall.production_ci, missing="") if overall else ""
     production_note = "observed with production labels"
     if not production:
         estimates = sections.label(audit)["estimates"]
@@ -108,38 +99,40 @@ def _headline(audit: Mapping, items: Sequence[Mapping]) -> dict:
             production, production_note = "≈ " + estimates[0]["value"], f"label-free estimate ({estimates[0]['method']})"
         else:
             production, production_note = "not measured", "no production labels and no label-free estimate"
-    counts = {s: sum(1 for lim in items if lim.get("severity") == s) for s in ("high", "medium", "low")}
-    n_overall = get(audit, "overall", "n") or get(audit, "benchmark", "n_rows")
+    counts = {s: sum(1 for lim in items if lim.severity == s) for s in ("high", "medium", "low")}
+    n_overall = (overall.n if overall else None) or audit.benchmark.n_rows
     return {
-        "metric": metric_label(metric_name), "production": production, "production_note": production_note,
-        "benchmark": fmt_metric(get(audit, "overall", "benchmark_value"), get(audit, "overall", "benchmark_ci"),
-                                missing="not measured"),
-        "benchmark_n": fmt_n(n_overall) + ", " if num(n_overall) is not None else "",
-        "n_benchmark": fmt_n(get(audit, "benchmark", "n_rows"))[2:],
-        "n_production": fmt_n(get(audit, "production", "n_rows"))[2:],
-        "counts": counts, "shifts": [(name, _section_shift(audit, key)) for name, key in
-                                     (("Covariate", "covariate"), ("Label", "label"), ("Context", "semantic"))],
+        "metric": metric_label(audit.metric), "production": production, "production_note": production_note,
+        "benchmark": fmt_metric(overall.benchmark_value, overall.benchmark_ci, missing="not measured")
+        if overall else "not measured",
+        "benchmark_n": fmt_n(n_overall) + ", " if n_overall is not None else "",
+        "n_benchmark": fmt_n(audit.benchmark.n_rows)[2:],
+        "n_production": fmt_n(audit.production.n_rows)[2:],
+        "counts": counts, "shifts": [("Covariate", _covariate_shift(audit)), ("Label", _label_shift(audit)),
+                                     ("Context", _context_shift(audit))],
     }
 
 
-def _section_shift(audit: Mapping, key: str):
-    """A section's ``is_shift``, but ``None`` ("not tested") when none of its tests ran: "no shift" is a
-    finding only when something was tested."""
-    flag = get(audit, key, "is_shift")
-    if flag is True:
-        return True
-    section = get(audit, key, default={})
-    if not isinstance(section, Mapping):
-        return None
-    if key == "covariate":
-        tests = as_list(section.get("features")) + as_list(get(section, "outputs", "tests"))
-        tests += [section["multivariate"]] if isinstance(section.get("multivariate"), Mapping) else []
-    elif key == "semantic":
-        tests = as_list(section.get("contexts"))
-    else:
-        tests = [section] + ([section["observed_test"]] if isinstance(section.get("observed_test"), Mapping) else [])
-    ran = any(str(t.get("status", "ok")) == "ok" and num(t.get("p_value")) is not None for t in tests)
-    return flag if ran else None
+# A section's ``is_shift``, but ``None`` ("not tested") when none of its tests ran: "no shift" is a
+# finding only when something was tested.
+def _shift_if_tested(flag, ran: bool):
+    return True if flag is True else (flag if ran else None)
+
+
+def _covariate_shift(audit: AuditEvidence):
+    cov = audit.covariate
+    tests = [*cov.features, *(cov.outputs.tests if cov.outputs else []), *([cov.multivariate] if cov.multivariate else [])]
+    return _shift_if_tested(recorded(cov, "is_shift"), any(t.ran for t in tests))
+
+
+def _label_shift(audit: AuditEvidence):
+    lab = audit.label
+    ran = (lab.status == "ok" and lab.p_value is not None) or (lab.observed_test is not None and lab.observed_test.ran)
+    return _shift_if_tested(recorded(lab, "is_shift"), ran)
+
+
+def _context_shift(audit: AuditEvidence):
+    return _shift_if_tested(recorded(audit.semantic, "is_shift"), any(t.ran for t in audit.semantic.contexts))
 
 
 def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
@@ -151,9 +144,15 @@ def _flatten(value, prefix: str = "") -> list[tuple[str, str]]:
     return [(key, shorten(fmt_value(value), 160))]
 
 
-def _engine_note(engine) -> str | None:
+def _parameter_rows(params: Parameters) -> list[tuple[str, str]]:
+    """The options as the audit recorded them (defaults it did not record are not claimed), engine apart."""
+    given = params.model_dump(mode="json", exclude_unset=True)
+    return _flatten({k: v for k, v in given.items() if k != "engine"})[:60]
+
+
+def _engine_note(engine: Mapping[str, Any]) -> str | None:
     """One sentence on how a Dask-engine audit computed its numbers (the pandas engine needs none)."""
-    if not isinstance(engine, Mapping) or engine.get("name") != "dask":
+    if engine.get("name") != "dask":
         return None
     sample = engine.get("sample") or {}
     sketch = engine.get("sketch") or {}
@@ -167,29 +166,24 @@ def _engine_note(engine) -> str | None:
             f"production rows: {'; '.join(map(str, engine.get('sampled') or []))}.")
 
 
-def _priors(params: Mapping) -> dict:
+def _priors(params: Parameters) -> dict:
     """The gaps this audit assumed where none could be measured: as recorded, else the defaults."""
-    recorded = get(params, "severity_priors")
-    defaults = SeverityPriors()
-    source = recorded if isinstance(recorded, Mapping) else {}
-    values = {name: fmt_value(num(source.get(name)) if num(source.get(name)) is not None else getattr(defaults, name))
+    recorded_priors, defaults = params.severity_priors, SeverityPriors()
+    values = {name: fmt_value(recorded_priors[name] if recorded_priors.get(name) is not None else getattr(defaults, name))
               for name in ("untested_gap", "shift_gap", "label_shift_gap")}
-    return {**values, "recorded": bool(source)}
+    return {**values, "recorded": bool(recorded_priors)}
 
 
-def _timings(audit: Mapping) -> list[tuple[str, str]]:
-    timings = get(audit, "timings", default={})
-    if not isinstance(timings, Mapping):
-        return []
-    rows = [(str(k)[:-2] if str(k).endswith("_s") else str(k), fmt_seconds(v)) for k, v in timings.items()]
+def _timings(audit: AuditEvidence) -> list[tuple[str, str]]:
+    rows = [(k[:-2] if k.endswith("_s") else k, fmt_seconds(v)) for k, v in audit.timings.items()]
     return [(shorten(k.replace("_", " "), 60), v) for k, v in rows][:20]
 
 
-def _created(value) -> str:
+def _created(value: str) -> str:
     """``2026-11-30T23:48:30.487161+00:00`` → ``2026-11-30 23:48 UTC`` (as given when unparsable)."""
     from datetime import datetime, timezone
     try:
-        when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return shorten(value, 40)
     if when.tzinfo is None:
@@ -197,63 +191,61 @@ def _created(value) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _title(audit: Mapping, pack_title: str) -> dict:
-    bench = get(audit, "benchmark", "name") or get(audit, "benchmark", "id") or "benchmark"
-    prod = get(audit, "production", "name") or get(audit, "production", "id") or "production"
-    given = get(audit, "title")  # the audit's own title (the caller's, else "<pack title>: <files>")
-    title = given if isinstance(given, str) and given.strip() else f"{pack_title}: {shorten(bench, 60)} → {shorten(prod, 60)}"
+def _title(audit: AuditEvidence, pack_title: str) -> dict:
+    bench = audit.benchmark.name or audit.benchmark.id or "benchmark"
+    prod = audit.production.name or audit.production.id or "production"
+    # the audit's own title (the caller's, else "<pack title>: <files>")
+    title = audit.title if audit.title.strip() else f"{pack_title}: {shorten(bench, 60)} → {shorten(prod, 60)}"
     return {"title": shorten(title, 200), "pack_title": pack_title,
-            "audit_id": "" if is_local(audit) else shorten(get(audit, "id"), NAME_LIMIT)}
+            "audit_id": "" if is_local(audit) else shorten(audit.id, NAME_LIMIT)}
 
 
-def render_html(audit: Mapping, limitations: Sequence | None = None, plan: Any = None,
-                thumbnails: Mapping[str, Sequence[str]] | None = None, thumbnail_note: str | None = None) -> str:
+def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord] | None = None,
+                plan: NextRoundPlan | NextRound | None = None, thumbnails: Mapping[str, Sequence[str]] | None = None,
+                thumbnail_note: str | None = None) -> str:
     """Render the whole report as one self-contained HTML string (well under 1 MB).
 
     Parameters
     ----------
-    audit : mapping or pydantic model
+    audit : AuditResult, AuditEvidence or its JSON
         The AuditResult (``GET /v1/audits/{id}``).
-    limitations : sequence of Limitation or of dicts, optional
+    limitations : sequence of Limitation or of LimitationRecord, optional
         Default: the AuditResult's own ``limitations`` (and then its ``verdict``).
-    plan : NextRoundPlan or dict, optional
+    plan : NextRoundPlan or NextRound, optional
         Default: the AuditResult's own ``next_round``.
     thumbnails, thumbnail_note : optional
         :func:`reports.thumbnails.thumbnail_strips`: data URIs by limitation key, shown in each
         limitation, and why some are missing (listed with the notes).
     """
-    audit = legacy(audit)
-    items = _limitations(audit, limitations)
-    rows = [{**_limitation_row(lim), "thumbnails": list((thumbnails or {}).get(str(lim.get("key") or lim.get("rank")), ()))}
+    audit = as_evidence(audit)
+    items = limitation_records(audit, limitations)
+    rows = [{**_limitation_row(lim), "thumbnails": list((thumbnails or {}).get(str(lim.key or lim.rank), ()))}
             for lim in items]
     changes = [r for r in rows if r["claim"] == "change"]
     standing = [r for r in rows if r["claim"] == "standing"]
     top, rest = (changes[0], changes[1:]) if changes else (None, [])
     shown, more = sections.capped(rest, LIMITATION_CAP)
     standing_shown, standing_more = sections.capped(standing, LIMITATION_CAP)
-    params = get(audit, "parameters", default={})
-    params = params if isinstance(params, Mapping) else {}
+    params = audit.parameters
     v = _verdict(audit, limitations, items)
     context = {
-        **_title(audit, pack_title(audit)), "status": str(get(audit, "status") or ""),
-        "created": _created(get(audit, "created_at")) if get(audit, "created_at") else "", "synthetic": get(audit, "synthetic") is True,
+        **_title(audit, pack_title(audit)), "status": recorded(audit, "status") or "",
+        "created": _created(audit.created_at) if audit.created_at else "", "synthetic": audit.synthetic,
         "verdict": _verdict_view(v),
         "top": top, "headline": _headline(audit, items), "limitations": shown, "limitations_more": more,
         "standing": standing_shown, "standing_more": standing_more, "n_changes": len(changes),
         "standing_worst": _outranking_standing(v, standing),
         "n_limitations": len(rows),
         "covariate": sections.covariate(audit), "label": sections.label(audit), "context": sections.context(audit),
-        "slices": sections.slices(audit, [str(lim.get("slice")) for lim in items
-                                          if lim.get("kind") == "underperforming_slice" and lim.get("slice")]),
-        "plan": sections.plan(as_dict(plan) if plan is not None else get(audit, "next_round")),
-        "parameters": _flatten({k: v for k, v in params.items() if k != "engine"})[:60], "timings": _timings(audit),
-        "engine": _engine_note(get(params, "engine")),
-        "companion": get(params, "evidently_companion") is True,
-        "notes": [{"part": shorten(n.get("part"), 80), "reason": shorten(n.get("reason"), 300)}
-                  for n in as_list(get(audit, "notes"))][:TABLE_CAP]
+        "slices": sections.slices(audit, [lim.slice for lim in items if lim.kind == "underperforming_slice" and lim.slice]),
+        "plan": sections.plan(next_round_record(audit, plan)),
+        "parameters": _parameter_rows(params), "timings": _timings(audit),
+        "engine": _engine_note(params.engine),
+        "companion": params.evidently_companion,
+        "notes": [{"part": shorten(n.part, 80), "reason": shorten(n.reason, 300)} for n in audit.notes][:TABLE_CAP]
                  + ([{"part": "thumbnails", "reason": thumbnail_note}] if thumbnail_note else []),
         "priors": _priors(params), "high_score": HIGH_SCORE, "medium_score": MEDIUM_SCORE,
-        "alpha": fmt_value(num(get(params, "alpha")) or 0.05),
-        "correction": CORRECTION_LABELS.get(str(get(params, "correction") or "bh"), shorten(get(params, "correction"), 40)),
+        "alpha": fmt_value(params.alpha or 0.05),
+        "correction": CORRECTION_LABELS.get(params.correction or "bh", shorten(params.correction, 40)),
     }
     return _environment().get_template("report.html.j2").render(**context)

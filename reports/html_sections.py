@@ -1,5 +1,6 @@
 """The data behind each section of the HTML report (covariate, label, context, slices, next
-round), read from the AuditResult JSON alone. Only aggregates; every table capped.
+round), read from the typed AuditEvidence alone. Only aggregates; every table capped. The dicts built
+here are the templates' view of the evidence.
 
 A cell with no value shows ``—`` (:data:`MISSING`) and the section says why values can be
 missing; ``n/a`` never appears without a reason.
@@ -15,11 +16,13 @@ from reports.derived_note import derived_note
 from reports.distribution_charts import distribution_note, histogram_svg
 from reports.findings_labels import performance_estimates
 from reports.formatting import (
-    as_list, effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, get, lower_is_better, metric_label, num,
-    shorten,
+    effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten,
 )
+from reports.reading import recorded
 from reports.records import KIND_LABELS
-from reports.result import EstimatedPerformance
+from reports.result import (
+    Attribution, AuditEvidence, LabelSection, NextRound, PriorEstimate, ShiftTest, SliceRecord, UntestedContextRecord,
+)
 
 __all__ = ["MISSING", "TABLE_CAP", "ROW_CAP", "DIST_CAP", "covariate", "label", "context", "slices", "plan",
            "capped", "trusted_svg", "generated_text"]
@@ -52,276 +55,253 @@ def capped(items: Sequence, cap: int = TABLE_CAP) -> tuple[list, int]:
     return items[:cap], max(0, len(items) - cap)
 
 
-def _count(value) -> str:
-    return fmt_n(value)[2:] if num(value) is not None else MISSING
+def _count(value: int | None) -> str:
+    return fmt_n(value)[2:] if value is not None else MISSING
 
 
-def _p_cell(value) -> str:
-    return fmt_p(value, "").lstrip(" =").strip() if num(value) is not None else MISSING
+def _p_cell(value: float | None) -> str:
+    return fmt_p(value, "").lstrip(" =").strip() if value is not None else MISSING
 
 
-def _stat(value) -> str:
-    f = num(value)
-    if f is None:
+def _stat(value: float | None) -> str:
+    if value is None:
         return ""
-    return fmt_num(f, 1) if abs(f) >= 100 else fmt_num(f, 3)
+    return fmt_num(value, 1) if abs(value) >= 100 else fmt_num(value, 3)
 
 
-def _test_row(t: Mapping) -> dict:
+def _metric_name(audit: AuditEvidence) -> str | None:
+    """The primary metric as recorded (overall first), ``None`` when neither side names it."""
+    return (audit.overall.metric if audit.overall else None) or audit.parameters.primary_metric
+
+
+def _test_row(t: ShiftTest) -> dict:
     return {
-        "name": t.get("name"), "kind": str(t.get("kind") or ""), "method": str(t.get("method") or ""),
-        "statistic": _stat(t.get("statistic")), "effect": fmt_num(t.get("effect_size"), 3, MISSING),
-        "effect_name": effect_label(t.get("effect_name")).replace(" distance", ""),
-        "floor": fmt_num(t.get("effect_floor"), 3, MISSING),
-        "p": _p_cell(t.get("p_value")), "p_adj": _p_cell(t.get("p_value_adjusted")),
-        "n": f"{_count(t.get('n_reference'))} / {_count(t.get('n_current'))}",
-        "drifted": t.get("drifted") is True, "status": str(t.get("status") or "ok"),
+        "name": t.name, "kind": t.kind, "method": t.method,
+        "statistic": _stat(t.statistic), "effect": fmt_num(t.effect_size, 3, MISSING),
+        "effect_name": effect_label(t.effect_name).replace(" distance", ""),
+        "floor": fmt_num(t.effect_floor, 3, MISSING),
+        "p": _p_cell(t.p_value), "p_adj": _p_cell(t.p_value_adjusted),
+        "n": f"{_count(t.n_reference)} / {_count(t.n_current)}",
+        "drifted": t.drifted, "status": t.status,
     }
 
 
-def _sorted_tests(tests: list) -> list:
-    return sorted(tests, key=lambda t: (t.get("drifted") is not True, -(num(t.get("effect_size")) or -1.0)))
+def _sorted_tests(tests: Sequence[ShiftTest]) -> list[ShiftTest]:
+    return sorted(tests, key=lambda t: (not t.drifted, -(t.effect_size or -1.0)))
 
 
-def _panels(tests: Sequence[Mapping], distributions) -> tuple[list, int]:
+def _panels(tests: Sequence[ShiftTest], distributions: Mapping[str, Mapping]) -> tuple[list, int]:
     """A histogram per drifted column that has a distribution summary, largest effect first."""
-    if not isinstance(distributions, Mapping):
-        return [], 0
     panels = []
     for t in tests:
-        summary = distributions.get(str(t.get("name")))
-        svg = histogram_svg(summary) if t.get("drifted") is True and isinstance(summary, Mapping) else ""
+        summary = distributions.get(t.name)
+        svg = histogram_svg(summary) if t.drifted and summary is not None else ""
         if svg:
-            panels.append({"name": t.get("name"), "svg": trusted_svg(svg), "note": distribution_note(summary),
-                           "effect": f"{effect_label(t.get('effect_name'))} {fmt_num(t.get('effect_size'), 3)}"})
+            panels.append({"name": t.name, "svg": trusted_svg(svg), "note": distribution_note(summary),
+                           "effect": f"{effect_label(t.effect_name)} {fmt_num(t.effect_size, 3)}"})
     return capped(panels, DIST_CAP)
 
 
-def covariate(audit: Mapping) -> dict:
-    features = _sorted_tests(as_list(get(audit, "covariate", "features")))
+def covariate(audit: AuditEvidence) -> dict:
+    cov = audit.covariate
+    features = _sorted_tests(cov.features)
     shown, more = capped(features)
-    missing, missing_more = capped(_sorted_tests(as_list(get(audit, "covariate", "missing"))))
-    mv = get(audit, "covariate", "multivariate", default={})
-    multivariate = _test_row(mv) if isinstance(mv, Mapping) and mv else None
-    if multivariate is not None:
-        method = str(mv.get("method") or "").lower()
-        multivariate["label"] = "AUC" if ("classifier" in method or "auc" in method) else "statistic"
-        multivariate["ci"] = fmt_metric(mv.get("statistic"), get(mv, "details", "auc_ci"), missing=MISSING)
-    panels, panels_more = _panels(features, get(audit, "covariate", "distributions"))
+    missing, missing_more = capped(_sorted_tests(cov.missing))
+    mv = cov.multivariate
+    multivariate = None
+    if mv is not None:
+        method = mv.method.lower()
+        multivariate = {**_test_row(mv), "label": "AUC" if ("classifier" in method or "auc" in method) else "statistic",
+                        "ci": fmt_metric(mv.statistic, mv.details.get("auc_ci"), missing=MISSING)}
+    panels, panels_more = _panels(features, cov.distributions)
     return {
-        "is_shift": get(audit, "covariate", "is_shift"), "n_features": len(features),
-        "n_drifted": sum(1 for f in features if f.get("drifted") is True),
+        "is_shift": recorded(cov, "is_shift"), "n_features": len(features),
+        "n_drifted": sum(1 for f in features if f.drifted),
         "rows": [_test_row(f) for f in shown], "more": more, "multivariate": multivariate,
         "missing": [_test_row(m) for m in missing], "missing_more": missing_more,
         "chart": trusted_svg(charts.drift_chart(features[:15])), "panels": panels, "panels_more": panels_more,
-        "has_distributions": isinstance(get(audit, "covariate", "distributions"), Mapping),
     }
 
 
-def _priors(label: Mapping) -> tuple[list, int, bool]:
-    bench = label.get("benchmark_prior") if isinstance(label.get("benchmark_prior"), Mapping) else {}
-    prod = label.get("production_prior_estimate") if isinstance(label.get("production_prior_estimate"), Mapping) else {}
-    observed = label.get("observed_prior") if isinstance(label.get("observed_prior"), Mapping) else {}
-    classes, more = capped(sorted(set(map(str, bench)) | set(map(str, prod)) | set(map(str, observed))))
+def _priors(label: LabelSection) -> tuple[list, int, bool]:
+    bench, prod, observed = label.benchmark_prior, label.production_prior_estimate, label.observed_prior or {}
+    classes, more = capped(sorted(set(bench) | set(prod) | set(observed)))
     rows = []
     for c in classes:
-        est = prod.get(c) if isinstance(prod.get(c), Mapping) else {}
-        lo, hi = num(est.get("ci_low")), num(est.get("ci_high"))
-        interval = f" [{fmt_share(lo)}, {fmt_share(hi)}]" if lo is not None and hi is not None else ""
-        estimate = fmt_share(est.get("estimate"), MISSING)
+        est = prod.get(c) or PriorEstimate()
+        interval = (f" [{fmt_share(est.ci_low)}, {fmt_share(est.ci_high)}]"
+                    if est.ci_low is not None and est.ci_high is not None else "")
+        estimate = fmt_share(est.estimate, MISSING)
         rows.append({"cls": c, "benchmark": fmt_share(bench.get(c), MISSING),
                      "production": estimate + (interval if estimate != MISSING else ""),
                      "observed": fmt_share(observed.get(c), MISSING)})
     return rows, more, bool(observed)
 
 
-def label(audit: Mapping) -> dict:
-    lab = get(audit, "label", default={})
-    lab = lab if isinstance(lab, Mapping) else {}
-    metric_name = get(audit, "overall", "metric") or get(audit, "parameters", "primary_metric")
+def label(audit: AuditEvidence) -> dict:
+    lab = audit.label
+    metric_name = _metric_name(audit)
     priors, more, has_observed = _priors(lab)
-    estimated = lab.get("estimated_performance") if isinstance(lab.get("estimated_performance"), Mapping) else {}
-    observed = lab.get("observed_performance") if isinstance(lab.get("observed_performance"), Mapping) else {}
+    observed = lab.observed_performance
+    adjusted = lab.p_value_adjusted is not None
     return {
-        "present": bool(lab), "is_shift": lab.get("is_shift"),
-        "p": fmt_p(lab.get("p_value_adjusted") if num(lab.get("p_value_adjusted")) is not None else lab.get("p_value"),
-                   "adjusted p" if num(lab.get("p_value_adjusted")) is not None else "p"),
-        "p_known": num(lab.get("p_value")) is not None or num(lab.get("p_value_adjusted")) is not None,
-        "method": str(lab.get("method") or ""), "priors": priors, "more": more, "has_observed": has_observed,
-        "chart": trusted_svg(charts.prior_chart(lab.get("benchmark_prior") or {},
-                                                lab.get("production_prior_estimate") or {},
-                                                observed=lab.get("observed_prior"))),
+        "present": recorded(lab), "is_shift": recorded(lab, "is_shift"),
+        "p": fmt_p(lab.p_value_adjusted if adjusted else lab.p_value, "adjusted p" if adjusted else "p"),
+        "p_known": lab.p_value is not None or adjusted,
+        "method": lab.method or "", "priors": priors, "more": more, "has_observed": has_observed,
+        "chart": trusted_svg(charts.prior_chart(lab.benchmark_prior, lab.production_prior_estimate,
+                                                observed=lab.observed_prior)),
         "estimates": [{"method": m, "value": fmt_metric(v, (lo, hi), missing=MISSING)}
-                      for m, v, lo, hi in performance_estimates(EstimatedPerformance.model_validate(estimated),
-                                                                metric_name)][:TABLE_CAP],
+                      for m, v, lo, hi in performance_estimates(lab.estimated_performance, metric_name)][:TABLE_CAP],
         "estimate_metric": metric_label(metric_name),
-        "contradictions": [f"The label-free estimate {fmt_metric(c.get('estimate'), c.get('ci'))} "
-                           f"({shorten(c.get('method'), 40)}) contradicts the observed {fmt_num(c.get('observed'))}: "
+        "contradictions": [f"The label-free estimate {fmt_metric(c.estimate, c.ci)} "
+                           f"({shorten(c.method, 40)}) contradicts the observed {fmt_num(c.observed)}: "
                            "its assumption (only covariate or only label shift) does not hold here."
-                           for c in as_list(lab.get("estimate_checks")) if c.get("contradicts") is True][:TABLE_CAP],
+                           for c in lab.estimate_checks if c.contradicts][:TABLE_CAP],
         "change": _overall_change(audit),
         "observed": {
             "metric": metric_label(metric_name),
-            "benchmark": fmt_metric(observed.get("benchmark_value"), observed.get("benchmark_ci"), missing=MISSING),
-            "production": fmt_metric(observed.get("production_value"), observed.get("production_ci"), missing=MISSING),
-            "n": fmt_n(observed.get("n_production")) if num(observed.get("n_production")) is not None else "",
-            "p": fmt_p(observed.get("p_value_adjusted"), "adjusted p")
-            if num(observed.get("p_value_adjusted")) is not None else "not tested",
-            "excluded": [shorten(c, 60) for c in (observed.get("excluded_contexts") or []) if isinstance(c, str)][:8],
-        } if observed else None,
+            "benchmark": fmt_metric(observed.benchmark_value, observed.benchmark_ci, missing=MISSING),
+            "production": fmt_metric(observed.production_value, observed.production_ci, missing=MISSING),
+            "n": fmt_n(observed.n_production) if observed.n_production is not None else "",
+            "p": fmt_p(observed.p_value_adjusted, "adjusted p") if observed.p_value_adjusted is not None
+            else "not tested",
+            "excluded": [shorten(c, 60) for c in observed.excluded_contexts][:8],
+        } if observed is not None else None,
     }
 
 
-def _overall_change(audit: Mapping) -> str:
+def _overall_change(audit: AuditEvidence) -> str:
     """The plain benchmark → production test of the overall metric, as one line (empty when not run)."""
-    overall = get(audit, "overall", default={})
-    if not isinstance(overall, Mapping) or "change_test" not in overall:
+    overall = audit.overall
+    if overall is None or overall.change_test is None:
         return ""
-    if num(overall.get("change_p_value")) is None:
+    if overall.change_p_value is None:
         return "not tested (too few labelled rows)"
     method = {"two_proportion_z": "two-proportion z-test", "delong_z": "DeLong z-test",
-              "bootstrap": "bootstrap test"}.get(str(overall.get("change_method")), "change test")
-    verdict = "changed" if overall.get("changed") is True else "no significant change"
-    return (f"{fmt_metric(overall.get('change_difference'), overall.get('change_difference_ci'))} production − "
-            f"benchmark ({method}, {fmt_p(overall.get('change_p_value_adjusted'), 'adjusted p')}): {verdict}")
+              "bootstrap": "bootstrap test"}.get(str(overall.change_method), "change test")
+    verdict = "changed" if overall.changed is True else "no significant change"
+    return (f"{fmt_metric(overall.change_difference, overall.change_difference_ci)} production − "
+            f"benchmark ({method}, {fmt_p(overall.change_p_value_adjusted, 'adjusted p')}): {verdict}")
 
 
-def _region_contexts(top) -> str:
-    if isinstance(top, Mapping):
-        return ", ".join(f"{shorten(k, 30)} = {shorten(v, 30)}" for k, v in list(top.items())[:4])
-    if isinstance(top, (list, tuple)):
-        return ", ".join(shorten(c, 60) for c in top[:4])
-    return ""
-
-
-def _attribution(a, metric_name) -> dict | None:
-    if not isinstance(a, Mapping) or not a:
+def _attribution(a: Attribution | None, metric_name: str | None) -> dict | None:
+    if a is None:
         return None
 
-    def optional(key: str, ci_key: str) -> str | None:
-        return fmt_metric(a.get(key), a.get(ci_key)) if num(a.get(key)) is not None else None
+    def optional(value: float | None, ci: list | None) -> str | None:
+        return fmt_metric(value, ci) if value is not None else None
 
     return {
         # the pack's primary metric, whatever the attribution block calls it
-        "metric": metric_label(metric_name or a.get("metric")),
-        "metric_differs": bool(a.get("metric") and metric_name and a.get("metric") != metric_name),
-        "own_metric": metric_label(a.get("metric")),
-        "benchmark": fmt_metric(a.get("benchmark_value"), a.get("benchmark_ci"), missing=MISSING),
-        "expected": fmt_metric(a.get("expected_production_value"),
-                               a.get("expected_production_ci", a.get("expected_ci")), missing=MISSING),
-        "observed": fmt_metric(a.get("observed_production_value"), a.get("observed_production_ci", a.get("observed_ci")))
-        if num(a.get("observed_production_value")) is not None else "not measured (production is not labelled)",
-        "mix": optional("mix_effect", "mix_ci"), "within": optional("within_effect", "within_ci"),
-        "uncovered": fmt_share(a.get("uncovered_share")) if num(a.get("uncovered_share")) is not None else None,
+        "metric": metric_label(metric_name or a.metric),
+        "metric_differs": bool(a.metric and metric_name and a.metric != metric_name),
+        "own_metric": metric_label(a.metric),
+        "benchmark": fmt_metric(a.benchmark_value, a.benchmark_ci, missing=MISSING),
+        "expected": fmt_metric(a.expected_production_value, a.expected_ci, missing=MISSING),
+        "observed": fmt_metric(a.observed_production_value, a.observed_ci)
+        if a.observed_production_value is not None else "not measured (production is not labelled)",
+        "mix": optional(a.mix_effect, a.mix_ci), "within": optional(a.within_effect, a.within_ci),
+        "uncovered": fmt_share(a.uncovered_share) if a.uncovered_share is not None else None,
     }
 
 
-def _untested_name(u: Mapping) -> str:
-    for key in ("name", "slice"):
-        if u.get(key) not in (None, ""):
-            return str(u[key])
-    return f"{u.get('column', 'context')} = {u.get('value', '?')}"
+def _untested_name(u: UntestedContextRecord) -> str:
+    return u.name or f"{u.column or 'context'} = {'?' if u.value is None else u.value}"
 
 
-def context(audit: Mapping) -> dict:
-    contexts = _sorted_tests(as_list(get(audit, "semantic", "contexts")))
+def context(audit: AuditEvidence) -> dict:
+    sem = audit.semantic
+    contexts = _sorted_tests(sem.contexts)
     tests, more = capped(contexts)
-    untested, untested_more = capped(sorted(as_list(get(audit, "semantic", "untested_contexts")),
-                                            key=lambda u: -(num(u.get("production_share")) or 0)))
-    emb = get(audit, "semantic", "embedding", default={})
-    regions, regions_more = capped(as_list(emb.get("novel_regions")) if isinstance(emb, Mapping) else [], 20)
-    metric_name = get(audit, "parameters", "primary_metric") or get(audit, "overall", "metric")
-    panels, panels_more = _panels(contexts, get(audit, "covariate", "distributions"))
+    untested, untested_more = capped(sorted(sem.untested_contexts, key=lambda u: -(u.production_share or 0)))
+    emb = sem.embedding
+    regions, regions_more = capped(emb.novel_regions if emb is not None else [], 20)
+    metric_name = audit.parameters.primary_metric or (audit.overall.metric if audit.overall else None)
+    panels, panels_more = _panels(contexts, audit.covariate.distributions)
     return {
-        "is_shift": get(audit, "semantic", "is_shift"), "tests": [_test_row(t) for t in tests], "more": more,
-        "untested": [{"name": _untested_name(u), "definition": shorten(u.get("definition") or "", 160),
-                      "n_benchmark": _count(u.get("n_benchmark")), "n_production": _count(u.get("n_production")),
-                      "share": fmt_share(u.get("production_share"), MISSING)} for u in untested],
+        "is_shift": recorded(sem, "is_shift"), "tests": [_test_row(t) for t in tests], "more": more,
+        "untested": [{"name": _untested_name(u), "definition": shorten(u.definition or "", 160),
+                      "n_benchmark": _count(u.n_benchmark), "n_production": _count(u.n_production),
+                      "share": fmt_share(u.production_share, MISSING)} for u in untested],
         "untested_more": untested_more,
-        "embedding": _test_row(emb) if isinstance(emb, Mapping) and emb else None,
-        "regions": [{"cluster": r.get("cluster"), "n": _count(r.get("n_production")),
-                     "production": fmt_share(r.get("production_share"), MISSING),
-                     "benchmark": fmt_share(r.get("benchmark_share"), MISSING),
-                     "contexts": _region_contexts(r.get("top_contexts"))} for r in regions],
+        "embedding": _test_row(emb) if emb is not None else None,
+        "regions": [{"cluster": r.cluster, "n": _count(r.n_production),
+                     "production": fmt_share(r.production_share, MISSING),
+                     "benchmark": fmt_share(r.benchmark_share, MISSING),
+                     "contexts": ", ".join(shorten(c, 60) for c in r.top_contexts[:4])} for r in regions],
         "regions_more": regions_more, "panels": panels, "panels_more": panels_more,
-        "attribution": _attribution(get(audit, "semantic", "attribution", default={}), metric_name),
+        "attribution": _attribution(sem.attribution, metric_name),
         "derived": derived_note(audit),
     }
 
 
-def _gap(s: Mapping, audit: Mapping) -> float | None:
+def _gap(s: SliceRecord, audit: AuditEvidence) -> float | None:
     """Positive = the slice is worse than overall, in the dataset where the gap was measured."""
-    if num(s.get("gap")) is not None:
-        return num(s.get("gap"))
-    metric = s.get("metric") or get(audit, "overall", "metric")
-    sign = -1.0 if lower_is_better(metric) else 1.0
-    if num(s.get("gap_vs_overall")) is not None:
-        return -sign * num(s.get("gap_vs_overall"))
-    production = s.get("gap_dataset") == "production" and num(s.get("production_value")) is not None
-    value = num(s.get("production_value" if production else "benchmark_value"))
-    overall = num(get(audit, "overall", "production_value" if production else "benchmark_value"))
-    return None if value is None or overall is None else sign * (overall - value)
+    if s.gap is not None:
+        return s.gap
+    overall = audit.overall
+    sign = -1.0 if lower_is_better(s.metric or (overall.metric if overall else None)) else 1.0
+    if s.gap_vs_overall is not None:
+        return -sign * s.gap_vs_overall
+    production = s.gap_dataset == "production" and s.production_value is not None
+    value = s.production_value if production else s.benchmark_value
+    reference = None if overall is None else overall.production_value if production else overall.benchmark_value
+    return None if value is None or reference is None else sign * (reference - value)
 
 
-def slices(audit: Mapping, weak_names: Sequence[str]) -> dict:
+def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
     weak = set(map(str, weak_names))
-    everything = as_list(get(audit, "slices"))
-    for s in everything:
-        if s.get("underperforming") is True:
-            weak.add(str(s.get("name")))
+    everything = audit.slices
+    weak.update(s.name for s in everything if s.underperforming is True)
     gaps = {id(s): _gap(s, audit) for s in everything}
-    ordered = sorted(everything, key=lambda s: (str(s.get("name")) not in weak,
+    ordered = sorted(everything, key=lambda s: (s.name not in weak,
                                                 -(gaps[id(s)] if gaps[id(s)] is not None else -9.0)))
     shown, more = capped(ordered)
-    metric = metric_label(get(audit, "overall", "metric") or get(audit, "parameters", "primary_metric"))
+    overall_metric = audit.overall.metric if audit.overall else None
     rows = [{
-        "name": s.get("title") or s.get("name"),
+        "name": s.title or s.name,
         # a discovered slice is named by its definition: do not print it twice
-        "definition": "" if str(s.get("definition")) == str(s.get("title") or s.get("name"))
-        else shorten(s.get("definition"), 160),
-        "source": str(s.get("source") or ""),
-        "n_benchmark": _count(s.get("n_benchmark")), "n_production": _count(s.get("n_production")),
-        "benchmark_share": fmt_share(s.get("benchmark_share"), ""), "production_share": fmt_share(s.get("production_share"), ""),
-        "benchmark": fmt_metric(s.get("benchmark_value"), s.get("benchmark_ci"), missing=MISSING),
-        "production": fmt_metric(s.get("production_value"), s.get("production_ci"), missing=MISSING),
+        "definition": "" if str(s.definition) == (s.title or s.name) else shorten(s.definition, 160),
+        "source": s.source,
+        "n_benchmark": _count(s.n_benchmark), "n_production": _count(s.n_production),
+        "benchmark_share": fmt_share(s.benchmark_share, ""), "production_share": fmt_share(s.production_share, ""),
+        "benchmark": fmt_metric(s.benchmark_value, s.benchmark_ci, missing=MISSING),
+        "production": fmt_metric(s.production_value, s.production_ci, missing=MISSING),
         "gap": fmt_num(gaps[id(s)], missing=MISSING),
-        "gap_where": "production" if s.get("gap_dataset") == "production" and num(s.get("production_value")) is not None
+        "gap_where": "production" if s.gap_dataset == "production" and s.production_value is not None
         else "benchmark",
-        "p_gap": _p_cell(s.get("gap_p_value_adjusted")), "p_change": _p_cell(s.get("p_value_adjusted")),
-        "weak": str(s.get("name")) in weak, "status": str(s.get("status") or "ok").replace("_", " "),
-        "metric": metric_label(s.get("metric") or get(audit, "overall", "metric")),
+        "p_gap": _p_cell(s.gap_p_value_adjusted), "p_change": _p_cell(s.p_value_adjusted),
+        "weak": s.name in weak, "status": s.status.replace("_", " "),
+        "metric": metric_label(s.metric or overall_metric),
     } for s in shown]
-    chart = charts.slice_chart(ordered[:CHART_SLICES], overall_value=get(audit, "overall", "benchmark_value"),
-                               metric=str(get(audit, "overall", "metric") or "metric"), highlight=sorted(weak),
+    chart = charts.slice_chart(ordered[:CHART_SLICES], overall_value=audit.overall.benchmark_value if audit.overall
+                               else None, metric=overall_metric or "metric", highlight=sorted(weak),
                                max_slices=CHART_SLICES)
-    labelled = any(num(s.get("production_value")) is not None for s in everything)
-    return {"rows": rows, "more": more, "chart": trusted_svg(chart), "n": len(ordered), "labelled": labelled,
-            "metric": metric, "not_charted": max(0, len(ordered) - CHART_SLICES),
-            "production_only": sum(1 for s in ordered[:CHART_SLICES] if num(s.get("benchmark_value")) is None
-                                   and num(s.get("production_value")) is not None)}
+    return {"rows": rows, "more": more, "chart": trusted_svg(chart), "n": len(ordered), "metric": metric_label(audit.metric),
+            "labelled": any(s.production_value is not None for s in everything),
+            "not_charted": max(0, len(ordered) - CHART_SLICES),
+            "production_only": sum(1 for s in ordered[:CHART_SLICES] if s.benchmark_value is None
+                                   and s.production_value is not None)}
 
 
-def plan(p: Mapping | None) -> dict | None:
-    """The next-round plan section from ``NextRoundPlan.to_dict()`` (or the AuditResult's ``next_round``)."""
-    if not isinstance(p, Mapping) or "allocations" not in p:
+def plan(p: NextRound | None) -> dict | None:
+    """The next-round plan section from the plan (``NextRoundPlan`` as a NextRound, or the stored ``next_round``)."""
+    if p is None:
         return None
-    allocations = as_list(p.get("allocations"))
-    shown, more = capped([a for a in allocations if (num(a.get("n_to_label")) or 0) > 0] or allocations)
-    rows, rows_more = capped(as_list(p.get("rows")), ROW_CAP)
-
-    def n(value) -> str:
-        return f"{int(num(value) or 0):,}"
-
+    shown, more = capped([a for a in p.allocations if a.n_to_label > 0] or p.allocations)
+    rows, rows_more = capped(p.rows, ROW_CAP)
     return {
-        "budget": n(p.get("budget")), "allocated": n(p.get("n_allocated")), "unallocated": p.get("n_unallocated"),
-        "min_size": p.get("min_slice_size"), "rule": str(p.get("diversity_rule") or ""),
-        "notes": [generated_text(note, 300) for note in (p.get("notes") or []) if isinstance(note, str)][:10],
-        "allocations": [{"slice": a.get("slice"), "kind": KIND_LABELS.get(a.get("kind"), str(a.get("kind") or "").replace("_", " ")),
-                         "n": n(a.get("n_to_label")), "selected": n(a.get("n_selected")),
-                         "reason": generated_text(a.get("reason"), 160), "definition": shorten(a.get("definition") or "", 160),
-                         "share": fmt_share(a.get("production_share"), MISSING),
-                         "width": fmt_num(a.get("ci_width"), missing=MISSING)} for a in shown],
+        "budget": f"{p.budget:,}", "allocated": f"{p.n_allocated:,}", "unallocated": p.n_unallocated,
+        "min_size": p.min_slice_size, "rule": p.diversity_rule,
+        "notes": [generated_text(note, 300) for note in p.notes][:10],
+        "allocations": [{"slice": a.slice, "kind": KIND_LABELS.get(a.kind, a.kind.replace("_", " ")),
+                         "n": f"{a.n_to_label:,}", "selected": f"{a.n_selected:,}",
+                         "reason": generated_text(a.reason, 160), "definition": shorten(a.definition or "", 160),
+                         "share": fmt_share(a.production_share, MISSING),
+                         "width": fmt_num(a.ci_width, missing=MISSING)} for a in shown],
         "more": more, "has_rows": bool(rows),
+        # the rows to label are open records (their tags depend on the plan's targets)
         "rows": [{"rank": r.get("rank"), "id": shorten(r.get("id"), 60), "slice": r.get("slice"),
                   "uncertainty": fmt_num(r.get("uncertainty"), 3, MISSING), "group": shorten(r.get("group") or "", 40),
                   "tags": shorten(", ".join(str(t) for t in (r.get("tags") or []) if t != r.get("slice")), 160)}

@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from types import SimpleNamespace
-
-from reports.formatting import as_list, fmt_decision, fmt_metric, fmt_n, fmt_value, get, metric_label, num, shorten
+from reports.formatting import fmt_decision, fmt_metric, fmt_n, fmt_value, metric_label, shorten
 from reports.limitations import Limitation, verdict
-from reports.reading import as_dict, is_local, legacy, pack_title
-from reports.records import CORRECTION_LABELS, KIND_LABELS, claim_of
+from reports.reading import is_local, limitation_records, pack_title
+from reports.records import CORRECTION_LABELS, KIND_LABELS
+from reports.result import AuditEvidence, LimitationRecord, Verdict, as_evidence
 
 __all__ = ["render_markdown", "md_escape"]
 
@@ -35,75 +34,61 @@ def md_escape(text, limit: int = 2000) -> str:
     return s.replace("](", "]\\(")
 
 
-def _context_line(audit: Mapping) -> str:
-    params = get(audit, "parameters", default={})
-    metric = metric_label(get(audit, "overall", "metric") or get(params, "primary_metric"))
-    correction = CORRECTION_LABELS.get(str(get(params, "correction") or "bh"), md_escape(get(params, "correction"), 40))
-    alpha = fmt_value(num(get(params, "alpha")) or 0.05)
-    source = ("a local contextshift audit" if is_local(audit)
-              else f"contextshift audit {md_escape(get(audit, 'id'), 80)}")
-    names = [md_escape(get(audit, side, "name") or get(audit, side, "id") or side, 80)
-             for side in ("benchmark", "production")]
+def _context_line(audit: AuditEvidence) -> str:
+    params, overall = audit.parameters, audit.overall
+    correction = CORRECTION_LABELS.get(params.correction or "bh", md_escape(params.correction, 40))
+    alpha = fmt_value(params.alpha or 0.05)
+    source = "a local contextshift audit" if is_local(audit) else f"contextshift audit {md_escape(audit.id, 80)}"
+    names = [md_escape(ref.name or ref.id or side, 80)
+             for side, ref in (("benchmark", audit.benchmark), ("production", audit.production))]
     parts = [
         f"This section comes from {source}, which compared "
-        f"{fmt_n(get(audit, 'benchmark', 'n_rows'))[2:]} benchmark rows ({names[0]}) with "
-        f"{fmt_n(get(audit, 'production', 'n_rows'))[2:]} production rows ({names[1]}) under the "
+        f"{fmt_n(audit.benchmark.n_rows)[2:]} benchmark rows ({names[0]}) with "
+        f"{fmt_n(audit.production.n_rows)[2:]} production rows ({names[1]}) under the "
         f"{md_escape(pack_title(audit), 80)} domain pack.",
     ]
-    if num(get(audit, "overall", "benchmark_value")) is not None:
-        value = fmt_metric(get(audit, "overall", "benchmark_value"), get(audit, "overall", "benchmark_ci"))
-        parts.append(f"Benchmark {metric}: {value} "
-                     f"({fmt_n(get(audit, 'overall', 'n') or get(audit, 'benchmark', 'n_rows'))}, 95 % CI).")
+    if overall is not None and overall.benchmark_value is not None:
+        value = fmt_metric(overall.benchmark_value, overall.benchmark_ci)
+        parts.append(f"Benchmark {metric_label(audit.metric)}: {value} "
+                     f"({fmt_n(overall.n or audit.benchmark.n_rows)}, 95 % CI).")
     parts.append(f"Findings are listed only when they are statistically significant after {correction} correction "
                  f"(α = {alpha}) and large enough to matter, except contexts the benchmark cannot evaluate.")
     return " ".join(parts)
 
 
-def _records(audit: Mapping, limitations) -> list:
-    """Limitations as records with ``rank, kind, severity, title, statement, claim, decision``: as given,
-    else read from the AuditResult JSON."""
-    if limitations is not None:
-        return list(limitations)
-    return [SimpleNamespace(rank=d.get("rank") or 0, kind=str(d.get("kind") or ""), key=d.get("key"),
-                            severity=str(d.get("severity") or "low"), title=str(d.get("title") or ""),
-                            statement=str(d.get("statement") or ""), claim=claim_of(d), decision=d.get("decision"))
-            for d in as_list(audit.get("limitations"))]
-
-
-def _verdict_line(v: Mapping) -> str:
+def _verdict_line(v: Verdict) -> str:
     """``Verdict: …`` in words: never "none severity"; an inconclusive audit says so first."""
-    status = v.get("status")
-    if status == "inconclusive":
+    if v.status == "inconclusive":
         head = "Inconclusive"
-    elif v.get("severity") in (None, "none"):
-        head = "no change detected" if not v.get("shift_detected") else "shift detected, no limitation"
+    elif v.severity == "none":
+        head = "no change detected" if not v.shift_detected else "shift detected, no limitation"
     else:
-        head = f"{v['severity']} severity"
-    return f"**Verdict: {head}.** {md_escape(v['summary'])}"
+        head = f"{v.severity} severity"
+    return f"**Verdict: {head}.** {md_escape(v.summary)}"
 
 
-def _item(lim) -> str:
+def _item(lim: LimitationRecord) -> str:
     kind = KIND_LABELS.get(lim.kind, lim.kind.replace("_", " "))
-    decision = fmt_decision(getattr(lim, "decision", None))
+    decision = fmt_decision(lim.decision)
     tail = f" _Decided by: {md_escape(decision)}_" if decision else ""
     return f"{lim.rank}. **{lim.severity.capitalize()} — {kind.lower()}.** {md_escape(lim.statement)}{tail}"
 
 
-def render_markdown(audit: Mapping, limitations: Sequence[Limitation] | None = None, *,
-                    heading_level: int = 2) -> str:
+def render_markdown(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord] | None = None,
+                    *, heading_level: int = 2) -> str:
     """The "Model limitations" section: verdict, ranked limitations with numbers and CIs, context.
 
-    ``limitations`` default to the AuditResult's own (``audit["limitations"]``)."""
+    ``audit`` is an AuditResult, AuditEvidence or its JSON; ``limitations`` (Limitation or stored
+    LimitationRecord) default to the AuditResult's own."""
     if not 1 <= heading_level <= 5:
         raise ValueError("heading_level must be between 1 and 5.")
     h = "#" * heading_level
-    audit = legacy(audit)
-    limitations = _records(audit, limitations)
-    v = verdict(audit, limitations)
+    audit = as_evidence(audit)
+    ordered = limitation_records(audit, limitations)
+    v = Verdict.model_validate(verdict(audit, ordered))
     lines = [f"{h} Model limitations", "", _verdict_line(v), ""]
-    ordered = sorted(limitations, key=lambda lim: lim.rank)
-    changes = [lim for lim in ordered if claim_of(lim) == "change"]
-    standing = [lim for lim in ordered if claim_of(lim) == "standing"]
+    changes = [lim for lim in ordered if lim.claim == "change"]
+    standing = [lim for lim in ordered if lim.claim == "standing"]
     if changes:
         lines += [f"{h}# What changed in production", ""]
         lines += [_item(lim) for lim in changes[:MARKDOWN_CAP]]
@@ -118,7 +103,7 @@ def render_markdown(audit: Mapping, limitations: Sequence[Limitation] | None = N
                           "report._"]
     if not ordered:
         lines.append("Nothing could be claimed: the tests that matter could not run (this is not an all-clear)."
-                     if v.get("status") == "inconclusive" else
+                     if v.status == "inconclusive" else
                      "No limitation was found: no weak or untested context and no shift that passes the tests.")
     lines += ["", f"{h}# How this was measured", "", _context_line(audit),
               "Severity weighs each problem's share of production by the size of its performance gap.", ""]

@@ -1,15 +1,22 @@
-"""Reading the AuditResult for the renderings (HTML, Markdown): whatever form it arrives in
-(a pydantic model, a JSON dict), the pack's title and whether the audit was stored."""
+"""Reading the AuditResult for the renderings (HTML, Markdown): the pack's title, whether the audit was
+stored, what the detectors recorded (not a section's default), and the limitations and plan in one
+typed shape whether freshly computed or stored."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reports.formatting import capitalise, get
-from reports.result import as_evidence
+from pydantic import BaseModel
 
-__all__ = ["as_dict", "pack_title", "is_local", "LOCAL_IDS"]
+from reports.formatting import capitalise
+from reports.result import AuditEvidence, LimitationRecord, NextRound, as_evidence
+
+if TYPE_CHECKING:
+    from reports.next_round import NextRoundPlan
+    from reports.records import Limitation
+
+__all__ = ["as_dict", "pack_title", "is_local", "LOCAL_IDS", "recorded", "limitation_records", "next_round_record"]
 
 LOCAL_IDS = frozenset({"local", "unsaved", ""})  # audits run by the CLI are not stored: no id worth a title
 
@@ -28,18 +35,43 @@ def legacy(audit: Any) -> dict:
     return as_evidence(audit).model_dump(mode="json", exclude_unset=True)
 
 
-def is_local(audit: Mapping) -> bool:
-    return str(get(audit, "id") or "").strip().lower() in LOCAL_IDS
+def recorded(record: BaseModel, name: str | None = None) -> Any:
+    """The field ``name`` as the audit recorded it, ``None`` when it did not; without ``name``, whether the
+    record holds anything at all. A section's default (``is_shift`` false, ``status`` succeeded) must not
+    read as a test's answer in an audit that never ran that test."""
+    if name is None:
+        return bool(record.model_fields_set)
+    return getattr(record, name) if name in record.model_fields_set else None
 
 
-def pack_title(audit: Mapping) -> str:
+def limitation_records(audit: AuditEvidence,
+                       limitations: Sequence[Limitation | LimitationRecord] | None) -> list[LimitationRecord]:
+    """The limitations to render, in rank order: as given (freshly ranked or stored), else the audit's own."""
+    if limitations is None:
+        items = list(audit.limitations)
+    else:
+        items = [lim if isinstance(lim, LimitationRecord) else LimitationRecord.model_validate(lim.to_dict())
+                 for lim in limitations]
+    return sorted(items, key=lambda lim: lim.rank)
+
+
+def next_round_record(audit: AuditEvidence, plan: NextRoundPlan | NextRound | None) -> NextRound | None:
+    """The next-round plan to render: as given (freshly planned or stored), else the audit's own."""
+    if plan is None:
+        return audit.next_round
+    return plan if isinstance(plan, NextRound) else NextRound.model_validate(plan.to_dict())
+
+
+def is_local(audit: AuditEvidence) -> bool:
+    return audit.id.strip().lower() in LOCAL_IDS
+
+
+def pack_title(audit: AuditEvidence) -> str:
     """The pack's title ("Crash fatality (NASS CDS occupants)"), not its id: as recorded in the
     AuditResult, else a built-in pack's, else the id made readable."""
-    params = get(audit, "parameters", default={})
-    for value in (get(audit, "domain_title"), get(audit, "pack", "title"), get(params, "domain_title")):
-        if isinstance(value, str) and value.strip():
-            return value
-    name = str(get(audit, "domain") or get(params, "domain_pack") or "generic")
+    if audit.domain_title.strip():
+        return audit.domain_title
+    name = audit.domain or audit.parameters.domain_pack or "generic"
     return _builtin_title(name) or capitalise(name.replace("_", " "))
 
 

@@ -62,8 +62,6 @@ STANDING_KINDS = frozenset({"benchmark_saturation"})  # properties of the benchm
 
 def claim_of(lim: Any) -> str:
     """``"change"`` or ``"standing"`` of a Limitation or a stored LimitationRecord."""
-    if isinstance(lim, Mapping):  # TRANSITIONAL
-        return "standing" if lim.get("claim") == "standing" else "change"
     return "standing" if lim.claim == "standing" else "change"
 
 

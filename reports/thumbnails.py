@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 from PIL import Image
 
 from domains import evaluate
+from reports.result import LimitationRecord
 
 __all__ = ["MAX_PAYLOAD", "PER_LIMITATION", "SIDE", "TOP_LIMITATIONS", "MEDICAL_DOMAINS", "data_uri",
            "thumbnail_strips"]
@@ -60,14 +61,14 @@ def _rows(definition: str, production: pd.DataFrame, rng: np.random.Generator) -
     return inside
 
 
-def thumbnail_strips(limitations: Sequence[Mapping], production: pd.DataFrame, read: Reader, *,
+def thumbnail_strips(limitations: Sequence[LimitationRecord], production: pd.DataFrame, read: Reader, *,
                      seed: int = 0, domain: str | None = None, medical_ok: bool = False
                      ) -> tuple[dict[str, list[str]], str | None]:
     """``({limitation key: [data URI, ...]}, note)``: the strips, and why some are missing.
 
     Parameters
     ----------
-    limitations : the ranked limitations (dicts with ``rank``, ``key``, ``claim``, ``definition``)
+    limitations : the ranked limitations (the AuditResult's ``limitations``)
     production : the production rows the definitions select from
     read : row position -> encoded image bytes (``None``: no image for that row)
     seed : the audit's seed; each limitation draws its rows from ``(seed, rank)``
@@ -76,14 +77,13 @@ def thumbnail_strips(limitations: Sequence[Mapping], production: pd.DataFrame, r
     if domain in MEDICAL_DOMAINS and not medical_ok:
         return {}, ("Thumbnails were not shown: the dermatology domain's images are patient data; "
                     "set report_thumbnails_medical to show them.")
-    ranked = sorted((lim for lim in limitations if isinstance(lim, Mapping) and lim.get("definition")
-                     and lim.get("claim", "change") == "change"), key=lambda lim: lim.get("rank") or 0)
+    ranked = sorted((lim for lim in limitations if lim.definition and lim.claim == "change"), key=lambda lim: lim.rank)
     strips: dict[str, list[str]] = {}
     spent, capped = 0, False
     for lim in ranked[:TOP_LIMITATIONS]:
-        rng = np.random.default_rng([seed, int(lim.get("rank") or 0)])
+        rng = np.random.default_rng([seed, lim.rank])
         uris = []
-        for row in _rows(str(lim["definition"]), production, rng):
+        for row in _rows(lim.definition, production, rng):
             encoded = read(int(row))
             uri = data_uri(encoded) if encoded else None
             if uri is None:
@@ -94,7 +94,7 @@ def thumbnail_strips(limitations: Sequence[Mapping], production: pd.DataFrame, r
             spent += len(uri)
             uris.append(uri)
         if uris:
-            strips[str(lim.get("key") or lim.get("rank"))] = uris
+            strips[lim.key or str(lim.rank)] = uris
         if capped:
             break
     note = f"Thumbnails stopped at {spent // 1000} KB of images, to keep the report small." if capped else None

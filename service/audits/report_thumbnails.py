@@ -23,11 +23,12 @@ def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, op
     if not options.get("report_thumbnails"):
         return outcome
     from reports import render_html
+    from reports.result import as_evidence
     from reports.thumbnails import thumbnail_strips
 
     if HASH_COLUMN in production.columns:
         hashes = production[HASH_COLUMN].to_numpy()
-        strips, note = thumbnail_strips(outcome.result.get("limitations") or [], production,
+        strips, note = thumbnail_strips(as_evidence(outcome.result).limitations, production,
                                         lambda i: read_thumbnail(settings, hashes[i]),
                                         seed=int(options.get("seed") or 0), domain=domain,
                                         medical_ok=bool(options.get("report_thumbnails_medical")))

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from reports import charts
+from reports.result import PriorEstimate, SliceRecord
 from reports.distribution_charts import distribution_note, histogram_svg
 from service.audits.pipeline.distributions import feature_distributions
 
@@ -20,7 +21,7 @@ def _texts(svg: str) -> list[str]:
 def test_slice_labels_wrap_instead_of_being_cut():
     names = ['body_site == "head_neck" and image_quality == "fair" and age_group == "65+"',
              "Unbelted occupants 65 and over, in side impacts at night"]
-    slices = [{"name": n, "benchmark_value": 0.6 + i / 10, "benchmark_ci": [0.5, 0.9]} for i, n in enumerate(names)]
+    slices = [SliceRecord(name=n, benchmark_value=0.6 + i / 10, benchmark_ci=[0.5, 0.9]) for i, n in enumerate(names)]
     svg = charts.slice_chart(slices, overall_value=0.8)
     text = " ".join(_texts(svg))
     assert "…" not in text
@@ -29,24 +30,24 @@ def test_slice_labels_wrap_instead_of_being_cut():
 
 
 def test_every_slice_gets_a_row_and_production_only_ones_are_marked():
-    slices = [{"name": "both", "benchmark_value": 0.8, "benchmark_ci": [0.7, 0.9], "production_value": 0.7},
-              {"name": "new population", "production_value": 0.69, "production_ci": [0.63, 0.74]},
-              {"name": "too small", "n_production": 3}]
+    slices = [SliceRecord(name="both", benchmark_value=0.8, benchmark_ci=[0.7, 0.9], production_value=0.7),
+              SliceRecord(name="new population", production_value=0.69, production_ci=[0.63, 0.74]),
+              SliceRecord(name="too small", n_production=3)]
     text = " ".join(_texts(charts.slice_chart(slices, overall_value=0.8)))
     assert "both" in text and "new population" in text and "too small" in text
     assert "(production only)" in text and "(not measured)" in text
 
 
 def test_slice_chart_titles_are_preferred_and_the_cap_holds():
-    slices = [{"name": f"s{i}", "title": f"Title {i}", "benchmark_value": 0.5} for i in range(50)]
+    slices = [SliceRecord(name=f"s{i}", title=f"Title {i}", benchmark_value=0.5) for i in range(50)]
     text = _texts(charts.slice_chart(slices, max_slices=30))
     assert "Title 29" in text and "Title 30" not in text and "s0" not in text
 
 
 def test_prior_chart_shows_observed_shares_when_given():
     bench = {"alive": 0.9, "dead": 0.1}
-    est = {"alive": {"estimate": 0.85, "ci_low": 0.8, "ci_high": 0.9}, "dead": {"estimate": 0.15, "ci_low": 0.1,
-                                                                               "ci_high": 0.2}}
+    est = {"alive": PriorEstimate(estimate=0.85, ci_low=0.8, ci_high=0.9),
+           "dead": PriorEstimate(estimate=0.15, ci_low=0.1, ci_high=0.2)}
     with_observed = charts.prior_chart(bench, est, observed={"alive": 0.84, "dead": 0.16})
     assert "production observed" in with_observed
     assert "production observed" not in charts.prior_chart(bench, est)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from reports import charts
+from reports.result import SliceRecord, as_evidence
 
 
 def _check(svg: str) -> None:
@@ -15,29 +16,30 @@ def _check(svg: str) -> None:
 
 
 def test_three_charts_from_the_example(audit):
-    _check(charts.slice_chart(audit["slices"], overall_value=0.86, metric="sensitivity",
+    evidence = as_evidence(audit)
+    _check(charts.slice_chart(evidence.slices, overall_value=0.86, metric="sensitivity",
                               highlight=["Fitzpatrick V–VI"]))
-    _check(charts.prior_chart(audit["label"]["benchmark_prior"], audit["label"]["production_prior_estimate"]))
-    _check(charts.drift_chart(audit["covariate"]["features"]))
+    _check(charts.prior_chart(evidence.label.benchmark_prior, evidence.label.production_prior_estimate))
+    _check(charts.drift_chart(evidence.covariate.features))
 
 
 def test_hostile_labels_are_escaped_text(payloads):
-    slices = [{"name": p, "benchmark_value": 0.5 + i / 20, "benchmark_ci": [0.4, 0.9]} for i, p in enumerate(payloads)]
+    slices = [SliceRecord(name=p, benchmark_value=0.5 + i / 20, benchmark_ci=[0.4, 0.9]) for i, p in enumerate(payloads)]
     svg = charts.slice_chart(slices, overall_value=0.7, highlight=[payloads[0]])
     _check(svg)
     assert "&lt;script&gt;" in svg
 
 
 @pytest.mark.parametrize("call", [
-    lambda: charts.slice_chart([]), lambda: charts.slice_chart([{"name": "x", "benchmark_value": None}]),
-    lambda: charts.prior_chart({}, {}), lambda: charts.prior_chart(None, None), lambda: charts.drift_chart([]),
+    lambda: charts.slice_chart([]), lambda: charts.slice_chart([SliceRecord(name="x", benchmark_value=None)]),
+    lambda: charts.prior_chart({}, {}), lambda: charts.drift_chart([]),
 ])
 def test_empty_inputs_give_no_chart(call):
     assert call() == ""
 
 
 def test_long_inputs_are_capped(huge_audit):
-    svg = charts.slice_chart(huge_audit["slices"], overall_value=0.86)
+    svg = charts.slice_chart(as_evidence(huge_audit).slices, overall_value=0.86)
     _check(svg)
     assert svg.count("<text") < 80
 

@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 MODULES = ["reports.formatting", "reports.limitations", "reports.next_round", "reports.selection", "reports.markdown",
-           "reports.findings_estimates"]
+           "reports.findings_estimates", "reports.derived_note", "reports.distribution_charts"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -9,6 +9,7 @@ import pytest
 
 import reports.thumbnails as thumbs
 from reports import render_html
+from reports.result import as_evidence
 from reports.thumbnails import PER_LIMITATION, thumbnail_strips
 from tests.imagecontext.images import encode, lfw_upscaled
 
@@ -26,7 +27,7 @@ def production():
 
 def strips(audit, production, **kw):
     frame, encoded = production
-    return thumbnail_strips(audit["limitations"], frame, lambda i: encoded[i], seed=7, **kw)
+    return thumbnail_strips(as_evidence(audit).limitations, frame, lambda i: encoded[i], seed=7, **kw)
 
 
 def top_section(html: str) -> str:
@@ -46,11 +47,11 @@ def test_report_with_thumbnails_of_real_faces(audit, production):
 def test_rows_inside_the_limitation_and_seeded(audit, production):
     frame, encoded = production
     asked = []
-    thumbnail_strips(audit["limitations"], frame, lambda i: asked.append(i) or encoded[i], seed=7)
+    thumbnail_strips(as_evidence(audit).limitations, frame, lambda i: asked.append(i) or encoded[i], seed=7)
     assert asked and all(frame.loc[i, "fitzpatrick"] in (5, 6) or frame.loc[i, "clinical_site"] == "site_e"
                          for i in asked)
     assert strips(audit, production) == strips(audit, production)  # the same audit shows the same rows
-    other = thumbnail_strips(audit["limitations"], frame, lambda i: encoded[i], seed=8)[0]
+    other = thumbnail_strips(as_evidence(audit).limitations, frame, lambda i: encoded[i], seed=8)[0]
     assert other != strips(audit, production)[0]
 
 
