@@ -5,34 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from reports.formatting import capitalise
-from reports.result import AuditEvidence, LimitationRecord, NextRound, as_evidence
+from reports.next_round import NextRoundPlan
+from reports.records import Limitation
+from reports.result import AuditEvidence, LimitationRecord, NextRound
 
-if TYPE_CHECKING:
-    from reports.next_round import NextRoundPlan
-    from reports.records import Limitation
-
-__all__ = ["as_dict", "pack_title", "is_local", "LOCAL_IDS", "recorded", "limitation_records", "next_round_record"]
+__all__ = ["pack_title", "is_local", "LOCAL_IDS", "recorded", "limitation_records", "next_round_record"]
 
 LOCAL_IDS = frozenset({"local", "unsaved", ""})  # audits run by the CLI are not stored: no id worth a title
-
-
-def as_dict(value: Any) -> Any:
-    """A pydantic model or a result record as its JSON-ready dict; anything else unchanged."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    return value
-
-
-def legacy(audit: Any) -> dict:
-    """The validated evidence as JSON, for the builders that still read dicts."""
-    return as_evidence(audit).model_dump(mode="json", exclude_unset=True)
 
 
 def recorded(record: BaseModel, name: str | None = None) -> Any:
