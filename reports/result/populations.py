@@ -118,6 +118,9 @@ class SemanticSection(Record):
     attribution: Optional[Attribution] = None
     conditional: Optional[TestGroup] = None
     contexts_only_in_production: list[str] = Field(default_factory=list)
+    slice_shares: list[dict[str, Any]] = Field(
+        default_factory=list, description="Always empty since 1.0: slice-share tests are among the contexts (kind "
+                                          "slice_share); kept so that the contract only grows.")
 
 
 class SliceRecord(Record):
