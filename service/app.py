@@ -15,6 +15,8 @@ from service.deps import require_api_key
 from service.errors import ServiceError
 from service.limits import BodySizeLimit
 from service.monitors import alert_routes as alerts, routes as monitors
+from service.monitors.metrics import make_registry
+from service.monitors.service import MonitorService
 from service.openapi_content import fix_content_types
 from service.operations import health, metrics
 from service.packs import routes as domains
@@ -40,8 +42,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         app.state.runtime = Runtime.start(settings)
         app.state.runtime.start_worker()
-        from service.monitors.metrics import make_registry
-        from service.monitors.service import MonitorService
 
         app.state.monitors = MonitorService.start(app.state.runtime)  # scheduler unless SCHEDULER=off
         app.state.metrics_registry = make_registry(app.state.runtime.sessions)

@@ -1,4 +1,6 @@
-"""The ``contextshift`` console script. Heavy imports happen inside the commands."""
+"""The ``contextshift`` console script. Heavy imports happen inside the commands: this module
+loads only the standard library and service.errors, so ``--help`` and a cron run with no new data
+stay fast (tests/service/test_monitor_cli_startup.py)."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +8,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from service.errors import ServiceError
 
 EXIT_OK, EXIT_SHIFT, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -84,6 +88,7 @@ class TerminalProgress:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # lazy: the API (FastAPI, SQLAlchemy, pandas, ~1.6 s) is only for `serve`
     import uvicorn
 
     from service.app import create_app
@@ -99,8 +104,8 @@ def _write(path: str | None, text: str) -> None:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    # lazy: the audit pipeline (pandas, SciPy, ~2.5 s) is only for `audit`
     from service.audits.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
-    from service.errors import ServiceError
 
     progress = TerminalProgress()
     options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed}
@@ -108,7 +113,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         pack = load_pack(args.domain)
         schema = read_schema(args.schema)
         if args.engine == "dask":
-            from service.audits.engine.dask_audit import audit_paths
+            from service.audits.engine.dask_audit import audit_paths  # lazy: dask.distributed (~1 s), --engine dask
 
             outcome = audit_paths(args.benchmark, args.production, pack=pack, schema=schema, progress=progress,
                                   options={**options, "engine": "dask", "sample_rows": args.sample_rows},
@@ -141,7 +146,7 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
     for label, path in (("HTML report", args.html), ("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label}: {path}")
-    from reports import fails_gate
+    from reports import fails_gate  # lazy: reports.limitations loads NumPy and pydantic (~1.5 s alone)
 
     level = args.fail_on or ("shift" if args.fail_on_shift else None)
     if level and fails_gate(outcome.result, level):
@@ -151,6 +156,7 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    # lazy: example data and the audit pipeline (pandas, SciPy, ~2.5 s) are only for `demo`
     from domains.examples import make_example
     from service.audits.local import audit_frames, load_pack
     from service.roles import infer_roles
@@ -178,7 +184,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
-    from service.errors import ServiceError
+    # lazy: pydantic settings and YAML (~0.15 s), which `--help` and the other commands need not load
     from service.monitors.local import run_by_id, run_config
 
     if bool(args.id) == bool(args.config):

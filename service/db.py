@@ -6,6 +6,8 @@ import fcntl
 from pathlib import Path
 from typing import Iterator
 
+from alembic import command
+from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -42,9 +44,6 @@ def migrate(engine: Engine) -> None:
     serialises them with a transaction-scoped advisory lock, SQLite with a lock file beside the
     database (SQLite databases are local files, so all their processes share one file system).
     """
-    from alembic import command
-    from alembic.config import Config
-
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     with _sqlite_file_lock(engine), engine.begin() as connection:

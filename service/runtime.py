@@ -4,19 +4,17 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.audits.store import AuditStore
+from service.audits.worker import AuditWorker
 from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.packs.registry import PackRegistry
 from service.settings import Settings
-
-if TYPE_CHECKING:
-    from service.audits.worker import AuditWorker
 
 log = logging.getLogger("contextshift")
 _cache_lock = threading.Lock()
@@ -30,7 +28,7 @@ class Runtime:
     datasets: DatasetStore
     audits: AuditStore
     packs: PackRegistry
-    worker: "AuditWorker | None" = None
+    worker: AuditWorker | None = None
     _reference_cache: Any = field(default=None, repr=False)
 
     def reference_cache(self) -> Any:
@@ -41,7 +39,7 @@ class Runtime:
             return None
         with _cache_lock:
             if self._reference_cache is None:
-                from service.audits.pipeline.reference_cache import ReferenceCache
+                from service.audits.pipeline.reference_cache import ReferenceCache  # lazy: the pipeline, ~2 s
 
                 self._reference_cache = ReferenceCache(self.settings.data_dir / "cache" / "reference", max_items=32)
         return self._reference_cache
@@ -64,8 +62,6 @@ class Runtime:
 
     def start_worker(self) -> None:
         """Start the audit pool and the heartbeat; audits left running by a dead instance fail."""
-        from service.audits.worker import AuditWorker
-
         self.worker = AuditWorker(self, max_workers=self.settings.audit_workers)
         self.audits.register_instance()
         for audit_id in self.audits.recover():

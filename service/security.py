@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 STATIC_PAGE = ("default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -61,8 +62,6 @@ class SecurityHeaders:
 
 def allowed_methods(app, path: str) -> str:
     """Every method some route serves at ``path`` (Starlette's own 405 names one route's only)."""
-    from starlette.routing import Match
-
     allowed = []
     for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
         scope = {"type": "http", "path": path, "method": method, "root_path": "", "headers": []}

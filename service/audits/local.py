@@ -7,16 +7,21 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from domains import PackError, is_builtin, list_builtin, load_builtin, load_pack_yaml
 from service import roles
+from service.audits.pipeline import AuditInput, run_audit
 from service.datasets import frame_checks, ingest
+from service.datasets.coerce import coerce_columns
+from service.datasets.images.intake import prepare_file
+from service.datasets.partitions import read_parts
+from service.datasets.paths import is_glob, parquet_files, split_glob
 from service.errors import InvalidRequest
+from service.schemas import AuditOptions
 
 Progress = Callable[[float, str], None]
 
 
 def load_pack(name: str) -> Any:
-    from domains import PackError, is_builtin, list_builtin, load_builtin, load_pack_yaml
-
     if is_builtin(name):  # a built-in's name or its alias
         return load_builtin(name)
     path = Path(name)
@@ -51,8 +56,6 @@ def read_annotations(path: str | None) -> tuple[pd.DataFrame, dict[str, str]] | 
 def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFrame, dict[str, str]]:
     """Read, type and validate one file, Parquet directory or glob exactly as ``POST /v1/datasets``
     (or ``/v1/datasets/register``) would; a file carrying images gets its derived columns first."""
-    from service.datasets.images.intake import prepare_file
-
     images = prepare_file(path, pack=pack, user_schema=schema)
     if images is not None:
         try:
@@ -73,16 +76,14 @@ def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFr
 
 def read_any(path: str | Path) -> tuple[pd.DataFrame, str]:
     """A file of any upload format, or every Parquet file of a directory or glob, as one frame."""
-    from service.datasets.coerce import coerce_columns
-    from service.datasets.partitions import read_parts
-    from service.datasets.paths import is_glob, parquet_files, split_glob
-    from service.datasets.register import common_schema
-
     text = str(path)
     if Path(text).is_file():
         return ingest.read_table(Path(text), Path(text).name), text
     if not Path(text).is_dir() and not is_glob(text):
         raise InvalidRequest(f"File {text!r} does not exist.", code="file_not_found", details={"file": text})
+    # lazy: registration loads SQLAlchemy and the upload path (~0.6 s); only a folder or glob needs it
+    from service.datasets.register import common_schema
+
     files = parquet_files(text)
     base = Path(text) if Path(text).is_dir() else Path(split_glob(text)[0])
     common_schema(files, base)  # every file Parquet, one schema: as registration demands
@@ -96,9 +97,6 @@ def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any
                  annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
                  reference_cache: Any = None) -> Any:
     """One in-memory audit; ``reference_cache`` (a ``ReferenceCache``) keeps the benchmark-side fits."""
-    from service.audits.pipeline import AuditInput, run_audit
-    from service.schemas import AuditOptions
-
     audit_input = AuditInput(audit_id="local", benchmark=benchmark, production=production,
                              benchmark_roles=benchmark_roles, production_roles=production_roles,
                              benchmark_ref={"id": names[0], "name": names[0]},

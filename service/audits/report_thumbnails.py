@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from reports.result import as_evidence
+from reports.thumbnails import thumbnail_strips
 from service.datasets.images.cache import read_thumbnail
 from service.datasets.images.derive import HASH_COLUMN
 
@@ -22,9 +24,7 @@ def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, op
     """``outcome`` with its HTML re-rendered with thumbnails (unchanged when not asked for)."""
     if not options.get("report_thumbnails"):
         return outcome
-    from reports import render_html
-    from reports.result import as_evidence
-    from reports.thumbnails import thumbnail_strips
+    from reports import render_html  # lazy: SciPy (~1.2 s); the audit worker imports this module at API start-up
 
     if HASH_COLUMN in production.columns:
         hashes = production[HASH_COLUMN].to_numpy()

@@ -11,6 +11,7 @@ from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest, NotFound, QueueFull
 from reports.result import AuditResult
 from service.models import AuditRow
+from service.rounds.store import RoundStore
 from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus, ErrorResponse
 
 router = APIRouter(prefix="/v1/audits", tags=["audits"], responses=ERROR_RESPONSES)
@@ -76,8 +77,6 @@ def _check_queue(runtime: Any) -> None:
 def _series_benchmark(runtime: Any, body: AuditCreate) -> tuple[Any, dict[str, Any]]:
     """The union of the series' rounds as a benchmark dataset, and what the result records of it;
     the audit's domain defaults to the series'."""
-    from service.rounds.store import RoundStore
-
     rounds = RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs)
     domain = rounds.series(body.benchmark_series).domain
     if "domain" not in body.model_fields_set:

@@ -11,11 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from service.audits.engine.images import has_images
+from service.audits.engine.datasets import ParquetDataset
+from service.audits.engine.images import has_images, image_side
 from service.audits.report_thumbnails import with_thumbnails
 from service.datasets.images.derive import HASH_COLUMN
 from service.datasets.images.origins import derived_ref
 from service.errors import InvalidRequest, ServiceError
+from service.roles import roles_for_audit
 
 log = logging.getLogger("contextshift.worker")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s'\"/\\]+){2,}")  # server paths are not the client's business
@@ -62,8 +64,8 @@ class AuditWorker:
             self.futures.pop(audit_id, None)
 
     def _execute(self, audit_id: str) -> None:
-        from service.audits.pipeline import AuditInput, run_audit  # heavy: scientific stack
-        from service.roles import roles_for_audit
+        # lazy: the audit pipeline (SciPy, ~2 s) loads at the first audit, not at API start-up
+        from service.audits.pipeline import AuditInput, run_audit
 
         runtime = self.runtime
         row = runtime.audits.get(audit_id)
@@ -100,11 +102,9 @@ class AuditWorker:
         """The Dask engine reads the stored Parquet partitions where they are; nothing is loaded whole.
         A registered dataset of image paths has its images derived on the cluster first, into scratch
         partitions removed after the audit (:mod:`service.audits.engine.images`)."""
+        # lazy: dask.distributed and the audit pipeline (~3 s), only for audits on the Dask engine
         from service.audits.engine.cluster import get_client
         from service.audits.engine.dask_audit import audit_parquet
-        from service.audits.engine.datasets import ParquetDataset
-        from service.audits.engine.images import image_side
-        from service.roles import roles_for_audit
 
         runtime, datasets = self.runtime, self.runtime.datasets
         client = get_client(runtime.settings.dask_scheduler)

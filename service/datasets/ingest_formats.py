@@ -6,10 +6,14 @@ from pathlib import Path
 from typing import Iterator
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyarrow.types as t
 
 from service.datasets.bounded import MB, UploadLimits, check_text_start, decompress_to, open_bounded, scratch_copy
 from service.datasets.coerce import check_text_cells
 from service.datasets.line_scan import CHUNK_BYTES, encoding_error, scanned
+from service.datasets.partitions import decimals_as_float
 from service.errors import BadUpload, InvalidRequest, UploadTooLarge
 
 JSONL_CHUNK_ROWS = 50_000
@@ -114,11 +118,6 @@ def iter_parquet(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
 
 
 def _iter_parquet_file(path: Path, filename: str, limits: UploadLimits, chunk_cells: int) -> Iterator[pd.DataFrame]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from service.datasets.partitions import decimals_as_float
-
     try:
         metadata = _footer(path, filename, limits)
         meta = pq.ParquetFile(path, metadata=metadata)
@@ -152,8 +151,6 @@ def _iter_parquet_file(path: Path, filename: str, limits: UploadLimits, chunk_ce
 def _footer(path: Path, filename: str, limits: UploadLimits):
     """The footer's metadata, refused before decoding when its length is out of bounds and before
     the schema is built when it has too many columns (decoding 50,000 columns costs seconds)."""
-    import pyarrow.parquet as pq
-
     with open(path, "rb") as fh:
         fh.seek(0, 2)
         size = fh.tell()
@@ -183,8 +180,6 @@ def _check_footer(metadata, filename: str, limits: UploadLimits, n_columns: int)
 
 
 def _supported(kind) -> bool:
-    import pyarrow.types as t
-
     if t.is_dictionary(kind):
         return _supported(kind.value_type)
     if t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from service.datasets.arrow_types import conform, unify
@@ -123,8 +124,6 @@ def decimals_as_float(table: pa.Table) -> pa.Table:
 
 def read_parts(files: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
     """All parts as one frame (the pandas engine); a stored index is dropped as uploads drop it."""
-    import pyarrow.dataset as ds
-
     table = decimals_as_float(ds.dataset([str(f) for f in files], format="parquet").to_table(columns=columns))
     frame = table.to_pandas()
     if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0:

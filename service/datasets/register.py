@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from service import roles
 from service.datasets import validation
@@ -75,7 +77,7 @@ def image_paths(settings: Any, sample: pd.DataFrame, user_schema: Any, label: st
     images will give; the images themselves are read when an audit derives them."""
     if IMAGE_COLUMN not in sample.columns:
         return None
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     on_error = on_image_error(user_schema)
     limits = ImageLimits.from_settings(settings)
@@ -94,9 +96,6 @@ def image_paths(settings: Any, sample: pd.DataFrame, user_schema: Any, label: st
 
 
 def _metadata(file: Path, base: Path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         return pq.read_metadata(file)
     except (pa.ArrowException, OSError) as exc:
@@ -138,9 +137,6 @@ def _check_columns(schema, shown: str) -> None:
 
 def _sample(files: list[Path], cells: int, n_columns: int) -> pd.DataFrame:
     """The first row groups, in file order, until about ``cells`` cells (at least one row group)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     want, tables, have = max(1, cells // max(n_columns, 1)), [], 0
     for file in files:
         with pq.ParquetFile(file) as source:

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
 from service.datasets import ingest
+from service.datasets.register import register_dataset as register
 from service.datasets.upload import store_upload
 from service.deps import DatasetsDep, RuntimeDep
 from service.errors import InvalidRequest
@@ -66,8 +67,6 @@ def upload_dataset(
 def register_dataset(runtime: RuntimeDep, response: Response, body: DatasetRegister) -> DatasetOut:
     """Register Parquet files inside CONTEXTSHIFT_DATA_ROOTS as a dataset without copying them.
     Deleting the dataset later removes only its catalogue row, never the files."""
-    from service.datasets.register import register_dataset as register
-
     _check_text_field("name", body.name)
     _check_text_field("domain", body.domain)
     pack = resolve_pack(runtime, body.domain) if body.domain else None

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
+import pyarrow as pa
 from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,6 +31,8 @@ from service.datasets.partitions import PartWriter, fingerprint, read_parts, wri
 from service.datasets.paths import Roots, resolve_inside
 from service.errors import Conflict, InvalidRequest, NotFound
 from service.models import AuditRow, DatasetRow
+from service.monitors.models import MonitorRow
+from service.rounds.models import BenchmarkRoundRow  # rounds keep their datasets (FK RESTRICT)
 from service.scratch import FolderLock, age_s, held, remove
 
 DATA_ROOTS = "CONTEXTSHIFT_DATA_ROOTS"
@@ -139,8 +142,6 @@ class DatasetStore:
                       columns: list[dict[str, str]], validation: dict[str, Any],
                       sha256: str) -> tuple[DatasetRow, bool]:
         """Store an in-memory frame as parts; see :meth:`commit` for the return value."""
-        import pyarrow as pa
-
         with self.staging() as writer:
             try:
                 write_frame(frame, writer)
@@ -311,7 +312,6 @@ def _check_unused(s: Session, dataset_id: str) -> None:
     if used:
         raise Conflict(f"Dataset {dataset_id!r} is used by audit {used!r}; delete the audit first.",
                        details={"dataset": dataset_id, "audit": used})
-    from service.rounds.models import BenchmarkRoundRow  # rounds keep their datasets (FK RESTRICT)
 
     round_of = s.scalars(select(BenchmarkRoundRow).where(BenchmarkRoundRow.dataset_id == dataset_id)).first()
     if round_of is not None:
@@ -319,7 +319,6 @@ def _check_unused(s: Session, dataset_id: str) -> None:
                        f"{round_of.series!r}; a registered round cannot be deleted.",
                        details={"dataset": dataset_id, "benchmark": round_of.series,
                                 "round": round_of.number})
-    from service.monitors.models import MonitorRow
 
     monitor = s.scalars(select(MonitorRow.id).where(MonitorRow.benchmark_id == dataset_id)).first()
     if monitor is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
+import pyarrow as pa
 
 from service import roles
 from service.datasets import frame_checks, ingest, validation
@@ -75,8 +76,6 @@ def _chain(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> Iterator[pd.Dat
 def _write_all(chunks: Iterator[pd.DataFrame], checker: ChunkedValidation, writer: PartWriter,
                tally: frame_checks.RangeTally) -> None:
     """Validate then write each chunk; stop at the first chunk that fails for good."""
-    import pyarrow as pa
-
     for chunk in chunks:
         first_row = checker.rows_checked
         if not checker.add(chunk):

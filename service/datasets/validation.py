@@ -6,12 +6,15 @@ details are collected for the failed ones only (SUMMARY costs ~3x).
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
+
+from detectors.base import to_jsonable
 
 _LOCK = threading.RLock()  # the GE context is not thread-safe
 _CONTEXT: Any = None
@@ -81,6 +84,7 @@ def _context():
     global _CONTEXT
     if _CONTEXT is None:
         os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+        # lazy: Great Expectations costs 3-5 s; the API and a cron run with nothing new start without it
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -99,6 +103,7 @@ class PreparedSuite:
     """
 
     def __init__(self, expectations: list[Expectation]) -> None:
+        # lazy: Great Expectations costs 3-5 s; the API and a cron run with nothing new start without it
         import great_expectations as gx
         import great_expectations.expectations as gxe
 
@@ -170,8 +175,6 @@ def validate(frame: pd.DataFrame, expectations: list[Expectation]) -> dict[str, 
 
 def _unique(expectations: list[Expectation]) -> list[Expectation]:
     """Drop repeats (a pack may restate what the roles imply); GE would merge them anyway."""
-    import json
-
     seen, out = set(), []
     for exp in expectations:
         kwargs = {k: v for k, v in exp.kwargs.items() if not (k == "mostly" and v == 1.0)}  # GE's default
@@ -195,6 +198,4 @@ def _failure_details(res: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    from detectors.base import to_jsonable
-
     return to_jsonable(value.item() if hasattr(value, "item") and not isinstance(value, list) else value)

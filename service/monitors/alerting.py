@@ -22,6 +22,7 @@ from service.monitors.findings import Finding
 from service.monitors.models import AlertRow
 from service.monitors.webhook_http import post_json
 from service.monitors.webhook_targets import TargetRefused, resolve_target
+from service.settings import get_settings
 
 log = logging.getLogger("contextshift.monitors")
 RESOLVE_AFTER = 3
@@ -104,8 +105,6 @@ def deliver(url: str, body: dict[str, Any], *, record: Recorder, attempts: int =
     recorded with a generic error text; its cause is logged.
     """
     if allow_private is None:
-        from service.settings import get_settings
-
         allow_private = get_settings().webhook_allow_private
     data = json.dumps(body, default=str).encode("utf-8")
     for attempt in range(first_attempt, first_attempt + attempts):

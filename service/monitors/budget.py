@@ -26,6 +26,7 @@ from typing import Any
 
 from detectors.metric_registry import is_proportion, lower_is_better
 from detectors.sequential import confidence_sequence, horizon_level, window_drop_test
+from domains import evaluate
 
 __all__ = ["HORIZON", "WINDOW", "SPENDING", "run_alpha", "spent", "harm_level", "HarmCheck", "track_harm",
            "accuracy_counts", "estimated_harm", "confidence_sequence"]
@@ -107,8 +108,6 @@ def accuracy_counts(result: dict, benchmark: Any, production: Any, *, label: str
                     production_label: str | None = None) -> tuple[str, dict[str, tuple]]:
     """Accuracy overall and per expert slice, from the two frames: the tracked metric when the
     primary one (balanced accuracy, macro-F1, AUC) is not a proportion of rows."""
-    from domains import evaluate
-
     production_label = production_label or label
     if production_label not in production.columns or prediction not in production.columns:
         return "accuracy", {}

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from apscheduler.triggers.cron import CronTrigger
+
 from service.errors import InvalidRequest
 
 HORIZON = timedelta(days=5 * 366)  # a schedule silent this long is a mistake, not a plan
@@ -10,8 +12,6 @@ FIELDS = ("minute", "hour", "day", "month", "weekday")
 
 
 def _fires(cron: str, now: datetime) -> bool:
-    from apscheduler.triggers.cron import CronTrigger  # imported here: APScheduler is not needed to start
-
     first = CronTrigger.from_crontab(cron, timezone="UTC").get_next_fire_time(None, now)
     return first is not None and first - now <= HORIZON
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
 from service.errors import InvalidRequest
 from service.datasets.paths import Roots, inside_roots, resolve_dir  # noqa: F401  (one rule for every root check)
 from service.monitors.cron_check import check_cron_fires
@@ -33,13 +36,9 @@ def check_source(source: DirectorySource | SqlSource, settings: Any) -> dict[str
 
 
 def make_trigger(schedule: dict[str, Any], *, timezone: str = "UTC") -> Any:
-    """The APScheduler trigger of a schedule (imported here: APScheduler is not needed to start)."""
+    """The APScheduler trigger of a schedule."""
     if schedule.get("cron"):
-        from apscheduler.triggers.cron import CronTrigger
-
         return CronTrigger.from_crontab(schedule["cron"], timezone=timezone)
-    from apscheduler.triggers.interval import IntervalTrigger
-
     return IntervalTrigger(seconds=float(schedule["interval_seconds"]), timezone=timezone)
 
 

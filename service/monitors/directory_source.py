@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from service.datasets.paths import inside_roots
 from service.errors import ServiceError
 from service.monitors.batch import Batch
+from service.settings import Settings
 
 if TYPE_CHECKING:  # read lazily: listing a folder with nothing new needs no pandas
     import pandas as pd
@@ -88,8 +89,6 @@ def _names(dir_fd: int, pattern: str, run: _Run) -> list[str]:
 def _take_one(dir_fd: int, folder: Path, name: str, taken: set[tuple[str, str]], roots: list[Path] | None,
               run: _Run) -> bool:
     """Take file ``name`` into ``run`` if it is new and fits; False once the run is full."""
-    from service.datasets import ingest
-
     flags = _FILE_FLAGS | (_NOFOLLOW if roots is not None else 0)
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
@@ -109,6 +108,8 @@ def _take_one(dir_fd: int, folder: Path, name: str, taken: set[tuple[str, str]],
             return True
         if run.files and (run.size + info.st_size > run.max_bytes or len(run.files) >= MAX_FILES_PER_RUN):
             return False
+        from service.datasets import ingest  # lazy: pandas (~0.6 s), only for a file not taken before
+
         try:
             frame = ingest.read_table(_fd_path(fd), name)  # the same open file, whatever its name is now
         except ServiceError as exc:  # taken, so that one bad file does not fail every later run
@@ -137,8 +138,6 @@ def take_directory(source: dict[str, Any], taken: set[tuple[str, str]], roots: l
     ``CONTEXTSHIFT_MONITOR_MAX_BYTES_PER_RUN`` read from the environment.
     """
     if max_rows is None or max_bytes is None:
-        from service.settings import Settings
-
         settings = Settings()
         max_rows = settings.monitor_max_rows_per_run if max_rows is None else max_rows
         max_bytes = settings.monitor_max_bytes_per_run if max_bytes is None else max_bytes
@@ -160,7 +159,7 @@ def take_directory(source: dict[str, Any], taken: set[tuple[str, str]], roots: l
                          f"the {run.left} file(s) after it in the listing wait for the next run")
     if not run.frames:
         return Batch(frame=None, notes=tuple(run.notes))
-    import pandas as pd
+    import pandas as pd  # lazy: ~0.6 s; a cron run with nothing new must not load it
 
     frame = pd.concat(run.frames, ignore_index=True)
     return Batch(frame=frame, files=run.files, description=f"{len(run.files)} file(s) from {folder.name}",

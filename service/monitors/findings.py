@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from detectors.metric_registry import lower_is_better
+from domains import evaluate
 
 SEVERITY_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
 STANDING_KINDS = frozenset({"benchmark_saturation", "label_quality"})
@@ -71,7 +72,6 @@ def alertable(result: dict[str, Any], min_severity: str) -> tuple[list[Finding],
 def _rows(definition: str | None, frame: Any):
     if not definition or frame is None:
         return None
-    from domains import evaluate
 
     try:
         mask = evaluate(definition, frame).to_numpy()

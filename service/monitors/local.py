@@ -19,9 +19,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from service.errors import InvalidRequest
 from service.monitors.batch import Batch
+from service.monitors.directory_source import take_directory
 from service.monitors.run_path import BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run
+from service.settings import Settings, get_settings
 
 EXIT_OK, EXIT_SHIFT, EXIT_BAD_INPUT = 0, 1, 2
 ALERT_FIELDS = ("id", "monitor_id", "key", "kind", "severity", "statement", "state", "opened_run_id",
@@ -30,9 +34,9 @@ ACTIVE = ("open", "acknowledged")  # service.monitors.alerting.ACTIVE, without i
 
 
 def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
+    # lazy: the database-backed service (SQLAlchemy, pandas, ~1 s) that `monitor run --config` never needs
     from service.monitors.service import MonitorService
     from service.runtime import Runtime
-    from service.settings import get_settings
 
     runtime = Runtime.start(get_settings())
     service = MonitorService(runtime)
@@ -62,8 +66,6 @@ def _exit(status: str, verdict: dict | None, error: dict | None, n_open: int, fa
 
 
 def read_config(path: str) -> dict[str, Any]:
-    import yaml
-
     try:
         config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -98,7 +100,7 @@ def _save_state(path: Path, state: dict[str, Any]) -> None:
 
 
 def _alert_row(data: dict[str, Any]) -> Any:
-    from service.monitors.models import AlertRow
+    from service.monitors.models import AlertRow  # lazy: SQLAlchemy (~0.2 s); a run with nothing new must not load it
 
     values = {k: data.get(k) for k in ALERT_FIELDS}
     for k in ("created_at", "last_seen", "resolved_at"):
@@ -125,11 +127,9 @@ class StateFileStore:
     def take(self) -> Batch:
         source = self.config["source"]
         if source["type"] == "directory":
-            from service.monitors.directory_source import take_directory
-
             self.batch = take_directory(source, self.taken, None)
         else:
-            from service.monitors.sql_source import take_sql
+            from service.monitors.sql_source import take_sql  # lazy: pandas + SQLAlchemy (~0.8 s), SQL sources only
 
             self.batch = take_sql(source, source["url"], self.state.get("watermark"))
         return self.batch
@@ -147,12 +147,14 @@ class StateFileStore:
             _save_state(self.path, self.state)
 
     def benchmark(self) -> BenchmarkSide:
+        # lazy: reading the benchmark loads pandas and the audit pipeline (~2.5 s): only once there are new rows
         from service.monitors.local_benchmark import benchmark_side
 
         return benchmark_side(self.config, self.state)
 
     def audit(self, run_id: str, batch: Batch, roles: dict[str, str], validation: dict, side: BenchmarkSide,
               alpha_k: float) -> tuple[None, dict[str, Any]]:
+        # lazy, new rows only: the pipeline loads SciPy and pandas (~2 s); the schemas' models ~0.03 s
         from service.audits.pipeline import AuditInput, run_audit
         from service.schemas import AuditOptions
 
@@ -175,7 +177,7 @@ class StateFileStore:
         return [_alert_row(a) for a in self.state["alerts"] if a["state"] in ACTIVE]
 
     def save(self, record: RunRecord) -> None:
-        from service.monitors import findings
+        from service.monitors import findings  # lazy: domains loads pandas (~0.6 s); a run with nothing new must not
 
         state, update = self.state, record.update
         _deliver(self.config, record.run_id, record.result, update, state)
@@ -212,11 +214,9 @@ def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:
     """The benchmark-side fits, kept between cron runs (each a new process, so on disk): in the
     YAML's ``reference_cache`` folder, by default ``cache/reference`` next to the state file (a cron
     job's working directory is arbitrary); none with ``CONTEXTSHIFT_REFERENCE_CACHE=off``."""
-    from service.settings import Settings
-
     if not Settings().reference_cache:
         return None
-    from service.audits.pipeline.reference_cache import ReferenceCache
+    from service.audits.pipeline.reference_cache import ReferenceCache  # lazy: the audit pipeline (~2 s)
 
     return ReferenceCache(Path(config.get("reference_cache") or state_path.parent / "cache" / "reference"))
 
@@ -225,6 +225,7 @@ def _deliver(config: dict[str, Any], run_id: str, result: dict[str, Any], update
     url = (config.get("alerts") or {}).get("webhook")
     if not url:
         return
+    # lazy: alerting loads SQLAlchemy and pandas (~1 s), needed only when a run has alerts to send
     from service.monitors.alerting import deliver, payload
 
     monitor = {"id": None, "name": config.get("name") or "monitor", "benchmark": config["benchmark"]}

@@ -15,6 +15,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from service.audits import local as audit_local  # a module: tests count its read_dataset calls
+from service.audits.pipeline.reference_cache import frame_digest
+from service.datasets.images.intake import prepare_file
 from service.monitors.run_path import BenchmarkSide
 
 _FRAMES: OrderedDict[str, Any] = OrderedDict()  # memo key -> frame, this process
@@ -43,9 +46,7 @@ def _remember(key: str, frame: Any) -> None:
 
 def benchmark_side(config: dict[str, Any], state: dict[str, Any]) -> BenchmarkSide:
     """The benchmark's frame, roles, pack and digest; updates ``state["benchmark"]`` (saved with the run)."""
-    from service.audits.local import load_pack, read_any, read_dataset, read_schema
-
-    pack = load_pack(config.get("domain") or "generic")
+    pack = audit_local.load_pack(config.get("domain") or "generic")
     ref = {"id": "benchmark", "name": config["benchmark"]}
     key = _memo_key(config, pack)
     memo = state.get("benchmark") or {}
@@ -53,15 +54,14 @@ def benchmark_side(config: dict[str, Any], state: dict[str, Any]) -> BenchmarkSi
         with _LOCK:
             frame = _FRAMES.get(key)
         if frame is None:
-            frame, _ = read_any(config["benchmark"])  # typed as at upload; validated when the memo was made
+            # typed as at upload; validated when the memo was made
+            frame, _ = audit_local.read_any(config["benchmark"])
             _remember(key, frame)
         return BenchmarkSide(frame=frame, roles=dict(memo["roles"]), ref=ref, pack=pack, digest=memo["digest"])
-    from service.audits.pipeline.reference_cache import frame_digest
-    from service.datasets.images.intake import prepare_file
-
-    schema = read_schema(config.get("benchmark_schema"))
-    frame, roles = read_dataset(config["benchmark"], schema=schema, pack=pack)  # validates, raises on failure
-    if key is None or _has_images(config["benchmark"], pack, schema, prepare_file):
+    schema = audit_local.read_schema(config.get("benchmark_schema"))
+    # validates, raises on failure
+    frame, roles = audit_local.read_dataset(config["benchmark"], schema=schema, pack=pack)
+    if key is None or _has_images(config["benchmark"], pack, schema):
         return BenchmarkSide(frame=frame, roles=roles, ref=ref, pack=pack)
     digest = frame_digest(frame)
     state["benchmark"] = {"key": key, "roles": roles, "digest": digest}
@@ -69,7 +69,7 @@ def benchmark_side(config: dict[str, Any], state: dict[str, Any]) -> BenchmarkSi
     return BenchmarkSide(frame=frame, roles=roles, ref=ref, pack=pack, digest=digest)
 
 
-def _has_images(path: str, pack: Any, schema: Any, prepare_file: Any) -> bool:
+def _has_images(path: str, pack: Any, schema: Any) -> bool:
     """A file whose images are turned into derived columns at each read is not memoised."""
     images = prepare_file(path, pack=pack, user_schema=schema)
     if images is None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select
 
 from service.models import AuditRow
@@ -19,8 +21,6 @@ class ServiceCollector:
         self.sessions = sessions
 
     def collect(self):
-        from prometheus_client.core import GaugeMetricFamily
-
         with self.sessions() as s:
             audits = s.execute(select(AuditRow.status, func.count()).group_by(AuditRow.status)).all()
             # a compacted no-data row stands for no_data_count runs
@@ -85,8 +85,6 @@ def _family(family: Any, samples: list) -> Any:
 
 
 def make_registry(sessions: Any) -> Any:
-    from prometheus_client import CollectorRegistry
-
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ServiceCollector(sessions))
     return registry

@@ -6,8 +6,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
 
+from reports.monitor_html import render_monitor_html
 from service.monitors.deps import MonitorsDep
 from service.monitors.models import MonitorRow
+from service.monitors.scheduler import next_run_times
 from service.monitors.schemas import (
     AlertOut, Budget, MonitorCreate, MonitorList, MonitorOut, RunAccepted, RunList, RunOut,
 )
@@ -31,8 +33,6 @@ def page_headers(response: Response, url, offset: int, limit: int, more: bool) -
 
 def monitors_out(monitors: MonitorsDep, rows: list[MonitorRow]) -> list[MonitorOut]:
     """Monitors with their last run, open alerts and next run time: three queries for the page."""
-    from service.monitors.scheduler import next_run_times
-
     ids = [r.id for r in rows]
     last, open_alerts = monitors.store.last_runs(ids), monitors.store.open_alerts(ids)
     next_times = next_run_times(monitors.runtime.engine, ids)
@@ -93,8 +93,6 @@ def list_runs(monitor_id: str, monitors: MonitorsDep, limit: Annotated[int, Quer
             responses={200: {"content": {"text/html": {"schema": {"type": "string"}}}}})
 def monitor_report(monitor_id: str, monitors: MonitorsDep) -> HTMLResponse:
     """The trend page: one offline HTML file, inline SVG, every user string escaped."""
-    from reports.monitor_html import render_monitor_html
-
     row = monitors.store.get(monitor_id)
     runs = list(reversed(monitors.store.runs(monitor_id, limit=500)))
     return HTMLResponse(render_monitor_html(row, runs, monitors.store.alerts(monitor_id=monitor_id),

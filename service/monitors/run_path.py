@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from service.errors import InvalidRequest, ServiceError
 from service.monitors.batch import Batch
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: pandas and decide (pandas) load after the source found new rows
     import pandas as pd
 
     from service.monitors.decide import RunDecision
@@ -107,7 +107,7 @@ def check_engine(options: dict[str, Any]) -> None:
 
 def production_roles(frame: "pd.DataFrame", side: BenchmarkSide) -> dict[str, str]:
     """Columns the benchmark has keep its roles (a schema given at upload holds); others are inferred."""
-    from service import roles
+    from service import roles  # lazy: pandas (~0.6 s); a cron run with nothing new must not load it
 
     inferred = roles.infer_roles(frame.columns, context_columns=[c.name for c in side.pack.context])
     return {c: side.roles.get(c, inferred[c]) for c in frame.columns}
@@ -116,7 +116,7 @@ def production_roles(frame: "pd.DataFrame", side: BenchmarkSide) -> dict[str, st
 def validate_rows(frame: "pd.DataFrame", column_roles: dict[str, str], pack: Any, name: str) -> dict[str, Any]:
     """The new rows checked as an upload is (:func:`service.datasets.frame_checks.check_frame`): refusals
     raise; out-of-range values are warnings in the report, their rows named in the audit's notes."""
-    from service.datasets import frame_checks
+    from service.datasets import frame_checks  # lazy: pandas (~0.6 s); a cron run with nothing new must not load it
 
     checked = frame_checks.check_frame(frame, pack, column_roles)
     if not checked.ok:
@@ -146,6 +146,8 @@ def execute_run(store: RunStore, run_id: str) -> str:
         if batch.empty:
             store.no_new_data(run_id, batch)
             return "no_new_data"
+        # lazy, after the source found new rows: these load pandas, NumPy and SQLAlchemy (~1 s), which
+        # a cron run with nothing new must not (tests/service/test_monitor_cli_startup.py)
         from service.monitors import budget
         from service.monitors.alerting import update_alerts
         from service.monitors.decide import decide_run

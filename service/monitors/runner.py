@@ -19,14 +19,18 @@ from typing import Any
 
 import pandas as pd
 
+from service.audits.worker import atomic_write_text
 from service.errors import ServiceError
 from service.monitors import budget, findings
+from service.monitors.alerting import ACTIVE, payload
 from service.monitors.models import MonitorRow
 from service.monitors.outbox import Outbox, message
 from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run,
                                        production_roles, run_error)
 from service.monitors.sources import Batch, take_directory, take_sql
 from service.monitors.store import MonitorStore, now
+from service.roles import describe_columns, roles_for_audit
+from service.schemas import AuditOptions
 
 __all__ = ["BenchmarkSide", "BenchmarkCache", "ServiceRunStore", "execute", "production_roles", "take",
            "check_engine"]
@@ -44,7 +48,6 @@ class BenchmarkCache:
             if key in self._items:
                 self.hits += 1
                 return self._items[key]
-        from service.roles import roles_for_audit
 
         row, pack = runtime.datasets.get(benchmark_id), runtime.packs.get(domain)
         # roles under the monitor's pack, as the API's audits resolve them (a benchmark uploaded
@@ -110,8 +113,6 @@ class ServiceRunStore:
         return audit(self.runtime, self.row, dataset, roles, batch.frame, side, alpha_k)
 
     def active_alerts(self) -> list[Any]:
-        from service.monitors.alerting import ACTIVE
-
         return self.store.alerts(monitor_id=self.row.id, states=ACTIVE)
 
     def save(self, record: RunRecord) -> None:
@@ -134,20 +135,17 @@ class ServiceRunStore:
 def register(runtime: Any, monitor: MonitorRow, run_id: str, frame: pd.DataFrame, column_roles: dict[str, str],
              report: dict, side: BenchmarkSide) -> Any:
     """Store the new rows (validated by the run) as a production dataset."""
-    from service import roles
-
     digest = hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).values.tobytes()).hexdigest()
     return runtime.datasets.create(name=f"{monitor.name} / {run_id}", role="production", domain=side.pack.name,
-                                   frame=frame, columns=roles.describe_columns(frame, column_roles),
+                                   frame=frame, columns=describe_columns(frame, column_roles),
                                    validation=report, sha256=digest)
 
 
 def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[str, str], frame: pd.DataFrame,
           side: BenchmarkSide, alpha: float) -> tuple[str, dict[str, Any]]:
     """A normal audit row, executed here with the cached benchmark side and its cached fits."""
+    # lazy: the audit pipeline (SciPy, ~2 s) would load at API start-up, which imports this module
     from service.audits.pipeline import AuditInput, run_audit
-    from service.audits.worker import atomic_write_text
-    from service.schemas import AuditOptions
 
     options = AuditOptions(**{k: v for k, v in monitor.options.items() if k in AuditOptions.model_fields})
     options = {**options.model_dump(), "alpha": alpha}
@@ -187,8 +185,6 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
 
 
 def _save_alerts(store: MonitorStore, monitor: MonitorRow, record: RunRecord) -> None:
-    from service.monitors.alerting import payload
-
     update = record.update
     url = (monitor.alerts or {}).get("webhook")
     run = store.get_run(record.run_id)

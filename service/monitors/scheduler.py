@@ -23,7 +23,12 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import inspect, text
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.base import ConflictingIdError, JobLookupError
+from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import bindparam, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 from service.monitors.definitions import make_trigger
@@ -56,11 +61,6 @@ class MonitorScheduler:
         self.scheduler = None
 
     def start(self) -> None:
-        from apscheduler.executors.pool import ThreadPoolExecutor
-        from apscheduler.jobstores.memory import MemoryJobStore
-        from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
-        from apscheduler.schedulers.background import BackgroundScheduler
-
         _HOSTS[self.key] = self.service
         jobs = SQLAlchemyJobStore(engine=self.service.runtime.engine, tablename=JOB_TABLE)
         ensure_job_table(jobs.jobs_t, self.service.runtime.engine)
@@ -95,8 +95,6 @@ class MonitorScheduler:
             log.exception("monitor schedule sync failed")
 
     def add(self, monitor_id: str, schedule: dict[str, Any]) -> None:
-        from apscheduler.jobstores.base import ConflictingIdError
-
         try:
             self.scheduler.add_job(fire, make_trigger(schedule), args=[monitor_id, self.key], id=monitor_id,
                                    jobstore="default", name=f"monitor {monitor_id}")
@@ -104,8 +102,6 @@ class MonitorScheduler:
             pass
 
     def remove(self, monitor_id: str) -> None:
-        from apscheduler.jobstores.base import JobLookupError
-
         try:
             self.scheduler.remove_job(monitor_id, jobstore="default")
         except JobLookupError:
@@ -152,8 +148,6 @@ def next_run_times(engine: Any, monitor_ids: list[str]) -> dict[str, datetime]:
     """:func:`next_run_time` of a page of monitors in one query."""
     if not monitor_ids:
         return {}
-    from sqlalchemy import bindparam
-
     query = text(f"SELECT id, next_run_time FROM {JOB_TABLE} WHERE id IN :ids").bindparams(
         bindparam("ids", expanding=True))
     try:

@@ -21,6 +21,7 @@ from service.monitors.heartbeat import Heartbeat
 from service.monitors.models import MonitorRow, MonitorRunRow
 from service.monitors.outbox import Outbox
 from service.monitors.runner import BenchmarkCache, check_engine, execute
+from service.monitors.scheduler import MonitorScheduler, next_run_time
 from service.monitors.schemas import MonitorCreate
 from service.monitors.store import MonitorStore, now
 
@@ -72,8 +73,6 @@ class MonitorService:
         if recovered:
             log.info("marked %d monitor runs failed: their process stopped", recovered)
         if runtime.settings.scheduler:
-            from service.monitors.scheduler import MonitorScheduler
-
             service.scheduler = MonitorScheduler(service)
             service.scheduler.start()
         return service
@@ -164,6 +163,4 @@ class MonitorService:
             self.pool.submit(self.drain, monitor_id)
 
     def next_run_time(self, monitor_id: str):
-        from service.monitors.scheduler import next_run_time
-
         return next_run_time(self.runtime.engine, monitor_id)

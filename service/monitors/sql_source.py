@@ -30,6 +30,7 @@ from service.errors import ServiceError
 from service.monitors.batch import Batch
 from service.monitors.sql_guard import check_query
 from service.monitors.sql_privileges import postgres_warnings, source_warnings
+from service.settings import Settings
 
 log = logging.getLogger("contextshift.monitors")
 CONNECT_TIMEOUT_S = 10
@@ -145,8 +146,6 @@ def take_sql(source: dict[str, Any], url: str, watermark: str | None, *, max_row
     ``CONTEXTSHIFT_MONITOR_QUERY_TIMEOUT_S`` read from the environment.
     """
     if max_rows is None or timeout_s is None:
-        from service.settings import Settings
-
         settings = Settings()
         max_rows = settings.monitor_max_rows_per_run if max_rows is None else max_rows
         timeout_s = settings.monitor_query_timeout_s if timeout_s is None else timeout_s

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 router = APIRouter(tags=["metrics"])
 
@@ -9,6 +10,4 @@ router = APIRouter(tags=["metrics"])
 @router.get("/metrics", response_class=Response,
             responses={200: {"content": {"text/plain": {}}, "description": "Prometheus exposition format"}})
 def metrics(request: Request) -> Response:
-    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
     return Response(generate_latest(request.app.state.metrics_registry), media_type=CONTENT_TYPE_LATEST)

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
+from domains import expressions as ex
 from service.errors import InvalidRequest, UploadTooLarge
 
 
@@ -29,8 +32,6 @@ class PackLimits:
 
 
 def fast_loader() -> Any:
-    import yaml
-
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -45,8 +46,6 @@ def _nodes(text: str):
     Read from parser events (libyaml when present), so nothing is built and a caller can stop
     early; aliases are not expanded (they are refused later by ``check_yaml_shape``).
     """
-    import yaml
-
     stack: list[list] = []  # [path, is_mapping, waiting_for_key, key_or_index]
 
     def child_path() -> tuple:
@@ -83,10 +82,6 @@ def _nodes(text: str):
 def check_pack_limits(text: str, limits: PackLimits) -> None:
     """Raise 413 ``too_many_slices`` or 422 ``expression_too_complex`` naming the limit; other
     faults are left to the full parse, which reports them with their place."""
-    import yaml
-
-    from domains import expressions as ex
-
     n_slices = 0
     try:
         for path, event in _nodes(text):
@@ -95,7 +90,7 @@ def check_pack_limits(text: str, limits: PackLimits) -> None:
                 if n_slices > limits.max_slices:
                     _too_many_slices(limits)  # stop reading here: the rest may be huge
             elif path[:1] == ("slices",) and path[2:] == ("expression",) and isinstance(event, yaml.ScalarEvent):
-                _check_expression(event.value, f"slices[{path[1]}].expression", limits, ex)
+                _check_expression(event.value, f"slices[{path[1]}].expression", limits)
     except yaml.YAMLError:
         return
 
@@ -106,7 +101,7 @@ def _too_many_slices(limits: PackLimits) -> None:
                          details={"limit": "CONTEXTSHIFT_MAX_PACK_SLICES", "maximum": limits.max_slices})
 
 
-def _check_expression(expression: str, where: str, limits: PackLimits, ex: Any) -> None:
+def _check_expression(expression: str, where: str, limits: PackLimits) -> None:
     if len(expression) > limits.max_chars:
         raise _too_complex(f"{where} has {len(expression)} characters; at most {limits.max_chars} are accepted "
                            "(CONTEXTSHIFT_MAX_EXPRESSION_CHARS).", "CONTEXTSHIFT_MAX_EXPRESSION_CHARS",

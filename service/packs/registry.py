@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+import yaml
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from domains import PackError, is_builtin, list_builtin, load_builtin, load_pack_yaml
 from service.datasets.store import storable_key
 from service.errors import Conflict, InvalidRequest, NotFound
 from service.models import DomainPackRow, DomainPackVersionRow
@@ -60,8 +62,6 @@ class _ParsedCache:
 
 def check_yaml_shape(text: str) -> None:
     """Refuse aliases (expansion bombs) and nesting past ``MAX_YAML_DEPTH``, iteratively."""
-    import yaml
-
     depth = 0
     try:
         for event in yaml.parse(text, Loader=fast_loader()):  # libyaml's events: same stream, 5x faster
@@ -79,8 +79,6 @@ def check_yaml_shape(text: str) -> None:
 
 
 def parse_pack(text: str) -> Any:
-    from domains import PackError, load_pack_yaml
-
     check_yaml_shape(text)
     try:
         return load_pack_yaml(text)
@@ -99,8 +97,6 @@ class PackRegistry:
         self.cache = _ParsedCache()
 
     def names(self) -> list[str]:
-        from domains import list_builtin
-
         with self.sessions() as s:
             custom = list(s.scalars(select(DomainPackRow.name).where(DomainPackRow.retired_at.is_(None))
                                     .order_by(DomainPackRow.name)))
@@ -113,8 +109,6 @@ class PackRegistry:
 
     def get(self, name: str, *, version: int | None = None) -> Any:
         """The pack ``name``: its current version, or ``version`` (kept even once retired)."""
-        from domains import is_builtin, load_builtin
-
         if is_builtin(name):  # a built-in's name or its alias ("medical" for "dermatology")
             return load_builtin(name)
         return self.cache.parse(self.get_text(name, version=version)[0])
@@ -161,8 +155,6 @@ class PackRegistry:
                       .values(retired_at=datetime.now(timezone.utc)))
 
     def _current(self, name: str) -> tuple[str, int]:
-        from domains import is_builtin
-
         if is_builtin(name):
             raise Conflict(f"{name!r} is a built-in domain and cannot be changed.", details={"domain": name})
         try:
@@ -171,8 +163,6 @@ class PackRegistry:
             raise NotFound(exc.message, code=exc.code, details=exc.details) from None
 
     def _parse_custom(self, text: str, limits: PackLimits | None = None) -> Any:
-        from domains import is_builtin
-
         check_pack_limits(text, limits or PackLimits())  # first: it stops reading at the first fault
         check_yaml_shape(text)
         pack = self.cache.parse(text)

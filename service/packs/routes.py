@@ -5,6 +5,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response, status
 
+from domains import aliases_of, is_builtin, list_builtin
 from service.deps import RuntimeDep
 from service.errors import InvalidRequest, NotFound, UploadTooLarge
 from service.packs.limits import PackLimits
@@ -17,24 +18,18 @@ YAML_BODY = {"requestBody": {"required": True,
 
 
 def _summary(pack: Any, builtin: bool) -> DomainSummary:
-    from domains import aliases_of
-
     return DomainSummary(name=pack.name, title=pack.title, task=pack.task, n_contexts=len(pack.context),
                          n_slices=len(pack.slices), builtin=builtin, aliases=list(aliases_of(pack.name)))
 
 
 @router.get("", response_model=DomainList)
 def list_domains(runtime: RuntimeDep) -> DomainList:
-    from domains import list_builtin
-
     builtin = set(list_builtin())
     return DomainList(items=[_summary(runtime.packs.get(n), n in builtin) for n in runtime.packs.names()])
 
 
 @router.get("/{name}", response_model=dict[str, Any])
 def get_domain(name: str, runtime: RuntimeDep) -> dict[str, Any]:
-    from domains import aliases_of, is_builtin
-
     try:
         pack = runtime.packs.get(name)
         version = None if is_builtin(name) else runtime.packs.get_text(name)[1]

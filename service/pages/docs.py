@@ -3,6 +3,7 @@ FastAPI writes; Swagger UI 4 refuses it with "does not specify a valid version f
 the ``fastapi-offline`` package's files, so the page works offline and under ``script-src 'self'``."""
 from __future__ import annotations
 
+from importlib.util import find_spec
 from pathlib import Path
 
 from fastapi import APIRouter, HTTPException
@@ -22,8 +23,6 @@ INIT = """window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-u
 
 
 def _assets_dir() -> Path:
-    from importlib.util import find_spec
-
     spec = find_spec("fastapi_offline")  # located, not imported: only its static files are used
     if spec is None or not spec.submodule_search_locations:
         raise HTTPException(status_code=404, detail="Swagger UI is not installed (package fastapi-offline).")

@@ -8,6 +8,8 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from service.deps import RuntimeDep
+from service.monitors.store import MonitorStore
+from service.rounds.store import RoundStore
 
 router = APIRouter(tags=["index"])
 
@@ -40,8 +42,6 @@ def index(runtime: RuntimeDep) -> HTMLResponse:
 
 
 def _monitor_rows(runtime) -> str:
-    from service.monitors.store import MonitorStore
-
     return "".join(
         f"<tr><td><code>{escape(m.id)}</code></td><td>{escape(m.name)}</td><td>{escape(m.domain)}</td>"
         f'<td><a href="/v1/monitors/{quote(m.id, safe="")}/report">trends</a></td></tr>'
@@ -49,8 +49,6 @@ def _monitor_rows(runtime) -> str:
 
 
 def _benchmark_rows(runtime) -> str:
-    from service.rounds.store import RoundStore
-
     series = RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs).list_series()
     return "".join(
         f"<tr><td>{escape(s.name)}</td><td>{escape(s.domain)}</td><td>{s.n_rounds}</td>"

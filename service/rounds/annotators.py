@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from detectors.base import Result
+from detectors.label_quality import assess_label_quality
 
 SHARE_CAP = 0.2
 CACHE_SIZE = 256
@@ -68,8 +69,6 @@ def summarise(annotations: pd.DataFrame | None, *, cap: float = SHARE_CAP, seed:
 
 
 def _compute(annotations: pd.DataFrame, *, cap: float, seed: int) -> AnnotatorSummary:
-    from detectors.label_quality import assess_label_quality
-
     quality = assess_label_quality(annotations, cap=cap, random_state=seed)
     shares = tuple(sorted((AnnotatorShareOut(str(s.annotator), s.n_labels, s.share, s.ci_low, s.ci_high, s.over_cap)
                            for s in quality.shares), key=lambda s: -s.share))

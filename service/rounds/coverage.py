@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from detectors.base import Result
+from domains.expressions import ExpressionError, columns_used, evaluate, parse
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,6 @@ def slice_mask(definition: str | None, frame: pd.DataFrame) -> np.ndarray | None
     None when there is no usable definition."""
     if not definition:
         return None
-    from domains.expressions import ExpressionError, columns_used, evaluate, parse
 
     try:
         node = parse(definition)

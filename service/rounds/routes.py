@@ -6,7 +6,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Response, status
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from reports.rounds_html import render_rounds_html
 from service.deps import RuntimeDep
+from service.rounds import exports
+from service.rounds.coverage import plan_allocations
 from service.rounds.schemas import DEFAULT_MIN_GAIN, SERIES_NAME, RoundCreate, RoundOut, SeriesItem, SeriesList
 from service.rounds.store import RoundStore
 from service.schemas import ERROR_RESPONSES
@@ -45,7 +48,8 @@ def list_benchmarks(rounds: RoundsDep) -> SeriesList:
 
 def series_summary(rounds: RoundStore, name: str, *, saturation_threshold: float, alpha: float,
                    min_gain: float | None = None) -> Any:
-    from service.rounds.series import RoundInput, summarise_series  # scientific stack, loaded on first use
+    # lazy: the series statistics load SciPy (~1.5 s), at the first request, not at API start-up
+    from service.rounds.series import RoundInput, summarise_series
 
     series = rounds.series(name)
     inputs = [RoundInput(r.number, r.dataset_id, r.model, r.plan_audit_id, rounds.table(r), rounds.plan_result(r))
@@ -69,8 +73,6 @@ def get_benchmark(name: SeriesName, rounds: RoundsDep, saturation_threshold: Thr
 def get_benchmark_report(name: SeriesName, rounds: RoundsDep, saturation_threshold: Threshold = 0.8,
                          alpha: Alpha = 0.05, min_gain: MinGain = DEFAULT_MIN_GAIN) -> HTMLResponse:
     """Offline HTML: progress curve, plan coverage heat map, annotator shares, stall and saturation."""
-    from reports.rounds_html import render_rounds_html
-
     summary = series_summary(rounds, name, saturation_threshold=saturation_threshold, alpha=alpha,
                              min_gain=min_gain)
     return HTMLResponse(render_rounds_html(summary.to_dict()))
@@ -80,9 +82,6 @@ def get_benchmark_report(name: SeriesName, rounds: RoundsDep, saturation_thresho
 def export_round(name: SeriesName, number: int, rounds: RoundsDep,
                  format: Literal["jsonl", "csv"] = "jsonl") -> Response:
     """The round's rows as Dynabench-style JSON Lines (context, label, tags, metadata) or CSV."""
-    from service.rounds import exports
-    from service.rounds.coverage import plan_allocations
-
     row = rounds.round(name, number)
     ds = rounds.datasets.get(row.dataset_id)
     render = exports.to_jsonl if format == "jsonl" else exports.to_csv

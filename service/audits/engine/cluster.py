@@ -7,6 +7,8 @@ import os
 import threading
 from typing import Any
 
+from distributed import Client, LocalCluster
+
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}
 
@@ -16,8 +18,6 @@ def get_client(scheduler: str | None = None, *, n_workers: int | None = None, pr
 
     Without an address a ``LocalCluster`` is started once per process and reused by later audits
     (starting worker processes costs seconds)."""
-    from distributed import Client, LocalCluster
-
     key = scheduler or f"local:{n_workers}:{processes}"
     with _lock:
         client = _clients.get(key)

@@ -6,10 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from datasketches import kll_doubles_sketch
+
+from domains import parse
+from domains.expressions import columns_used
 from service.audits.engine import DEFAULT_SAMPLE_ROWS, SKETCH_K
+from service.audits.engine.cluster import get_client
 from service.audits.engine.datasets import ParquetDataset
 from service.audits.engine.quality import range_warnings
 from service.audits.engine.scan import ALL_ROWS, Scan, ScanPlan, scan_files
+from service.audits.pipeline import AuditInput, check_auditable, run_audit
+from service.audits.pipeline.columns import resolve_columns
+from service.audits.pipeline.reference_cache import cache_key
+from service.datasets import frame_checks
+from service.errors import InvalidRequest
+from service.roles import infer_roles, parse_schema
+from service.schemas import AuditOptions
 
 Progress = Callable[[float, str], None]
 SCAN_SHARE = 0.5  # of the progress bar: scanning; the rest is the audit on the sample
@@ -49,16 +61,11 @@ def scan_plan(dataset: ParquetDataset, columns, pack, *, labelled: bool, sample_
 
 def benchmark_key(dataset: ParquetDataset, plan: ScanPlan) -> str:
     """What a benchmark's scan depends on: its files (fingerprint) and everything in the plan."""
-    from service.audits.pipeline.reference_cache import cache_key
-
     return cache_key("dask-scan-v2", dataset.fingerprint, plan.columns, plan.numeric, plan.label, plan.prediction,
                      dict(plan.slices), plan.sample_fraction, plan.random_state, plan.sketch_k, plan.extra)
 
 
 def _evaluable(expression: str, columns) -> bool:
-    from domains import parse
-    from domains.expressions import columns_used
-
     return all(c in columns for c in columns_used(parse(expression)))
 
 
@@ -90,17 +97,12 @@ def scan_pair(client, benchmark: ParquetDataset, production: ParquetDataset, col
 
 
 def _rank_error(k: int) -> float:
-    from datasketches import kll_doubles_sketch
-
     return float(kll_doubles_sketch.get_normalized_rank_error(k, False))
 
 
 def slice_counter(client, benchmark: ParquetDataset, production: ParquetDataset, columns) -> Callable:
     """A second, narrow pass: outcome counts of slices found on the sample (discovered slices,
     untested contexts), reading only the columns their definitions use."""
-    from domains import parse
-    from domains.expressions import columns_used
-
     def count(definitions: Mapping[str, str]) -> dict[str, tuple[Any, Any]]:
         if not definitions:
             return {}
@@ -126,10 +128,6 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
     ``keep`` names columns the production sample keeps although no test reads them (the image
     hashes thumbnails are found by); ``finish(outcome, production_sample)`` gives the outcome
     returned (the report with thumbnails); ``notes`` are added to ``parameters.engine``."""
-    from service.audits.engine.cluster import get_client
-    from service.audits.pipeline import AuditInput, check_auditable, run_audit
-    from service.audits.pipeline.columns import resolve_columns
-
     columns = resolve_columns(benchmark_roles, production_roles)
     check_auditable(columns)
     client = client or get_client(scheduler)
@@ -151,12 +149,9 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
 def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[str, str]:
     """Column roles as for an upload, from the column names, the schema and the pack; the first
     rows are validated with the same expectations (the full data is never loaded)."""
-    from service import roles
-    from service.datasets import frame_checks
-
     head = dataset.head()
-    column_roles = roles.infer_roles(head.columns, schema=roles.parse_schema(schema, head.columns, dataset.name),
-                                     context_columns=[c.name for c in pack.context])
+    column_roles = infer_roles(head.columns, schema=parse_schema(schema, head.columns, dataset.name),
+                                context_columns=[c.name for c in pack.context])
     checked = frame_checks.check_frame(head, pack, column_roles)
     if not checked.ok:  # out-of-range values are warnings, counted over every partition by range_warnings
         raise frame_checks.refuse(dataset.name, checked.report, where=" on its first rows")
@@ -166,9 +161,6 @@ def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[st
 def audit_paths(benchmark: str, production: str, *, pack: Any, schema: Any, options: dict[str, Any],
                 progress: Progress, scheduler: str | None = None, annotations: Any = None):
     """The CLI's ``--engine dask``: Parquet files, directories or globs in, an AuditOutcome out."""
-    from service.errors import InvalidRequest
-    from service.schemas import AuditOptions
-
     try:
         datasets = [ParquetDataset.open(path) for path in (benchmark, production)]
     except ValueError as exc:  # e.g. files whose columns disagree

@@ -5,6 +5,12 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from service.datasets.paths import parquet_files as resolve
+from service.errors import InvalidRequest
+
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
@@ -26,9 +32,6 @@ class ParquetDataset:
 
     @classmethod
     def from_files(cls, files, *, name: str) -> "ParquetDataset":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         files = [str(f) for f in files]
         if not files:
             raise ValueError(f"dataset {name!r} has no Parquet files.")
@@ -50,8 +53,6 @@ class ParquetDataset:
 
     def head(self, n: int = 1000):
         """The first ``n`` rows (for column roles and types)."""
-        import pyarrow.parquet as pq
-
         batches = pq.ParquetFile(self.files[0]).iter_batches(batch_size=n)
         frame = next(batches).to_pandas()
         return frame[[c for c in frame.columns if c in self.columns]]
@@ -61,9 +62,6 @@ class ParquetDataset:
 def parquet_files(path: str | Path) -> list[str]:
     """A Parquet file, a directory of them or a glob (the same rule as uploads and the CLI,
     :func:`service.datasets.paths.parquet_files`); anything that is not Parquet is refused."""
-    from service.datasets.paths import parquet_files as resolve
-    from service.errors import InvalidRequest
-
     files = [str(f) for f in resolve(path)]
     others = [f for f in files if Path(f).suffix not in PARQUET_SUFFIXES]
     if others:

@@ -12,6 +12,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from detectors.column_types import infer_column_types
+from detectors.confusion import sorted_classes
+from detectors.context import MISSING, ContextCounts
+from detectors.outcome_summaries import ConfusionSummary, PredictionSummary
+from detectors.sketch_tests import summary_covariate, summary_label_shift
+from service.audits.engine.counts import OutcomeCounts
+from service.audits.engine.scan import ALL_ROWS
+
 EXACT_PARTS = ("row counts", "per-feature covariate tests (categorical counts, missing-value counts, numeric "
                "columns with at most 5,000 distinct values from their exact value counts)",
                "slice and overall metrics with their CIs and slice-versus-rest tests",
@@ -44,9 +55,6 @@ def outcomes_exact(ctx) -> bool:
 
 def covariate(ctx, features: list[str]):
     """Per-feature tests from the summaries, typed as the pandas engine types the benchmark."""
-    from detectors.column_types import infer_column_types
-    from detectors.sketch_tests import summary_covariate
-
     scans = ctx.summaries
     types = infer_column_types(ctx.benchmark[features])
     reference, current = {}, {}
@@ -74,8 +82,6 @@ def _summaries(scans, name: str, *, numeric: bool):
 
 def slice_metrics(ctx, evaluator, evaluation, overall, definitions: dict[str, str]):
     """Slice and overall metrics from the confusion counts of every row."""
-    from service.audits.engine.scan import ALL_ROWS
-
     scans = ctx.summaries
     labelled = ctx.columns.production_label is not None
     all_b, all_p = scans.outcomes(ALL_ROWS)
@@ -132,14 +138,6 @@ BBSE_REPLICATES = 200  # Poisson-bootstrap replicates of the counts behind the B
 def label_prior(ctx):
     """BBSE from the benchmark's confusion counts and production's predicted-class counts of every
     row, with Poisson-bootstrap intervals (:mod:`service.audits.engine.counts`)."""
-    import numpy as np
-
-    from detectors.confusion import sorted_classes
-    from detectors.outcome_summaries import ConfusionSummary, PredictionSummary
-    from detectors.sketch_tests import summary_label_shift
-    from service.audits.engine.counts import OutcomeCounts
-    from service.audits.engine.scan import ALL_ROWS
-
     bench, prod = ctx.summaries.outcomes(ALL_ROWS)
     classes = sorted_classes(np.array(sorted(bench.classes() | prod.classes()), dtype=object)).tolist()
     cm, predicted = bench.confusion(classes), prod.predicted(classes)
@@ -153,10 +151,6 @@ def label_prior(ctx):
 def context_counts(ctx, detector, definitions: dict[str, str], slices: dict):
     """:class:`detectors.context.ContextCounts` of every row, or None (then the sample decides)
     when a categorical context column had too many values to count."""
-    import pandas as pd
-
-    from detectors.context import MISSING, ContextCounts
-
     scans = ctx.summaries
     columns = [c for c, kind in detector.column_types_.items() if kind == "categorical"]
     sides = []
@@ -179,8 +173,6 @@ def context_counts(ctx, detector, definitions: dict[str, str], slices: dict):
 
 def _typed(counts, sample_column):
     """Counts keyed by the column's own values (1, not "1"), as the sample's counts would be."""
-    import pandas as pd
-
     if pd.api.types.is_bool_dtype(sample_column):
         counts.index = [key == "True" for key in counts.index]
     elif pd.api.types.is_numeric_dtype(sample_column):

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from service.datasets.images.cache import ImageCache
 from service.datasets.images.derive import (cache_dir, check_count, check_errors, derive_frame, derived_roles,
                                   skipped_rows)
@@ -77,8 +80,6 @@ def has_images(row: Any) -> bool:
 
 def derive_row_group(source: str, row_group: int, target: str, offset: int, task: ImageTask) -> PartImages:
     """On a worker: derive the images of one row group of ``source`` into ``target-<chunk>.parquet``."""
-    import pyarrow.parquet as pq
-
     with pq.ParquetFile(source) as handle:
         rows = handle.read_row_group(row_group)
     paths, errors, added, kept, digest = [], {}, (), 0, hashlib.sha256()
@@ -98,9 +99,6 @@ def derive_row_group(source: str, row_group: int, target: str, offset: int, task
 
 
 def _write(frame, target: str) -> str:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     table = pa.Table.from_pandas(frame, preserve_index=False)
     # a column with no value in this chunk (no JPEG, no face) would be typed null here and text elsewhere
     fields = [f.with_type(pa.string()) if pa.types.is_null(f.type) else f for f in table.schema]
@@ -112,8 +110,6 @@ def _write(frame, target: str) -> str:
 
 def _row_groups(files: list[str]) -> list[tuple[str, int, int]]:
     """(file, row group, rows) of every row group, in dataset order."""
-    import pyarrow.parquet as pq
-
     out = []
     for file in files:
         meta = pq.read_metadata(file)
@@ -177,6 +173,4 @@ def image_side(client: Any, row: Any, files: list[str], roles: dict[str, str], *
 
 
 def _columns(files: tuple[str, ...]) -> list[str]:
-    import pyarrow.parquet as pq
-
     return list(pq.read_schema(files[0]).names) if files else []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+import pyarrow.parquet as pq
+
 from service.audits.engine.datasets import ParquetDataset
 from service.audits.engine.scan import BATCH_ROWS
 from service.datasets.frame_checks import RangeRule, RangeTally, range_rules
@@ -13,8 +15,6 @@ __all__ = ["range_warnings"]
 
 
 def _partition_tally(path: str, rules: list[RangeRule], id_column: str | None, first_row: int) -> RangeTally:
-    import pyarrow.parquet as pq
-
     tally = RangeTally(rules, id_column)
     columns = [r.column for r in rules] + ([id_column] if id_column else [])
     for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=columns):
@@ -27,8 +27,6 @@ def _partition_tally(path: str, rules: list[RangeRule], id_column: str | None, f
 def range_warnings(client: Any, dataset: ParquetDataset, pack: Any,
                    column_roles: Mapping[str, str]) -> list[dict[str, Any]]:
     """The out-of-range warnings of every row of ``dataset`` (row numbers run across its files)."""
-    import pyarrow.parquet as pq
-
     rules = range_rules(pack, dataset.head(100))
     if not rules:
         return []

@@ -15,8 +15,11 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from detectors.base import FrozenDict
+from detectors.summaries import CategorySummary, NumericSummary
+from domains import evaluate
 from service.audits.engine.counts import OutcomeCounts
 
 ALL_ROWS = "__all_rows__"  # the outcome counts of every row, beside the slices'
@@ -80,8 +83,6 @@ def _merge_discrete(a, b):
 def read_batches(path: str | Path, columns: list[str], categorical: list[str], batch_rows: int = BATCH_ROWS):
     """The file in batches of at most ``batch_rows`` rows; the ``categorical`` columns as pandas
     categoricals, which keeps repeated strings small and makes counting them cheap."""
-    import pyarrow.parquet as pq
-
     for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=columns):
         yield batch.to_pandas(categories=[c for c in categorical if c in batch.schema.names])
 
@@ -97,8 +98,6 @@ def scan_partition(path: str, plan: ScanPlan, index: int) -> Scan:
 
 
 def scan_frame(frame: pd.DataFrame, plan: ScanPlan, seed_key: tuple[int, ...]) -> Scan:
-    from detectors.summaries import CategorySummary, NumericSummary
-
     numeric = {c: NumericSummary.from_values(frame[c].to_numpy(dtype=float, na_value=np.nan), k=plan.sketch_k)
                for c in plan.numeric}
     categories = {c: CategorySummary.from_values(frame[c]) for c in plan.columns if c not in plan.numeric}
@@ -111,8 +110,6 @@ def scan_frame(frame: pd.DataFrame, plan: ScanPlan, seed_key: tuple[int, ...]) -
 
 def outcome_counts(frame: pd.DataFrame, plan: ScanPlan) -> dict[str, OutcomeCounts]:
     """(label, prediction) counts of every row and of each slice of ``plan``."""
-    from domains import evaluate
-
     y_true = frame[plan.label] if plan.label and plan.label in frame else None
     y_pred = frame[plan.prediction] if plan.prediction and plan.prediction in frame else None
     pairs, codes = OutcomeCounts.pair_codes(y_true, y_pred, len(frame))  # once; each slice is a bincount
@@ -142,6 +139,7 @@ def _as_read(frame: pd.DataFrame) -> pd.DataFrame:
 
 def scan_files(client: Any, files: list[str], plan: ScanPlan, progress=None) -> Scan:
     """Scan every file on the cluster and merge the results as they arrive."""
+    # lazy: dask.distributed (~1 s); the pandas engine's audits import this module (through exact) too
     from distributed import as_completed
 
     futures = client.map(scan_partition, files, [plan] * len(files), list(range(len(files))), pure=False)

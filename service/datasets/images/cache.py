@@ -7,6 +7,8 @@ each row's image hash (``image_sha256``, role ``ignore``) to find it.
 """
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import uuid
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 __all__ = ["THUMBNAIL_KEY", "THUMBNAIL_SIDE", "ImageCache", "read_thumbnail", "thumbnail"]
 
@@ -23,11 +26,6 @@ THUMBNAIL_SIDE = 128
 
 def thumbnail(rgb: np.ndarray) -> str:
     """A small JPEG of the image, base64: what a report may show of it (the upload is not kept)."""
-    import base64
-    import io
-
-    from PIL import Image
-
     image = Image.fromarray(rgb)
     image.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
     buf = io.BytesIO()
@@ -37,9 +35,7 @@ def thumbnail(rgb: np.ndarray) -> str:
 
 def read_thumbnail(settings: Any, sha: Any) -> bytes | None:
     """The stored thumbnail (JPEG bytes) of the image with hash ``sha``, else ``None``."""
-    import base64
-
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     if not isinstance(sha, str) or len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
         return None

@@ -28,7 +28,7 @@ from service.datasets.images.sources import IMAGE_COLUMN, ImageLimits
 from service.errors import ValidationFailed
 
 # imagecontext (OpenCV, scikit-image) is imported inside the functions that use it: it
-# costs about a second of start-up, which an API or CLI that never sees an image should not pay.
+# costs ~0.3 s of start-up, which an API or CLI that never sees an image should not pay.
 POOL_MIN_IMAGES = 16  # below this, starting worker processes costs more than it saves
 BATCH_PER_WORKER = 64  # encoded images held per worker between two batches
 HASH_COLUMN = "image_sha256"  # kept (role ignore) so a report can show the row's thumbnail
@@ -37,9 +37,9 @@ PATH_COLUMN = "image_path"  # kept (role ignore) so the next-round plan can name
 
 def _derive(data: bytes, max_pixels: int, max_bytes: int) -> tuple[dict | None, list | None, str | None]:
     """Worker: ``(values, embedding, error)`` of one encoded image (picklable, no state)."""
-    import cv2
+    import cv2  # lazy: OpenCV, with imagecontext below: only the derivation workers need them
 
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     cv2.setNumThreads(1)  # one image per process: OpenCV's own threads would oversubscribe
     try:
@@ -133,14 +133,14 @@ def derive_frame(frame: pd.DataFrame, loaders: list, *, limits: ImageLimits, cac
 
 def cache_dir(settings: Any) -> Path:
     """Where derived values are cached by image hash (one folder per extractor version)."""
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     return Path(settings.data_dir) / "cache" / "images" / imagecontext.EXTRACTOR_VERSION
 
 
 def derived_roles(columns: Any, added: tuple[str, ...]) -> dict[str, str]:
     """Roles of the columns an image table gains (the user's schema may still override them)."""
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     roles = {c: "feature" for c in imagecontext.COLUMNS}
     roles.update({c: "embedding" for c in imagecontext.embedding_columns()})
@@ -177,7 +177,7 @@ def skipped_rows(errors: dict[int, str]) -> list[dict[str, Any]]:
 
 
 def _table(frame: pd.DataFrame, keep: list[int], values: list, embeddings: list) -> pd.DataFrame:
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     base = frame.drop(columns=[IMAGE_COLUMN]).iloc[keep].reset_index(drop=True)
     derived = pd.DataFrame([values[i] for i in keep], columns=list(imagecontext.COLUMNS))

@@ -27,7 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
+from service.datasets import ingest
+from service.datasets.bounded import UploadLimits
 from service.datasets.images.cache import ImageCache
 from service.errors import BadUpload, InvalidRequest
 from service.datasets.images.derive import (HASH_COLUMN, PATH_COLUMN, cache_dir, check_count, check_errors,
@@ -35,9 +38,10 @@ from service.datasets.images.derive import (HASH_COLUMN, PATH_COLUMN, cache_dir,
 from service.datasets.images.origins import column_sources
 from service.datasets.images.sources import (IMAGE_COLUMN, Archive, ImageLimits, cell_loaders, is_archive,
                                    path_loaders)
+from service.settings import Settings
 
 # imagecontext (OpenCV, scikit-image) is imported inside the functions that use it: it
-# costs about a second of start-up, which an API or CLI that never sees an image should not pay.
+# costs ~0.3 s of start-up, which an API or CLI that never sees an image should not pay.
 ON_IMAGE_ERROR = ("fail", "skip")
 __all__ = ["HASH_COLUMN", "PATH_COLUMN", "ON_IMAGE_ERROR", "Prepared", "derive_images", "on_image_error",
            "prepare_file", "prepare_upload"]
@@ -71,15 +75,11 @@ class Prepared:
 
 def _read_manifest(path: Path, filename: str, settings: Any) -> pd.DataFrame:
     if filename.lower().endswith((".parquet", ".pq")):
-        import pyarrow.parquet as pq
-
         try:
             return pq.read_table(path).to_pandas()
         except Exception as exc:  # pyarrow raises several types for a bad file
             raise BadUpload(f"File {filename!r} is not valid Parquet: {exc}", code="invalid_parquet",
                             details={"file": filename}) from None
-    from service.datasets import ingest
-    from service.datasets.bounded import UploadLimits
 
     return ingest.read_table(path, filename, UploadLimits.from_settings(settings))
 
@@ -88,8 +88,6 @@ def _has_image_column(path: Path, filename: str) -> bool:
     name = filename.lower()
     try:
         if name.endswith((".parquet", ".pq")):
-            import pyarrow.parquet as pq
-
             return IMAGE_COLUMN in pq.read_schema(path).names
         if name.endswith(".csv"):
             with open(path, encoding="utf-8-sig", errors="replace") as fh:
@@ -129,7 +127,7 @@ def prepare_upload(settings: Any, spooled: Path, *, filename: str, pack: Any, us
 
 
 def _prepare(settings, spooled, filename, pack, user_schema, tmp_dir, archive) -> Prepared:
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     limits = ImageLimits.from_settings(settings)
     on_error = on_image_error(user_schema)
@@ -174,8 +172,6 @@ def prepare_file(path: str | Path, *, pack: Any, user_schema: Any) -> Prepared |
     """:func:`prepare_upload` for a local file (the CLI): image paths may lie beside the
     manifest or inside ``CONTEXTSHIFT_DATA_ROOTS``; the derived table goes to a fresh
     temporary folder (:meth:`Prepared.discard` removes it)."""
-    from service.settings import Settings
-
     path = Path(path)
     if not path.is_file():
         return None

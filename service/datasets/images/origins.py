@@ -33,7 +33,7 @@ def column_sources(user_columns: Iterable[str], added_context: Iterable[str], pa
     added_context : the pack context columns derived from image values (the user's win)
     pack : the domain pack (``derived`` and ``context``), or ``None``
     """
-    import imagecontext
+    import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     version = imagecontext.EXTRACTOR_VERSION
     user, added = list(user_columns), list(added_context)

@@ -1,4 +1,4 @@
-"""hardening: unique (name, sha256) datasets, audit owners and leases, versioned domain packs
+"""unique (name, sha256) datasets, audit owners and leases, versioned domain packs
 
 Revision ID: 0003
 Revises: 0002

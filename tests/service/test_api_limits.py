@@ -1,4 +1,4 @@
-"""Hardening through the API: packs versioned and bounded, bounds on queries and options,
+"""The API's limits and safeguards: packs versioned and bounded, bounds on queries and options,
 idempotent parallel uploads, auth that cannot be switched off by a typo."""
 from __future__ import annotations
 
