@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import numpy as np
 from datasketches import kll_doubles_sketch
 
 from domains import parse
@@ -39,7 +40,7 @@ class EngineSummaries:
     def outcomes(self, name: str = ALL_ROWS):
         return self.benchmark.outcomes.get(name), self.production.outcomes.get(name)
 
-    def label_counts(self) -> tuple[list[str], "np.ndarray"]:
+    def label_counts(self) -> tuple[list[str], np.ndarray]:
         """Production rows per label (every row)."""
         counts = self.production.outcomes[ALL_ROWS]
         classes = sorted(counts.classes())
