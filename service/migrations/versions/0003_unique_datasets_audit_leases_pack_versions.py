@@ -3,6 +3,8 @@
 Revision ID: 0003
 Revises: 0002
 """
+import hashlib
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -54,8 +56,6 @@ def _rename_duplicate_datasets() -> None:
 
 
 def _copy_packs_to_versions() -> None:
-    import hashlib
-
     conn = op.get_bind()
     for name, text, created in conn.execute(sa.text("SELECT name, yaml, created_at FROM domain_packs")).fetchall():
         conn.execute(sa.text("INSERT INTO domain_pack_versions (name, version, yaml, sha256, created_at) "
