@@ -63,6 +63,7 @@ def clean_svg(svg: str) -> str:
 
 def _render(draw, width: float, height: float, title: str) -> str:
     try:
+        # lazy: Matplotlib costs ~0.3 s and only charts need it; a report renders without it
         import matplotlib
         from matplotlib.figure import Figure
         with matplotlib.rc_context(_RC):
@@ -92,7 +93,7 @@ def _interval(ax, y, value, bounds, colour, marker, label):
 
 
 def _legend(ax, weak: bool, production: bool, overall: bool) -> None:
-    from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D  # lazy, as in _render
     handles = [Line2D([], [], marker="o", color=BLUE, linestyle="none", markersize=5, label="benchmark")]
     if weak:
         handles.append(Line2D([], [], marker="o", color=RED, linestyle="none", markersize=5,

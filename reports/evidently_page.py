@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,6 +108,7 @@ def write_evidently_page(benchmark: pd.DataFrame, production: pd.DataFrame, *,
         if frame.empty:
             raise ValueError(f"{name} has no rows.")
     os.environ.setdefault("DO_NOT_TRACK", "1")
+    # lazy: Evidently costs ~4 s to import and only the optional companion page needs it
     from evidently import DataDefinition, Dataset, Report
     from evidently.presets import DataDriftPreset
 
@@ -135,7 +137,6 @@ def evidently_page_html(benchmark: pd.DataFrame, production: pd.DataFrame, *,
                         max_rows: int | None = 100_000, random_state: int = 0) -> str:
     """Like :func:`write_evidently_page` but return the page as a string (for callers that
     store it themselves)."""
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="contextshift-evidently-") as tmp:
         path = write_evidently_page(benchmark, production, numerical_columns=numerical_columns,
                                     categorical_columns=categorical_columns, path=Path(tmp) / "evidently.html",

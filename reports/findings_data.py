@@ -13,15 +13,14 @@ from collections.abc import Mapping
 
 from scipy.stats import norm
 
+from reports.findings_base import (
+    credibly_worse, detail_number, fold_sentence, make_limitation, metric_rows, test_decision, test_note, untested_name,
+)
+from reports.findings_untested import untested_limitation
 from reports.formatting import (
     capitalise, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten,
 )
 from reports.records import Limitation, RankingContext, make_decision
-from reports.findings_base import (
-    credibly_worse, detail_number, fold_sentence, make_limitation, metric_rows, test_decision, test_note,
-    untested_name,
-)
-from reports.findings_untested import untested_limitation
 from reports.result import AuditEvidence, ShiftTest, SliceRecord, UntestedContextRecord
 from reports.shift_loss import shift_loss
 

@@ -3,10 +3,10 @@ on labelled production where it can be (:mod:`reports.measured`), else an assume
 from __future__ import annotations
 
 from reports.findings_base import detail_number, make_limitation, test_decision, test_note
-from reports.shift_loss import shift_loss
 from reports.formatting import effect_label, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, shorten
 from reports.records import Limitation, RankingContext, make_decision
 from reports.result import AuditEvidence, MultivariateTest, ShiftTest
+from reports.shift_loss import shift_loss
 
 __all__ = ["covariate_findings"]
 

@@ -17,23 +17,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from reports import html_sections as sections
 from reports.formatting import (
     capitalise, fmt_decision, fmt_metric, fmt_n, fmt_seconds, fmt_value, metric_label, shorten,
 )
-from reports.html_sections import ROW_CAP, TABLE_CAP
-from reports.html_sections import generated_text as _generated
+from reports.html_sections import ROW_CAP, TABLE_CAP, generated_text as _generated
 from reports.limitations import verdict as compute_verdict
+from reports.next_round import NextRoundPlan
 from reports.reading import is_local, limitation_records, next_round_record, pack_title, recorded
 from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, Limitation, SeverityPriors
 from reports.result import AuditEvidence, LimitationRecord, NextRound, Parameters, Verdict, as_evidence
-
-if TYPE_CHECKING:
-    from reports.next_round import NextRoundPlan
 
 __all__ = ["render_html", "TABLE_CAP", "ROW_CAP"]
 
@@ -45,7 +45,6 @@ SEVERITY_ORDER = {"none": 0, "low": 1, "medium": 2, "high": 3}
 
 @lru_cache(maxsize=1)
 def _environment():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
     env = Environment(loader=FileSystemLoader(str(Path(__file__).with_name("templates"))),
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = lambda text, limit=NAME_LIMIT: shorten(text, limit)
@@ -181,7 +180,6 @@ def _timings(audit: AuditEvidence) -> list[tuple[str, str]]:
 
 def _created(value: str) -> str:
     """``2026-11-30T23:48:30.487161+00:00`` → ``2026-11-30 23:48 UTC`` (as given when unparsable)."""
-    from datetime import datetime, timezone
     try:
         when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

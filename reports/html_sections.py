@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 from reports import charts
 from reports.derived_note import derived_note
 from reports.distribution_charts import distribution_note, histogram_svg
@@ -46,7 +48,6 @@ def generated_text(text: Any, limit: int) -> str:
 def trusted_svg(svg: str):
     """Only chart SVG is trusted markup (built by :mod:`reports.charts` or
     :mod:`reports.distribution_charts`, text XML-escaped there and checked); all else is escaped."""
-    from markupsafe import Markup
     return Markup(svg) if svg else ""
 
 

@@ -28,10 +28,8 @@ from reports.findings_inputs import covariate_findings
 from reports.findings_labels import label_findings
 from reports.formatting import fmt_num, metric_label
 from reports.grouping import Relation, fold
+from reports.records import SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order
 from reports.result import AuditEvidence, as_evidence
-from reports.records import (
-    SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order,
-)
 
 __all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict", "fails_gate", "GATE_LEVELS", "claims",
            "undecided", "sample_size", "decided", "undecided_notes"]

@@ -11,6 +11,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from reports.formatting import shorten
 from reports.monitor_charts import line_chart, severity_chart
 
 RUN_CAP, ALERT_CAP, NAME_LIMIT = 200, 200, 80
@@ -19,10 +23,6 @@ BLUE, ORANGE, RED, GREEN, PURPLE = "#2563eb", "#ea580c", "#dc2626", "#067647", "
 
 @lru_cache(maxsize=1)
 def _environment():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-    from reports.formatting import shorten
-
     env = Environment(loader=FileSystemLoader(str(Path(__file__).with_name("templates"))), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = lambda text, limit=NAME_LIMIT: shorten(text, limit)
@@ -30,8 +30,6 @@ def _environment():
 
 
 def _safe(svg: str):
-    from markupsafe import Markup
-
     return Markup(svg) if svg else ""
 
 

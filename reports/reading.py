@@ -62,6 +62,7 @@ def pack_title(audit: AuditEvidence) -> str:
 @lru_cache(maxsize=16)
 def _builtin_title(name: str) -> str | None:
     try:
+        # lazy: the domains package loads pandas (~0.6 s), and only an audit without its pack's title needs it
         from domains.loader import BUILTIN_ALIASES, list_builtin, load_builtin
         name = BUILTIN_ALIASES.get(name, name)  # a former name ("medical") is the same pack
         return load_builtin(name).title if name in list_builtin() else None

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from detectors.base import Result
+from domains import parse, to_text  # canonical text of the expression
 from reports.formatting import lower_is_better
 from reports.measured import measured_overall
 from reports.result import AuditEvidence, Decision, as_evidence
@@ -210,8 +211,6 @@ def finding_key(kind: str, definition: str | None = None, subject: str | None = 
     redundant brackets do not change the key; findings about no particular rows use ``subject``
     (a column, an annotator) or ``"all"``."""
     if definition:
-        from domains import parse, to_text  # canonical text of the expression
-
         try:
             return f"{kind}:{to_text(parse(definition))}"
         except ValueError:

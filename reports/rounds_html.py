@@ -10,6 +10,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from reports.formatting import shorten
+
 __all__ = ["render_rounds_html", "progress_svg", "coverage_grid"]
 
 ROUND_CAP, KEY_CAP, SHARE_CAP = 60, 40, 8
@@ -20,9 +25,6 @@ LINES = (("metric", "#2563eb", "", "primary metric"), ("cumulative", "#9ca3af", 
 
 @lru_cache(maxsize=1)
 def _environment():
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-    from reports.formatting import shorten
     env = Environment(loader=FileSystemLoader(str(Path(__file__).with_name("templates"))),
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = lambda text, limit=80: shorten(text, limit)
@@ -102,8 +104,6 @@ def coverage_grid(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def render_rounds_html(series: Mapping[str, Any]) -> str:
     """The series page from ``SeriesSummary.to_dict()``."""
-    from markupsafe import Markup
-
     rounds = list(series.get("rounds") or [])[-ROUND_CAP:]
     env = _environment()
     return env.get_template("rounds.html.j2").render(
