@@ -139,17 +139,18 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
     _write(args.html, outcome.html)
     _write(args.json, json.dumps(outcome.result, indent=2))
     _write(args.markdown, outcome.markdown)
-    verdict = outcome.result["verdict"]
-    print(f"{verdict['severity'].upper()}: {verdict['summary']}")
-    for item in outcome.result["limitations"][:5]:
-        print(f"  {item['rank']}. [{item['kind']}] {item['statement']}")
+    from reports import fails_gate  # lazy: reports.limitations loads NumPy and pydantic (~1.5 s alone)
+    from reports.result import as_result  # lazy: pydantic models (~0.1 s) that `--help` must not load
+
+    result = as_result(outcome.result)
+    print(f"{result.verdict.severity.upper()}: {result.verdict.summary}")
+    for lim in result.limitations[:5]:
+        print(f"  {lim.rank}. [{lim.kind}] {lim.statement}")
     for label, path in (("HTML report", args.html), ("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label}: {path}")
-    from reports import fails_gate  # lazy: reports.limitations loads NumPy and pydantic (~1.5 s alone)
-
     level = args.fail_on or ("shift" if args.fail_on_shift else None)
-    if level and fails_gate(outcome.result, level):
+    if level and fails_gate(result, level):
         print(f"Failing: the verdict reaches --fail-on {level}.", file=sys.stderr)
         return EXIT_SHIFT
     return EXIT_OK
@@ -158,6 +159,7 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
 def cmd_demo(args: argparse.Namespace) -> int:
     # lazy: example data and the audit pipeline (pandas, SciPy, ~2.5 s) are only for `demo`
     from domains.examples import make_example
+    from reports.result import as_result
     from service.audits.local import audit_frames, load_pack
     from service.roles import infer_roles
 
@@ -178,7 +180,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _write(str(out / "report.html"), outcome.html)
     _write(str(out / "report.md"), outcome.markdown)
     _write(str(out / "audit.json"), json.dumps(outcome.result, indent=2))
-    print(f"{outcome.result['verdict']['severity'].upper()}: {outcome.result['verdict']['summary']}")
+    verdict = as_result(outcome.result).verdict
+    print(f"{verdict.severity.upper()}: {verdict.summary}")
     print(f"Report: {(out / 'report.html').resolve()}")
     return EXIT_OK
 

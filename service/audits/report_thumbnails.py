@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.result import as_evidence
+from reports.result import as_result
 from reports.thumbnails import thumbnail_strips
 from service.datasets.images.cache import read_thumbnail
 from service.datasets.images.derive import HASH_COLUMN
@@ -26,12 +26,13 @@ def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, op
         return outcome
     from reports import render_html  # lazy: SciPy (~1.2 s); the audit worker imports this module at API start-up
 
+    result = as_result(outcome.result)  # validated once, for the thumbnails' picks and the rendering
     if HASH_COLUMN in production.columns:
         hashes = production[HASH_COLUMN].to_numpy()
-        strips, note = thumbnail_strips(as_evidence(outcome.result).limitations, production,
+        strips, note = thumbnail_strips(result.limitations, production,
                                         lambda i: read_thumbnail(settings, hashes[i]),
                                         seed=int(options.get("seed") or 0), domain=domain,
                                         medical_ok=bool(options.get("report_thumbnails_medical")))
     else:
         strips, note = {}, "Thumbnails were asked for, but the production data was not uploaded with its images."
-    return replace(outcome, html=render_html(outcome.result, thumbnails=strips, thumbnail_note=note))
+    return replace(outcome, html=render_html(result, thumbnails=strips, thumbnail_note=note))

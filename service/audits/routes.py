@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response, status
-from pydantic import ValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 
+from reports.result import AuditResult, as_result
+from service.audits.stored import stored_sections
 from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest, NotFound, QueueFull
-from reports.result import AuditResult
 from service.models import AuditRow
 from service.rounds.store import RoundStore
 from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus, ErrorResponse
@@ -20,10 +20,11 @@ RETRY_AFTER_S = 30
 
 
 def status_of(row: AuditRow) -> AuditStatus:
-    verdict = (row.result or {}).get("verdict")
+    verdict = stored_sections(row.result, "verdict").verdict
     return AuditStatus(id=row.id, status=row.status, progress=row.progress, stage=row.stage,
                        domain=row.domain, benchmark=row.benchmark_id, production=row.production_id,
-                       created_at=row.created_at, finished_at=row.finished_at, verdict=verdict,
+                       created_at=row.created_at, finished_at=row.finished_at,
+                       verdict=verdict.model_dump(mode="json") if verdict else None,
                        error=row.error)
 
 
@@ -100,8 +101,8 @@ def get_audit(audit_id: str, runtime: RuntimeDep) -> JSONResponse:
         series = {"benchmark_series": row.options["benchmark_series"]} if row.options.get("benchmark_series") else {}
         body = {**row.result, **series, "id": row.id, "status": row.status}
         try:
-            body = AuditResult.model_validate(body).model_dump(mode="json")
-        except ValidationError:  # a result stored by an older version: served as it was stored
+            body = as_result(body).model_dump(mode="json")
+        except ValueError:  # a result stored by an older version: served as it was stored
             pass
         return JSONResponse(body)
     return JSONResponse(status_of(row).model_dump(mode="json"))
@@ -154,7 +155,8 @@ def get_next_round(audit_id: str, runtime: RuntimeDep,
                    format: Literal["json", "csv", "jsonl"] = "json") -> Response:
     row = _finished(runtime, audit_id)
     if format == "json":
-        return JSONResponse(row.result.get("next_round") or {})
+        plan = stored_sections(row.result, "next_round").next_round
+        return JSONResponse(plan.model_dump(mode="json") if plan else {})
     text = _report_file(runtime, audit_id, f".next-round.{format}")
     media = "text/csv" if format == "csv" else "application/x-ndjson"
     return Response(text, media_type=media,

@@ -27,6 +27,7 @@ from typing import Any
 from detectors.metric_registry import is_proportion, lower_is_better
 from detectors.sequential import confidence_sequence, horizon_level, window_drop_test
 from domains import evaluate
+from reports.result import AuditEvidence
 
 __all__ = ["HORIZON", "WINDOW", "SPENDING", "run_alpha", "spent", "harm_level", "HarmCheck", "track_harm",
            "accuracy_counts", "estimated_harm", "confidence_sequence"]
@@ -84,19 +85,16 @@ class HarmCheck:
                 f"on the benchmark: worse, and by at least the tolerance {self.tolerance:.3f}.")
 
 
-def _counts(result: dict) -> tuple[str, dict[str, tuple]]:
+def _counts(result: AuditEvidence) -> tuple[str, dict[str, tuple]]:
     """``(metric, {slice: (benchmark value, n, production value, n)})`` of the primary metric."""
-    overall = result.get("overall") or {}
-    metric = str(overall.get("metric") or "")
-    if overall.get("production_value") is None:
-        return metric, {}
-    counts = {"overall": (overall.get("benchmark_value"), overall.get("n"), overall.get("production_value"),
-                          overall.get("n_production"))}
-    for s in result.get("slices") or []:
-        if s.get("source") == "expert":
-            counts[s["name"]] = (s.get("benchmark_value"), s.get("metric_n_benchmark"), s.get("production_value"),
-                                 s.get("metric_n_production"))
-    return metric, counts
+    overall = result.overall
+    if overall is None or overall.production_value is None:
+        return (overall.metric if overall else ""), {}
+    counts = {"overall": (overall.benchmark_value, overall.n, overall.production_value, overall.n_production)}
+    for s in result.slices:
+        if s.source == "expert":
+            counts[s.name] = (s.benchmark_value, s.metric_n_benchmark, s.production_value, s.metric_n_production)
+    return overall.metric, counts
 
 
 def _good(metric: str, value: Any) -> Any:
@@ -104,7 +102,7 @@ def _good(metric: str, value: Any) -> Any:
     return None if value is None else (1.0 - float(value) if lower_is_better(metric) else value)
 
 
-def accuracy_counts(result: dict, benchmark: Any, production: Any, *, label: str, prediction: str,
+def accuracy_counts(result: AuditEvidence, benchmark: Any, production: Any, *, label: str, prediction: str,
                     production_label: str | None = None) -> tuple[str, dict[str, tuple]]:
     """Accuracy overall and per expert slice, from the two frames: the tracked metric when the
     primary one (balanced accuracy, macro-F1, AUC) is not a proportion of rows."""
@@ -118,19 +116,19 @@ def accuracy_counts(result: dict, benchmark: Any, production: Any, *, label: str
         return (float(right.mean()) if len(right) else None), int(len(right))
 
     counts = {"overall": (*rate(benchmark, label), *rate(production, production_label))}
-    for s in result.get("slices") or []:
-        if s.get("source") != "expert" or not s.get("definition"):
+    for s in result.slices:
+        if s.source != "expert" or not s.definition:
             continue
         try:
-            rows_b = evaluate(s["definition"], benchmark).to_numpy()
-            rows_p = evaluate(s["definition"], production).to_numpy()
+            rows_b = evaluate(s.definition, benchmark).to_numpy()
+            rows_p = evaluate(s.definition, production).to_numpy()
         except (ValueError, KeyError, TypeError):
             continue
-        counts[s["name"]] = (*rate(benchmark, label, rows_b), *rate(production, production_label, rows_p))
+        counts[s.name] = (*rate(benchmark, label, rows_b), *rate(production, production_label, rows_p))
     return "accuracy", counts
 
 
-def track_harm(state: dict, result: dict, *, alpha: float, tolerance: float, horizon: int = HORIZON,
+def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: float, horizon: int = HORIZON,
                window: int = WINDOW, counts: tuple[str, dict[str, tuple]] | None = None
                ) -> tuple[dict, list[HarmCheck]]:
     """Add this run's labelled counts to ``state`` and test every tracked slice for harm.
@@ -169,25 +167,27 @@ def track_harm(state: dict, result: dict, *, alpha: float, tolerance: float, hor
     return state, checks
 
 
-def estimated_harm(result: dict, *, tolerance: float, alpha: float = 0.05, horizon: int = HORIZON) -> list[HarmCheck]:
+def estimated_harm(result: AuditEvidence, *, tolerance: float, alpha: float = 0.05,
+                   horizon: int = HORIZON) -> list[HarmCheck]:
     """Without production labels: the label-free estimate stands in (and the statement says so).
 
     Its 95 % interval is widened to the harm level of one run (normal approximation), so that an
     unlabelled monitor spends no more than a labelled one.
     """
-    if (result.get("production") or {}).get("labelled"):
+    block, overall = result.label.estimated_performance, result.overall
+    if result.production.labelled or block is None:
         return []
-    block = (result.get("label") or {}).get("estimated_performance") or {}
-    overall = result.get("overall") or {}
-    bench, b_ci = overall.get("benchmark_value"), overall.get("benchmark_ci") or [None, None]
+    bench = overall.benchmark_value if overall else None
+    b_ci = (overall.benchmark_ci if overall else None) or [None, None]
     widen = NormalDist().inv_cdf(1 - harm_level(alpha, 1, horizon=horizon) / 2) / NormalDist().inv_cdf(0.975)
-    for method in (block.get("methods") or {}).values():
-        if method.get("status") == "ok" and method.get("ci_high") is not None and bench is not None:
-            est = float(method["estimate"])
-            high = est + (float(method["ci_high"]) - est) * widen
+    for method in block.methods.values():
+        if method.status == "ok" and method.ci_high is not None and bench is not None:
+            est = float(method.estimate)
+            high = est + (method.ci_high - est) * widen
             b_low = b_ci[0] if b_ci[0] is not None else bench
-            return [HarmCheck(slice="overall", metric=str(method.get("metric")), benchmark_value=bench,
+            n_production = getattr(method, "n_production", None)  # the estimator's own field (PerformanceEstimate)
+            return [HarmCheck(slice="overall", metric=str(method.metric), benchmark_value=bench,
                               benchmark_low=b_low, production_value=est, production_high=min(1.0, high),
-                              n_production=int(method.get("n_production") or 0), tolerance=tolerance,
+                              n_production=int(n_production or 0), tolerance=tolerance,
                               harmful=high < b_low and bench - est >= tolerance, labelled=False)]
     return []

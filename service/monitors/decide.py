@@ -5,10 +5,10 @@ database, ``contextshift monitor run --config`` over a state file), so the two c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
+from reports.result import AuditResult
 from service.monitors import budget, findings
 from service.monitors.findings import Finding
 
@@ -40,12 +40,12 @@ def _column(roles: dict[str, str], role: str) -> str | None:
     return next((c for c, r in roles.items() if r == role), None)
 
 
-def decide_run(result: dict[str, Any], *, benchmark: pd.DataFrame, production: pd.DataFrame,
+def decide_run(result: AuditResult, *, benchmark: pd.DataFrame, production: pd.DataFrame,
                benchmark_roles: dict[str, str], production_roles: dict[str, str], harm_state: dict,
                open_keys: list[str], alpha: float, tolerance: float, min_severity: str) -> RunDecision:
     """The run's decisions; pure apart from reading the two frames (the caller saves the state)."""
     counts = None
-    metric = str((result.get("overall") or {}).get("metric") or "")
+    metric = result.overall.metric if result.overall else ""
     label, prediction = _column(benchmark_roles, "label"), _column(benchmark_roles, "prediction")
     if not budget.is_proportion(metric) and label and prediction:
         counts = budget.accuracy_counts(result, benchmark, production, label=label, prediction=prediction,

@@ -26,6 +26,7 @@ from service.monitors.batch import Batch
 if TYPE_CHECKING:  # annotations only: pandas and decide (pandas) load after the source found new rows
     import pandas as pd
 
+    from reports.result import AuditResult
     from service.monitors.decide import RunDecision
 
 log = logging.getLogger("contextshift.monitors")
@@ -66,7 +67,7 @@ class RunRecord:
     alpha_k: float
     batch: Batch
     audit_id: str | None
-    result: dict[str, Any]
+    result: "AuditResult"
     decision: "RunDecision"
     update: Any  # alerting.AlertUpdate: opened, resolved, changed
     timings: dict[str, float] = field(default_factory=dict)
@@ -86,7 +87,7 @@ class RunStore(Protocol):
 
     def audit(self, run_id: str, batch: Batch, roles: dict[str, str], validation: dict, side: BenchmarkSide,
               alpha_k: float) -> tuple[str | None, dict[str, Any]]:
-        """The audit of the new rows at level ``alpha_k``: its id (None: not stored) and result."""
+        """The audit of the new rows at level ``alpha_k``: its id (None: not stored) and result (its JSON)."""
 
     def active_alerts(self) -> list[Any]: ...
 
@@ -148,6 +149,7 @@ def execute_run(store: RunStore, run_id: str) -> str:
             return "no_new_data"
         # lazy, after the source found new rows: these load pandas, NumPy and SQLAlchemy (~1 s), which
         # a cron run with nothing new must not (tests/service/test_monitor_cli_startup.py)
+        from reports.result import as_result  # its pydantic models (~0.08 s) too: only once there are new rows
         from service.monitors import budget
         from service.monitors.alerting import update_alerts
         from service.monitors.decide import decide_run
@@ -160,7 +162,8 @@ def execute_run(store: RunStore, run_id: str) -> str:
         timings["validate_s"] = lap()
         k = monitor.n_tested + 1
         alpha_k = budget.run_alpha(monitor.alpha, k)
-        audit_id, result = store.audit(run_id, batch, column_roles, report, side, alpha_k)
+        audit_id, stored = store.audit(run_id, batch, column_roles, report, side, alpha_k)
+        result = as_result(stored)  # validated once: the decision and the store read the typed result
         timings["audit_s"] = lap()
         active = store.active_alerts()
         decision = decide_run(result, benchmark=side.frame, production=batch.frame, benchmark_roles=side.roles,

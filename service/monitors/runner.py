@@ -122,7 +122,7 @@ class ServiceRunStore:
         summary = {**findings.trend_summary(record.result), "harm": [c.__dict__ for c in record.decision.checks],
                    "notes": list(record.batch.notes), "timings": record.timings}
         store.update_run(record.run_id, n_rows=len(record.batch.frame), audit_id=record.audit_id, alpha=record.alpha_k,
-                         verdict=record.result.get("verdict"), summary=summary)
+                         verdict=record.result.verdict.model_dump(mode="json"), summary=summary)
         _save_alerts(store, row, record)
         if self.outbox is not None:  # never raises: a dead receiver or a refused URL fails nothing else
             self.outbox.deliver_pending(monitor_id=row.id, due_only=False)

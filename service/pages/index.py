@@ -7,6 +7,8 @@ from urllib.parse import quote
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
+from reports.result import DatasetRef
+from service.audits.stored import stored_sections
 from service.deps import RuntimeDep
 from service.monitors.store import MonitorStore
 from service.rounds.store import RoundStore
@@ -56,24 +58,25 @@ def _benchmark_rows(runtime) -> str:
         for s in series) or "<tr><td colspan=4>No benchmark series yet: POST /v1/benchmarks/{name}/rounds.</td></tr>"
 
 
-def _dataset_name(audit, side: str, names: dict[str, str]) -> str:
+def _dataset_name(ref: DatasetRef, ident: str, names: dict[str, str]) -> str:
     """The dataset's name: from the audit's result, else from the datasets listed, else its id."""
-    ref = (audit.result or {}).get(side) or {}
-    ident = audit.benchmark_id if side == "benchmark" else audit.production_id
-    return str(ref.get("name") or names.get(ident) or ident)
+    return str(ref.name or names.get(ident) or ident)
 
 
 def _audit_row(audit, names: dict[str, str]) -> str:
-    verdict = (audit.result or {}).get("verdict") or {}
-    severity = str(verdict.get("severity", ""))
-    summary = escape(str(verdict.get("summary", (audit.error or {}).get("message", ""))))
+    shown = stored_sections(audit.result, "verdict", "domain", "benchmark", "production")
+    verdict = shown.verdict
+    severity = verdict.severity if verdict else ""
+    summary = escape(verdict.summary if verdict else str((audit.error or {}).get("message", "")))
     link = (f'<a href="/v1/audits/{escape(audit.id)}/report">HTML</a> · '
             f'<a href="/v1/audits/{escape(audit.id)}/report.md">Markdown</a>'
             if audit.status == "succeeded" else f"{audit.progress:.0%} {escape(audit.stage or '')}")
-    pair = f"{escape(_dataset_name(audit, 'benchmark', names)[:80])} → {escape(_dataset_name(audit, 'production', names)[:80])}"
+    bench = _dataset_name(shown.benchmark, audit.benchmark_id, names)
+    prod = _dataset_name(shown.production, audit.production_id, names)
+    pair = f"{escape(bench[:80])} → {escape(prod[:80])}"
     created = f"{audit.created_at:%Y-%m-%d %H:%M}" if audit.created_at else ""
     # the pack the audit ran under (a former name such as "medical" shows as the pack it names)
-    domain = str((audit.result or {}).get("domain") or audit.domain)
+    domain = str(shown.domain or audit.domain)
     return (f"<tr><td><code>{escape(audit.id)}</code></td><td>{pair}</td><td>{escape(domain)}</td>"
             f"<td>{created}</td><td>{escape(audit.status)}</td><td class=\"{escape(severity)}\">"
             f"<span>{escape(severity) or ''}</span> {summary}</td><td>{link}</td></tr>")

@@ -1,8 +1,8 @@
 """Plan coverage: for each slice an audit's next-round plan asked for, how many rows a round collected.
 
-Allocations are followed by their finding key, ``"<kind>:<definition or slice>"`` until the audit
-result carries ``key`` itself; a slice's rows are found by evaluating its ``definition`` with the
-slice language (:mod:`domains.expressions`).
+Allocations are followed by their finding key (``key``; ``"<kind>:<definition or slice>"`` for plans
+stored without it); a slice's rows are found by evaluating its ``definition`` with the slice language
+(:mod:`domains.expressions`).
 """
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import pandas as pd
 
 from detectors.base import Result
 from domains.expressions import ExpressionError, columns_used, evaluate, parse
+from reports.result import Allocation
+from service.audits.stored import stored_sections
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,9 @@ class Coverage(Result):
     collected: int | None
 
 
-def allocation_key(alloc: Mapping[str, Any]) -> str:
+def allocation_key(alloc: Allocation) -> str:
     """The stable key of a planned slice."""
-    return alloc.get("key") or f"{alloc['kind']}:{alloc.get('definition') or alloc['slice']}"
+    return alloc.key or f"{alloc.kind}:{alloc.definition or alloc.slice}"
 
 
 def slice_mask(definition: str | None, frame: pd.DataFrame) -> np.ndarray | None:
@@ -48,17 +50,17 @@ def slice_mask(definition: str | None, frame: pd.DataFrame) -> np.ndarray | None
     return evaluate(node, frame).to_numpy(dtype=bool)
 
 
-def plan_allocations(audit_result: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    plan = (audit_result or {}).get("next_round") or {}
-    return [a for a in plan.get("allocations") or [] if isinstance(a, Mapping)]
+def plan_allocations(audit_result: Mapping[str, Any] | None) -> list[Allocation]:
+    """The allocations of a stored audit result's next-round plan (none without a result or a plan)."""
+    plan = stored_sections(audit_result, "next_round").next_round
+    return list(plan.allocations) if plan else []
 
 
-def plan_coverage(allocations: Sequence[Mapping[str, Any]], items: pd.DataFrame) -> tuple[Coverage, ...]:
+def plan_coverage(allocations: Sequence[Allocation], items: pd.DataFrame) -> tuple[Coverage, ...]:
     """Planned versus collected rows for every allocation of the plan."""
     out = []
     for alloc in allocations:
-        mask = slice_mask(alloc.get("definition"), items)
-        out.append(Coverage(allocation_key(alloc), str(alloc.get("slice")), str(alloc.get("kind")),
-                            alloc.get("definition"), int(alloc.get("n_to_label") or 0),
+        mask = slice_mask(alloc.definition, items)
+        out.append(Coverage(allocation_key(alloc), alloc.slice, alloc.kind, alloc.definition, alloc.n_to_label,
                             None if mask is None else int(mask.sum())))
     return tuple(out)

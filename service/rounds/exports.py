@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from detectors.base import to_jsonable
+from reports.result import Allocation
 from service.rounds.coverage import allocation_key, slice_mask
 from service.rounds.frames import roles_of, validation_column
 
@@ -21,7 +22,7 @@ CSV_FIXED = ("uid", "round", "label", "prediction", "model_wrong", "validated", 
 
 
 def _records(frame: pd.DataFrame, columns: Sequence[Mapping[str, Any]], *, series: str, number: int,
-             model: str | None, allocations: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+             model: str | None, allocations: Sequence[Allocation]) -> list[dict[str, Any]]:
     roles = roles_of(columns)
     pick = {role: next((c for c, r in roles.items() if r == role), None)
             for role in ("id", "label", "prediction", "annotator")}
@@ -29,7 +30,7 @@ def _records(frame: pd.DataFrame, columns: Sequence[Mapping[str, Any]], *, serie
     contexts = [c for c, r in roles.items() if r == "context"]
     tags = [[f"round:{number}"] for _ in range(len(frame))]
     for alloc in allocations:  # tag each row with the planned slices it answers
-        mask = slice_mask(alloc.get("definition"), frame)
+        mask = slice_mask(alloc.definition, frame)
         for i in np.flatnonzero(mask) if mask is not None else ():
             tags[i].append(allocation_key(alloc))
     out = []

@@ -1,4 +1,5 @@
-"""Helpers of the monitor tests: SYNTHETIC frames, a webhook receiver on 127.0.0.1, waiting loops."""
+"""Helpers of the monitor tests: SYNTHETIC frames, whole audit results concluded from hand-built evidence,
+a webhook receiver on 127.0.0.1, waiting loops."""
 from __future__ import annotations
 
 import io
@@ -9,6 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
+
+from reports import plan_next_round, rank_limitations, verdict
+from reports.result import AuditResult, as_evidence, as_result
 
 
 def synthetic_frame(n: int, seed: int, *, shift: float = 0.0, accuracy: float = 0.85) -> pd.DataFrame:
@@ -87,3 +91,14 @@ class Receiver:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def concluded(evidence: dict, *, budget: int = 100) -> AuditResult:
+    """A whole AuditResult as the pipeline concludes one from its evidence: the ranked limitations
+    (each with its claim), the verdict and the next round's plan, around the header every audit has."""
+    found = as_evidence({"id": "au_test", "created_at": "2026-01-01T00:00:00Z", "title": "bench → prod",
+                         "domain": "generic", "domain_title": "Generic", **evidence})
+    ranked = rank_limitations(found)
+    plan = plan_next_round(found, ranked, budget=budget, min_slice_size=found.parameters.min_slice_size)
+    return as_result({**found.model_dump(mode="json"), "limitations": [lim.to_dict() for lim in ranked],
+                      "verdict": verdict(found, ranked), "next_round": plan.to_dict()})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from html import escape
 
 import io
 import time
@@ -10,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from domains.examples import PLANTED, make_example
+from reports.result import as_result
 from service.app import create_app
 
 SECTIONS = ("id", "status", "domain", "benchmark", "production", "verdict", "covariate", "label",
@@ -103,6 +105,27 @@ def test_reports_and_next_round(audited):
     names = (result["benchmark"]["name"], result["production"]["name"])
     assert f"{names[0]} → {names[1]}" in index.text and result["verdict"]["severity"] in index.text
     assert result["domain"] in index.text and datetime.now(timezone.utc).strftime("%Y-%m-%d") in index.text
+
+
+def test_a_result_stored_in_an_older_shape_is_listed_with_its_verdict_and_plan(audited):
+    """Listings validate only the sections they show: a section an older version stored in a shape the
+    contract no longer accepts (the classifier test nested one level down) hides neither the verdict
+    nor the plan, and the result itself is served as it was stored."""
+    client, result, ids = audited
+    covariate = result["covariate"]
+    old = {**result, "covariate": {**covariate, "multivariate": {"test": {**(covariate["multivariate"] or {}),
+                                                                         "name": "classifier"}}}}
+    with pytest.raises(ValueError, match="multivariate"):
+        as_result(old)
+    audits = client.app.state.runtime.audits
+    row = audits.create(benchmark_id=ids[0], production_id=ids[1], domain="medical", options={})
+    assert audits.mark_running(row.id) and audits.mark_succeeded(row.id, old, f"{row.id}.html")
+    listed = next(a for a in client.get("/v1/audits").json()["items"] if a["id"] == row.id)
+    assert listed["verdict"] == result["verdict"]
+    assert client.get(f"/v1/audits/{row.id}").json()["covariate"]["multivariate"] == old["covariate"]["multivariate"]
+    assert client.get(f"/v1/audits/{row.id}/next-round").json() == result["next_round"]
+    index = client.get("/").text
+    assert row.id in index and escape(result["verdict"]["summary"]) in index
 
 
 @pytest.mark.parametrize("body,status,code", [

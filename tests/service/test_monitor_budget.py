@@ -5,9 +5,11 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from reports.result import as_evidence, as_result
 from service.monitors import budget
 from service.monitors.alerting import RESOLVE_AFTER, update_alerts
 from service.monitors.findings import Finding, alertable, finding_key, is_standing
+from tests.service.monitor_support import concluded
 
 
 def test_every_run_keeps_the_same_level_and_any_horizon_of_runs_spends_at_most_half():
@@ -42,9 +44,10 @@ def test_confidence_sequence_shrinks_with_n():
 
 
 def _result(prod_value, n_prod, bench_value=0.85, n_bench=2000, metric="accuracy"):
-    return {"overall": {"metric": metric, "benchmark_value": bench_value, "n": n_bench, "production_value": prod_value,
-                        "n_production": n_prod, "benchmark_ci": [bench_value - 0.02, bench_value + 0.02]},
-            "slices": [], "production": {"labelled": True}}
+    return as_evidence({
+        "overall": {"metric": metric, "benchmark_value": bench_value, "n": n_bench, "production_value": prod_value,
+                    "n_production": n_prod, "benchmark_ci": [bench_value - 0.02, bench_value + 0.02]},
+        "slices": [], "production": {"labelled": True}})
 
 
 def _drop_delay(rng, *, bench_n=2000, batch=200, drop_from=5, runs=20, true=0.85, after=0.75):
@@ -88,45 +91,64 @@ def test_harm_tracks_a_lower_is_better_metric_by_its_complement():
 
 
 def test_label_free_estimate_stands_in_and_says_so():
-    result = {"production": {"labelled": False}, "overall": {"benchmark_value": 0.9, "benchmark_ci": [0.88, 0.92]},
+    result = {"production": {"labelled": False},
+              "overall": {"metric": "accuracy", "benchmark_value": 0.9, "benchmark_ci": [0.88, 0.92]},
               "label": {"estimated_performance": {"methods": {"confidence_based": {
                   "status": "ok", "metric": "accuracy", "estimate": 0.7, "ci_low": 0.66, "ci_high": 0.74,
                   "n_production": 500}}}}}
-    (check,) = budget.estimated_harm(result, tolerance=0.05)
-    assert check.harmful and not check.labelled
+    (check,) = budget.estimated_harm(as_evidence(result), tolerance=0.05)
+    assert check.harmful and not check.labelled and check.n_production == 500
     near = {**result, "label": {"estimated_performance": {"methods": {"confidence_based": {
         "status": "ok", "metric": "accuracy", "estimate": 0.86, "ci_low": 0.83, "ci_high": 0.89, "n_production": 500}}}}}
-    assert not budget.estimated_harm(near, tolerance=0.05)[0].harmful  # one run's 95 % bound is widened
+    assert not budget.estimated_harm(as_evidence(near), tolerance=0.05)[0].harmful  # one run's 95 % bound is widened
     assert "WITHOUT LABELS" in check.statement()
+
+
+def _slice(name, **fields):
+    """A weak expert slice as the audit records it: its gap to overall is significant."""
+    return {"name": name, "definition": f'site == "{name}"', "metric": "accuracy", "n_benchmark": 300,
+            "n_production": 300, "benchmark_share": 0.1, "production_share": 0.1, "underperforming": True,
+            "status": "ok", "gap_p_value_adjusted": 0.001, "gap": 0.2, "p_value_test": "change", **fields}
+
+
+def _limitation(rank, kind, severity, **fields):
+    return {"rank": rank, "key": f"{kind}:{fields.pop('subject', 'x')}", "kind": kind, "severity": severity,
+            "score": 0.01, "title": "t", "statement": "s", **fields}
 
 
 def test_standing_limitations_never_alert():
     """A slice as weak on the benchmark as in production alerted whenever a production point value
     dipped below the benchmark's: only a slice whose own change test found it worse may alert."""
-    result = {"slices": [{"name": "old", "metric": "accuracy", "benchmark_value": 0.6, "production_value": 0.57,
-                          "changed": False},
-                         {"name": "new", "metric": "accuracy", "benchmark_value": 0.85, "production_value": 0.6,
-                          "changed": True},
-                         {"name": "better", "metric": "accuracy", "benchmark_value": 0.6, "production_value": 0.8,
-                          "changed": True},
-                         {"name": "unlabelled", "metric": "accuracy", "benchmark_value": 0.6,
-                          "production_value": None, "changed": None}],
-              "limitations": [
-                  {"kind": "benchmark_saturation", "severity": "high", "statement": "s", "slice": None},
-                  {"kind": "underperforming_slice", "severity": "high", "statement": "s", "slice": "old"},
-                  {"kind": "underperforming_slice", "severity": "high", "statement": "s", "slice": "new"},
-                  {"kind": "underperforming_slice", "severity": "high", "statement": "s", "slice": "better"},
-                  {"kind": "underperforming_slice", "severity": "high", "statement": "s", "slice": "unlabelled"},
-                  {"kind": "untested_context", "severity": "low", "statement": "s", "slice": "x"},
-                  {"kind": "covariate_shift", "severity": "high", "statement": "s", "slice": None,
-                   "claim": "standing", "key": "covariate_shift:told"}]}
-    assert [is_standing(lim, result) for lim in result["limitations"]] == [True, True, False, True, True, False, True]
+    result = concluded({
+        "overall": {"metric": "accuracy", "benchmark_value": 0.80, "benchmark_ci": [0.78, 0.82], "n": 3000,
+                    "production_value": 0.78, "production_ci": [0.76, 0.80], "n_production": 3000},
+        "benchmark": {"n_rows": 3000}, "production": {"n_rows": 3000, "labelled": True},
+        "slices": [_slice("old", benchmark_value=0.6, benchmark_ci=[0.55, 0.65], production_value=0.57,
+                          production_ci=[0.52, 0.62], changed=False, p_value_adjusted=0.5, gap_dataset="production"),
+                   _slice("new", benchmark_value=0.85, benchmark_ci=[0.80, 0.90], production_value=0.6,
+                          production_ci=[0.55, 0.65], changed=True, p_value_adjusted=0.001, gap_dataset="production"),
+                   _slice("better", benchmark_value=0.6, benchmark_ci=[0.55, 0.65], production_value=0.8,
+                          production_ci=[0.75, 0.85], changed=True, p_value_adjusted=0.001, gap_dataset="benchmark"),
+                   _slice("unlabelled", benchmark_value=0.6, benchmark_ci=[0.55, 0.65], production_value=None,
+                          changed=None, p_value_test=None, gap_dataset="benchmark")]})
+    weak = {lim.slice: lim for lim in result.limitations if lim.kind == "underperforming_slice"}
+    assert {name: is_standing(lim) for name, lim in weak.items()} == {
+        "old": True, "new": False, "better": True, "unlabelled": True}
     changes, others = alertable(result, "medium")
-    assert [c.key for c in changes] == ["underperforming_slice:new"]
-    assert len(others) == 6
-    assert [c.key for c in alertable(result, "low")[0]] == ["underperforming_slice:new", "untested_context:x"]
-    assert finding_key({"key": "k:1", "kind": "x"}) == "k:1"
-    assert not is_standing({"kind": "underperforming_slice", "slice": "old", "claim": "change"}, result)
+    assert {f.key for f in changes} == {weak["new"].key, 'concept_shift:site == "new"'}
+    assert {f.key for f in others} == {weak[name].key for name in ("old", "better", "unlabelled")}
+
+    # standing by kind whatever the claim says, standing by claim, and a change claim below the floor
+    told = as_result({**result.model_dump(mode="json"), "limitations": [
+        _limitation(1, "benchmark_saturation", "high", subject="all", claim="change"),
+        _limitation(2, "label_quality", "high", subject="agreement"),  # stored without claim: standing by kind
+        _limitation(3, "covariate_shift", "high", subject="told", claim="standing"),
+        _limitation(4, "untested_context", "low", claim="change"),
+        _limitation(5, "underperforming_slice", "high", subject="old", slice="old", claim="change")]})
+    assert [is_standing(lim) for lim in told.limitations] == [True, True, True, False, False]
+    assert [f.key for f in alertable(told, "medium")[0]] == ["underperforming_slice:old"]
+    assert [f.key for f in alertable(told, "low")[0]] == ["untested_context:x", "underperforming_slice:old"]
+    assert finding_key(told.limitations[0]) == "benchmark_saturation:all"
 
 
 def test_alert_opens_once_stays_open_and_resolves_after_three_absent_runs():

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from service.monitors.decide import decide_run
+from tests.service.monitor_support import concluded
 
 ROLES = {"site": "context", "label": "label", "prediction": "prediction"}
 
@@ -17,11 +18,12 @@ def _frame(n, rng, *, drop_in_a=0.0):
 
 
 def _result(bench, prod):
-    """The parts of an AuditResult a run decides from: the primary metric is not a proportion."""
-    return {"overall": {"metric": "balanced_accuracy", "benchmark_value": 0.85, "n": len(bench),
-                        "production_value": 0.8, "n_production": len(prod)},
-            "slices": [{"name": "site a", "source": "expert", "definition": 'site == "a"', "metric": "balanced_accuracy"}],
-            "production": {"labelled": True}, "limitations": []}
+    """The AuditResult a run decides from: the primary metric is not a proportion."""
+    return concluded({"overall": {"metric": "balanced_accuracy", "benchmark_value": 0.85, "n": len(bench),
+                                  "production_value": 0.8, "n_production": len(prod)},
+                      "slices": [{"name": "site a", "source": "expert", "definition": 'site == "a"',
+                                  "metric": "balanced_accuracy"}],
+                      "benchmark": {"n_rows": len(bench)}, "production": {"n_rows": len(prod), "labelled": True}})
 
 
 def _delay(rng, *, drop, start=4, runs=14):

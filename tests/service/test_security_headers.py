@@ -26,7 +26,9 @@ def _succeeded_audit(client, report_html: str, companion_html: str) -> str:
     reports.mkdir(parents=True, exist_ok=True)
     (reports / f"{row.id}.html").write_text(report_html, encoding="utf-8")
     (reports / f"{row.id}.evidently.html").write_text(companion_html, encoding="utf-8")
-    runtime.audits.mark_succeeded(row.id, {"verdict": {"summary": HOSTILE, "severity": HOSTILE}}, f"{row.id}.html")
+    # the verdict's free text is hostile; its severity is one of four words (the contract refuses anything else)
+    verdict = {"shift_detected": True, "severity": "high", "status": "shift", "summary": HOSTILE}
+    runtime.audits.mark_succeeded(row.id, {"verdict": verdict}, f"{row.id}.html")
     return row.id
 
 
