@@ -23,7 +23,7 @@ def _summary(n_rounds=4, n=400, plan=True):
         frame = pd.DataFrame({"id": [f"{k}-{i}" for i in range(n)], "label": y, "prediction": pred,
                               "site": rng.choice([EVIL, "clinic"], n),
                               "annotator_id": np.where(rng.random(n) < 0.5, EVIL, "ann")})
-        result = {"next_round": {"allocations": [
+        result = {"next_round": {"budget": 120, "min_slice_size": 30, "allocations": [
             {"slice": EVIL, "kind": "untested_context", "definition": f"site == '{EVIL}'", "n_to_label": 100},
             {"slice": "sample", "kind": "production_sample", "definition": None, "n_to_label": 20}]}}
         inputs.append(RoundInput(k + 1, f"ds{k}", EVIL, "au_x" if plan else None, round_table(frame, ROLES),
