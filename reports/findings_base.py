@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reports.formatting import capitalise, effect_label, fmt_num, fmt_p, lower_is_better, shorten
+from reports.formatting import capitalise, effect_label, finite_number, fmt_num, fmt_p, lower_is_better, shorten
 from reports.records import Limitation, RankingContext, finding_key, make_decision, severity_label
 from reports.result import Decision, ShiftTest, SliceRecord, UntestedContextRecord
 
@@ -93,11 +93,5 @@ def metric_rows(s: SliceRecord, dataset: str) -> int | None:
 def detail_number(details: Mapping[str, Any], key: str) -> float | None:
     """A finite number from an open mapping (a test's ``details``), else None: the contract validates
     the records' fields, not what a detector puts in their open mappings."""
-    value = details.get(key)
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+    return finite_number(details.get(key))
+

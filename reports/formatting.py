@@ -23,7 +23,7 @@ from detectors.metric_registry import lower_is_better  # re-exported: the one an
 from reports.result import Decision
 
 __all__ = [
-    "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
+    "finite_number", "fmt_num", "fmt_metric", "fmt_ci", "fmt_share",
     "fmt_p", "fmt_n", "metric_label", "effect_label", "lower_is_better", "shorten", "capitalise",
     "fmt_value", "fmt_seconds", "no_negative_zero", "fmt_mean", "fmt_decision",
 ]
@@ -40,8 +40,9 @@ _EFFECT_LABELS = {
 }
 
 
-def _finite(value: Any) -> float | None:
-    """``value`` as a finite float, else ``None``: what a formatter prints as "n/a"."""
+def finite_number(value: Any) -> float | None:
+    """``value`` as a finite float, else ``None``: what a formatter prints as "n/a", and how a number is
+    read from an open mapping (a test's ``details``), whose content the contract does not check."""
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -57,7 +58,7 @@ def no_negative_zero(text: str) -> str:
 
 
 def fmt_num(value: Any, digits: int = 2, missing: str = "n/a") -> str:
-    f = _finite(value)
+    f = finite_number(value)
     return missing if f is None else no_negative_zero(f"{f:.{digits}f}")
 
 
@@ -70,7 +71,7 @@ def fmt_ci(ci: Sequence[float | None] | None, digits: int = 2) -> str:
 
 def fmt_metric(value: Any, ci: Any = None, digits: int = 2, missing: str = "n/a") -> str:
     """``0.61 [0.52, 0.70]``; the interval is omitted when unknown, ``missing`` when the value is."""
-    if _finite(value) is None:
+    if finite_number(value) is None:
         return missing
     text = fmt_num(value, digits)
     interval = fmt_ci(ci, digits)
@@ -79,7 +80,7 @@ def fmt_metric(value: Any, ci: Any = None, digits: int = 2, missing: str = "n/a"
 
 def fmt_share(value: Any, missing: str = "n/a") -> str:
     """A proportion as a percentage; one decimal below 1 % so that small shares are not '0 %'."""
-    f = _finite(value)
+    f = finite_number(value)
     if f is None:
         return missing
     pct = 100 * f
@@ -108,7 +109,7 @@ def fmt_value(value: Any) -> str:
 
 def fmt_mean(value: Any) -> str:
     """A column mean as people write it: ``1,998`` (a year), ``0.0675``, ``1,550``; never ``2e+03``."""
-    f = _finite(value)
+    f = finite_number(value)
     if f is None:
         return "n/a"
     if abs(f) >= 100:
@@ -137,12 +138,12 @@ def fmt_decision(decision: Decision | None) -> str:
 
 def fmt_seconds(value: Any) -> str:
     """Seconds as recorded in the AuditResult's ``timings`` (three decimals), with the unit."""
-    f = _finite(value)
+    f = finite_number(value)
     return "—" if f is None else f"{no_negative_zero(f'{f:.3f}')} s"
 
 
 def fmt_p(value: Any, name: str = "p") -> str:
-    f = _finite(value)
+    f = finite_number(value)
     if f is None:
         return f"{name} n/a"
     if f < 0.001:
@@ -151,7 +152,7 @@ def fmt_p(value: Any, name: str = "p") -> str:
 
 
 def fmt_n(value: Any) -> str:
-    f = _finite(value)
+    f = finite_number(value)
     return "n=n/a" if f is None else f"n={int(round(f)):,}"
 
 

@@ -147,6 +147,18 @@ class AuditResult(AuditEvidence):
     next_round: NextRound
 
 
+def _validated(model: type[AuditEvidence], value: Any, what: str) -> Any:
+    """``value`` as ``model``: the model itself, or its JSON validated once (errors name the fields)."""
+    if isinstance(value, model):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be an AuditResult or its JSON (a mapping), got {type(value).__name__}.")
+    try:
+        return model.model_validate(dict(value))
+    except ValidationError as exc:
+        raise ValueError(f"{what} does not fit the AuditResult contract (reports/SCHEMA.md): {exc}") from None
+
+
 def as_evidence(audit: Any) -> AuditEvidence:
     """The boundary of every public function of ``reports``: an AuditResult, AuditEvidence or its JSON.
 
@@ -157,23 +169,9 @@ def as_evidence(audit: Any) -> AuditEvidence:
     ValueError
         The mapping does not fit the contract; the message names the fields (``reports/SCHEMA.md``).
     """
-    if isinstance(audit, AuditEvidence):
-        return audit
-    if not isinstance(audit, Mapping):
-        raise TypeError(f"audit must be an AuditResult or its JSON (a mapping), got {type(audit).__name__}.")
-    try:
-        return AuditEvidence.model_validate(dict(audit))
-    except ValidationError as exc:
-        raise ValueError(f"audit does not fit the AuditResult contract (reports/SCHEMA.md): {exc}") from None
+    return _validated(AuditEvidence, audit, "audit")
 
 
 def as_result(result: Any) -> AuditResult:
     """A stored AuditResult (model or JSON) as the typed result, with the same errors as :func:`as_evidence`."""
-    if isinstance(result, AuditResult):
-        return result
-    if not isinstance(result, Mapping):
-        raise TypeError(f"result must be an AuditResult or its JSON (a mapping), got {type(result).__name__}.")
-    try:
-        return AuditResult.model_validate(dict(result))
-    except ValidationError as exc:
-        raise ValueError(f"result does not fit the AuditResult contract (reports/SCHEMA.md): {exc}") from None
+    return _validated(AuditResult, result, "result")

@@ -30,7 +30,7 @@ import pandas as pd
 from detectors.bbsd import OutputShiftDetector
 from detectors.covariate import CovariateShiftDetector
 from reports.grouping import Relation
-from service.audits.pipeline.columns import column_view
+from service.audits.pipeline.columns import column_view, output_columns
 from service.audits.pipeline.reweighted_mix import limitation_mix_explained
 
 MIN_CLASS_ROWS = 10  # a class with fewer benchmark rows cannot stand in for its production share
@@ -107,9 +107,7 @@ def retest_under_class_mix(state: Any, features: list[str], outputs: list[str]) 
             columns=features, rows=rows).test(column_view(ctx.production, features))
         tests += [t for t in res.tests if t.name in features]
         distribution.update({t.name: t for t in res.features})
-    used = [c for c in outputs if c in ctx.production.columns]
-    if len(used) != len(outputs):
-        used = ([ctx.columns.prediction] if ctx.columns.prediction else []) + list(ctx.columns.scores)
+    used = output_columns(ctx, outputs)
     if outputs and used:
         res = ctx.fitted("outputs_class_mix", lambda: OutputShiftDetector(
             alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes, random_state=ctx.seed).fit(

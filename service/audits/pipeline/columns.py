@@ -93,3 +93,12 @@ def class_list(pack: Any, *series: pd.Series) -> list[str]:
         if s is not None:
             seen.update(str(v) for v in s.dropna().unique())
     return sorted(seen)
+
+
+def output_columns(ctx: Any, outputs: list[str]) -> list[str]:
+    """The model-output columns a re-test compares: ``outputs`` when production has them all, else the
+    prediction and score columns (the output test's names need not be columns)."""
+    used = [c for c in outputs if c in ctx.production.columns]
+    if len(used) != len(outputs):
+        used = ([ctx.columns.prediction] if ctx.columns.prediction else []) + list(ctx.columns.scores)
+    return used

@@ -39,6 +39,7 @@ from reports.grouping import Relation, fold
 from reports.records import Limitation
 from reports.result import AuditEvidence
 from service.audits.pipeline.class_mix import class_mix_relations, mix_relations
+from service.audits.pipeline.columns import output_columns
 from service.audits.pipeline.covariate_mix import columns_of, covariate_mix_relations
 from service.audits.pipeline.located import located_concept_shifts
 from service.audits.pipeline.reweighted_mix import limitation_mix_explained
@@ -282,9 +283,7 @@ def _still_drifted(state: Any, features: list[str], outputs: list[str], keep_b: 
             alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(ctx.benchmark.loc[keep_b, features]),
             columns=features, rows=rows).test(ctx.production.loc[keep_p, features])  # only the tested columns copied
         drifted += [t.name for t in res.features if t.drifted]
-    used = [c for c in outputs if c in ctx.production.columns]
-    if len(used) != len(outputs):
-        used = ([ctx.columns.prediction] if ctx.columns.prediction else []) + list(ctx.columns.scores)
+    used = output_columns(ctx, outputs)
     if outputs and used:
         res = ctx.fitted("outputs_on_rows", lambda: OutputShiftDetector(
             alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes, random_state=ctx.seed).fit(
