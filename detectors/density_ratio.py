@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["density_ratio_weights", "effective_size"]
+__all__ = ["density_ratio_weights", "domain_scores", "effective_size"]
 
 MAX_LEVELS = 20  # one-hot codes for the most frequent categories of a column; the rest share one code
 MAX_FIT_ROWS = 20_000  # rows per side the classifier is fitted on (a sample; the weights cover every row)
@@ -49,6 +49,38 @@ def _design(bench: pd.DataFrame, prod: pd.DataFrame) -> tuple[np.ndarray, np.nda
     return np.column_stack(parts_b), np.column_stack(parts_p)
 
 
+def domain_scores(benchmark: pd.DataFrame, production: pd.DataFrame, *,
+                  random_state: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
+    """The log-odds that a row is a production row, from a classifier of benchmark against production
+    rows on these columns, for every row of both sides (the fitting sample's size ratio taken out).
+
+    Parameters
+    ----------
+    benchmark : DataFrame of shape (n_b, k)
+    production : DataFrame of shape (n_p, k), the same columns
+    random_state : int, seeds the fitting sample
+
+    Returns
+    -------
+    (scores_b, scores_p) : arrays of shape (n_b,) and (n_p,), or None when the columns give nothing to
+    fit on. Their difference of distributions is the joint shift of the columns seen along one direction.
+    """
+    from sklearn.linear_model import LogisticRegression  # ~0.4 s of import, only when a joint shift is re-tested
+
+    if list(benchmark.columns) != list(production.columns):
+        raise ValueError("benchmark and production must have the same columns.")
+    xb, xp = _design(benchmark, production)
+    if xb.shape[1] == 0 or len(xb) == 0 or len(xp) == 0:
+        return None
+    rng = np.random.default_rng(random_state)
+    fit_b = xb[rng.choice(len(xb), MAX_FIT_ROWS, replace=False)] if len(xb) > MAX_FIT_ROWS else xb
+    fit_p = xp[rng.choice(len(xp), MAX_FIT_ROWS, replace=False)] if len(xp) > MAX_FIT_ROWS else xp
+    model = LogisticRegression(C=1.0, max_iter=500)
+    model.fit(np.vstack([fit_b, fit_p]), np.r_[np.zeros(len(fit_b)), np.ones(len(fit_p))])
+    offset = np.log(len(fit_b) / len(fit_p))
+    return model.decision_function(xb) + offset, model.decision_function(xp) + offset
+
+
 def density_ratio_weights(benchmark: pd.DataFrame, production: pd.DataFrame, *, clip: float = 20.0,
                           random_state: int = 0) -> np.ndarray | None:
     """Weights of the benchmark rows that give them production's distribution of these columns.
@@ -64,20 +96,10 @@ def density_ratio_weights(benchmark: pd.DataFrame, production: pd.DataFrame, *, 
     -------
     weights : array of shape (n_b,), mean 1, or None when the columns give nothing to fit on.
     """
-    from sklearn.linear_model import LogisticRegression
-
-    if list(benchmark.columns) != list(production.columns):
-        raise ValueError("benchmark and production must have the same columns.")
-    xb, xp = _design(benchmark, production)
-    if xb.shape[1] == 0 or len(xb) == 0 or len(xp) == 0:
+    scores = domain_scores(benchmark, production, random_state=random_state)
+    if scores is None:
         return None
-    rng = np.random.default_rng(random_state)
-    fit_b = xb[rng.choice(len(xb), MAX_FIT_ROWS, replace=False)] if len(xb) > MAX_FIT_ROWS else xb
-    fit_p = xp[rng.choice(len(xp), MAX_FIT_ROWS, replace=False)] if len(xp) > MAX_FIT_ROWS else xp
-    model = LogisticRegression(C=1.0, max_iter=500)
-    model.fit(np.vstack([fit_b, fit_p]), np.r_[np.zeros(len(fit_b)), np.ones(len(fit_p))])
-    logit = model.decision_function(xb) + np.log(len(fit_b) / len(fit_p))
-    w = np.exp(np.clip(logit, -30, 30))
+    w = np.exp(np.clip(scores[0], -30, 30))
     w = w / w.mean()
     w = np.minimum(w, clip)
     return w / w.mean()

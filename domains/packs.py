@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from domains import expressions as ex
 from domains.derived import DerivedContext, derive_context
+from domains.scenarios import Scenario
 
 __all__ = [
     "KNOWN_METRICS", "ContextColumn", "ExpertSlice", "DomainPack",
@@ -144,6 +145,7 @@ class DomainPack(_Frozen):
     min_slice_size: int = Field(default=30, ge=1)
     expectations: tuple[Expectation, ...] = ()
     derived: dict[str, DerivedContext] = {}  # context column -> derived image value it comes from
+    scenarios: tuple[Scenario, ...] = ()  # expert causes of change and the signatures they predict
 
     @model_validator(mode="after")
     def _consistent(self) -> "DomainPack":
@@ -152,6 +154,7 @@ class DomainPack(_Frozen):
         self._check_metrics()
         self._check_slices()
         self._check_derived()
+        self._check_scenarios()
         return self
 
     def _check_task(self) -> None:
@@ -219,6 +222,27 @@ class DomainPack(_Frozen):
                 if outside:
                     raise ValueError(f"derived.{column}: {outside} outside the declared range "
                                      f"[{declared.min}, {declared.max}]")
+
+    def _check_scenarios(self) -> None:
+        names = [s.name for s in self.scenarios]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"scenarios: duplicate names {dupes}")
+        contexts = {c.name: c for c in self.context}
+        slices = {s.name for s in self.slices}
+        for i, scenario in enumerate(self.scenarios):
+            for j, sig in enumerate(scenario.signals):
+                where = f"scenarios[{i}] ({scenario.name}).signals[{j}]"
+                if sig.context is not None and sig.context not in contexts:
+                    raise ValueError(f"{where}: context {sig.context!r} is not a declared context column")
+                column = contexts.get(sig.context or "")
+                if sig.value is not None and column is not None and column.values is not None \
+                        and sig.value not in column.values:
+                    raise ValueError(f"{where}: {sig.value!r} is not among the allowed values of {sig.context!r}")
+                if sig.slice is not None and sig.slice not in slices:
+                    raise ValueError(f"{where}: slice {sig.slice!r} is not one of the pack's slices")
+                if sig.label is not None and self.classes and sig.label not in self.classes:
+                    raise ValueError(f"{where}: class {sig.label!r} is not one of {list(self.classes)}")
 
     # ------------------------------------------------------------ conveniences
 

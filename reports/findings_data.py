@@ -7,11 +7,13 @@ limitation (one finding, one statement) instead of being listed twice.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Mapping
 
 from scipy.stats import norm
+
+from domains import parse
+from domains.expressions import columns_used
 
 from reports.findings_base import (
     credibly_worse, detail_number, fold_sentence, make_limitation, metric_rows, test_decision, test_note, untested_name,
@@ -65,10 +67,21 @@ def _is_weak(s: SliceRecord) -> bool:
     return s.status == "ok" and s.underperforming is True
 
 
+def _columns(definition: str | None) -> set[str]:
+    """The columns a slice definition reads (none when it does not parse)."""
+    try:
+        return set(columns_used(parse(definition))) if definition else set()
+    except ValueError:
+        return set()
+
+
 def _fold_targets(tests: list[ShiftTest], weak: list[SliceRecord],
                   untested: list[UntestedContextRecord]) -> tuple[dict, list[ShiftTest]]:
-    """Attach each flagged context test to the weak slice / untested context it explains."""
+    """Attach each flagged context test to the weak slice / untested context it explains. A column's mix
+    folds into a weak slice cut from it only when that slice's own share moved too (the slice is then a
+    change claim that states it); beside a weakness whose share held, the column's change is its own claim."""
     weak_names = {s.name: i for i, s in enumerate(weak)}
+    moved = {weak_names[t.name] for t in tests if t.kind == "slice_share" and t.name in weak_names}
     folded, standalone = defaultdict(list), []
     for t in tests:
         key = None
@@ -77,9 +90,8 @@ def _fold_targets(tests: list[ShiftTest], weak: list[SliceRecord],
         elif t.kind != "slice_share":
             column = str(t.details.get("column") or t.name)
             key = next((("untested", i) for i, u in enumerate(untested) if str(u.column) == column), None)
-            pattern = re.compile(rf"(?<![\w.]){re.escape(column)}(?![\w])")
             key = key or next((("slice", i) for i, s in enumerate(weak)
-                               if pattern.search(s.definition or "")), None)
+                               if i in moved and _columns(s.definition) == {column}), None)
         if key is None:
             standalone.append(t)
         else:
@@ -108,7 +120,6 @@ def _weak_slice(s: SliceRecord, ctx: RankingContext, folded: list[ShiftTest]) ->
     if where:
         statement += (f" On the benchmark it is {fmt_metric(s.benchmark_value, s.benchmark_ci)} "
                       f"({fmt_n(metric_rows(s, 'benchmark'))}).")
-    statement += fold_sentence(folded)
     prevalence = prod_share if prod_share is not None else (bench_share or 0.0)
     evidence = {
         "metric": s.metric or ctx.metric, "definition": s.definition, "source": s.source,
@@ -122,7 +133,22 @@ def _weak_slice(s: SliceRecord, ctx: RankingContext, folded: list[ShiftTest]) ->
     title = (f"the model is weak on {name} ({metric} {fmt_num(value)} vs {fmt_num(overall)} overall; "
              f"{fmt_share(prod_share)} of production)")
     claim, why = _weak_claim(s, ctx)
-    statement += why
+    grew = next((t for t in folded if t.kind == "slice_share" and t.name == s.name), None)
+    if claim == "standing" and grew is not None and (prod_share or 0.0) > (bench_share or 0.0):
+        # more of production is where the model is weak: the weakness is old, its weight is new
+        delta = (prod_share or 0.0) - (bench_share or 0.0)
+        why = (f" More of production is here than on the benchmark ({fmt_share(bench_share)} → "
+               f"{fmt_share(prod_share)}; {test_note(grew)}): a change of the mix towards a context where the model "
+               "is weak.")
+        evidence.update(change_basis="share", share_change=delta)
+        statement += fold_sentence([t for t in folded if t is not grew]) + why
+        title = (f"more of production is on {name}, where the model is weak ({fmt_share(bench_share)} → "
+                 f"{fmt_share(prod_share)}; {metric} {fmt_num(value)} vs {fmt_num(overall)} overall)")
+        return make_limitation("underperforming_slice", s.name, title, statement, prevalence * gap,
+                               {**evidence, "claim_reason": why}, definition=s.definition, claim="change",
+                               decision=test_decision(grew, ctx))
+    statement += fold_sentence(folded) + why
+    evidence["claim_reason"] = why
     decision = make_decision(f"{s.metric or ctx.metric} gap to overall ({key})", gap, test="gap test",
                              p_value_adjusted=s.gap_p_value_adjusted, interval=ci, n=n,
                              rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and gap ≥ the floor "
@@ -196,12 +222,15 @@ def _mix_shift(t: ShiftTest, ctx: RankingContext, slices_by_name: dict[str, Slic
         basis = (f"share change {delta:.3f} × max(gap {gap:.3f}, 0)" if gap is not None
                  else f"effect {effect:.3f} × assumed gap {ctx.priors.shift_gap:.2f}")
         m = ctx.measured
-        if m is not None and max(0.0, m.loss) < score:
+        decided = m.loss if m is not None and m.credible else 0.0  # a loss within sampling error is not decided
+        if m is not None and decided < score:
             # Measured beats expected: a mix change cannot cost more than everything that changed did.
-            score = max(0.0, m.loss)
-            basis = (f"measured loss {score:.3f} over all of production (interval {fmt_num(m.loss_ci[0])} to "
-                     f"{fmt_num(m.loss_ci[1])}, labelled production), below the {basis} the mix alone predicts")
-            statement += " " + m.sentence() + " The severity uses this measured loss."
+            score = decided
+            basis = (f"measured loss {m.loss:.3f} over all of production (interval {fmt_num(m.loss_ci[0])} to "
+                     f"{fmt_num(m.loss_ci[1])}, labelled production; {'decided' if m.credible else 'not decided'}), "
+                     f"below the {basis} the mix alone predicts")
+            statement += " " + m.sentence() + (" The severity uses this measured loss." if m.credible else
+                                               " Its cost cannot be told from this audit.")
         evidence.update(production_share=prod, benchmark_share=bench, gap=gap, severity_basis=basis)
         title = f"the share of {name} changed ({fmt_share(bench)} → {fmt_share(prod)})"
         return make_limitation("context_mix_shift", t.name, title, statement, score, evidence,

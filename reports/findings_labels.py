@@ -9,11 +9,14 @@ from reports.findings_data import slice_shares
 from reports.findings_estimates import contradiction_sentence, estimate_checks, estimate_sentence, performance_estimates
 from reports.findings_quality import interval_ends, label_quality_findings, share_ci as _share_ci
 from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten
-from reports.records import Limitation, RankingContext, make_decision
+from reports.records import MEDIUM_SCORE, Limitation, RankingContext, make_decision
 from reports.result import AuditEvidence, LabelSection, Overall, PriorEstimate
 from reports.shift_loss import shift_loss
 
 __all__ = ["label_findings", "performance_estimates", "saturation_note", "estimate_checks", "contradiction_sentence"]
+
+
+BOUNDARY = 1e-3  # a class estimated within this of 0 or 1 sits on the edge of the possible priors
 
 
 def _adjusted_or_raw(adjusted: float | None, raw: float | None) -> float | None:
@@ -46,11 +49,20 @@ def _label_shift(label: LabelSection, ctx: RankingContext) -> list[Limitation]:
         statement += (" This estimate assumes that only the class mix changed (P(x|y) fixed), which the audit's own "
                       "covariate tests contradict; treat it as indicative only.")
     score, basis, sentence = shift_loss(ctx, tv, ctx.priors.label_shift_gap)
+    basis = basis if ctx.measured is not None else (f"total variation {tv:.3f} × assumed recall spread "
+                                                    f"{ctx.priors.label_shift_gap:.2f} (the assumed spread between "
+                                                    "per-class recalls)")
+    boundary = [c for c, v in estimated.items() if v.estimate is not None and not BOUNDARY < v.estimate < 1 - BOUNDARY]
+    if boundary and score >= MEDIUM_SCORE:
+        # a solve that ends on the edge of the possible priors (a class at 0 % or 100 %) is degenerate: its
+        # size is not a measurement, so it never carries more than a low severity
+        score = MEDIUM_SCORE * 0.99
+        basis += f"; capped at low: the estimate of {shorten(boundary[0], 30)} lies on the boundary (0 % or 100 %)"
+        statement += (f" The estimate of {shorten(boundary[0], 40)} lies on the boundary of the possible class mixes "
+                      "(a degenerate solve): the change is decided by its test, its size is not measured, so its "
+                      "severity is low.")
     evidence = {"total_variation": tv, "p_value_adjusted": label.p_value_adjusted, "class_changes": diffs,
-                "source": "bbse_estimate",
-                "severity_basis": basis if ctx.measured is not None else
-                f"total variation {tv:.3f} × assumed recall spread {ctx.priors.label_shift_gap:.2f} "
-                "(the assumed spread between per-class recalls)"}
+                "source": "bbse_estimate", "severity_basis": basis, "boundary_estimate": bool(boundary)}
     decision = make_decision("total variation of the class priors (BBSE)", tv, test=str(label.method or "bbse"),
                              p_value_adjusted=p_adjusted, n=ctx.n_production,
                              rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and the prior change passes the floor")

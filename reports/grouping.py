@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from reports.records import STANDING_KINDS, Limitation, rank_order, severity_label
 
-__all__ = ["Relation", "fold", "REASONS"]
+__all__ = ["Relation", "fold", "REASONS", "EXPLAINS"]
 
 REASONS = {
     "same_rows": "the same production rows",
@@ -31,7 +31,9 @@ REASONS = {
     "class_mix": "explained by the class-mix change: against the benchmark with the production class mix it disappears",
     "located": "explained by it: the change is located in these rows",
     "covariate_mix": "explained by the covariate shift: the benchmark reweighted to production's inputs has this mix",
+    "adjusted": "no longer a change once production is adjusted to the benchmark on it",
 }
+EXPLAINS = frozenset({"explains", "class_mix", "located", "covariate_mix", "adjusted"})
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,16 @@ def _root(key: str, parent_of: dict[str, str]) -> str:
 
 
 def _sentence(children: list[tuple[Limitation, Relation]]) -> str:
-    parts = [f"{child.title} ({REASONS.get(rel.reason, rel.reason)})" for child, rel in children[:4]]
-    more = f" and {len(children) - 4} more" if len(children) > 4 else ""
-    return f" The same fact also shows as: {'; '.join(parts)}{more}."
+    """One sentence for the restatements of the same rows, one for the side effects this cause explains."""
+    out = ""
+    for explains, lead in ((False, "The same fact also shows as"), (True, "It also explains")):
+        group = [(c, r) for c, r in children if (r.reason in EXPLAINS) == explains]
+        if not group:
+            continue
+        parts = [f"{child.title} ({REASONS.get(rel.reason, rel.reason)})" for child, rel in group[:4]]
+        more = f" and {len(group) - 4} more" if len(group) > 4 else ""
+        out += f" {lead}: {'; '.join(parts)}{more}."
+    return out
 
 
 def _changed_if_a_member_changed(head: Limitation, kids: Sequence[Limitation]) -> Limitation:
@@ -68,7 +77,13 @@ def _changed_if_a_member_changed(head: Limitation, kids: Sequence[Limitation]) -
                    and c.kind not in STANDING_KINDS), None)
     if change is None:
         return head
-    return dataclasses.replace(head, claim="change", decision=change.decision or head.decision)
+    # the head's own sentence on why it was standing no longer holds: the member's change is said instead
+    why = head.evidence.get("claim_reason") or ""
+    statement = head.statement.replace(why, "") if why else head.statement
+    statement += f" It changed in production: {change.title} ({change.kind.replace('_', ' ')})."
+    basis = "share" if change.kind in ("context_mix_shift", "untested_context") else "drop"
+    return dataclasses.replace(head, claim="change", decision=change.decision or head.decision, statement=statement,
+                               evidence={**head.evidence, "change_basis": basis})
 
 
 def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> list[Limitation]:

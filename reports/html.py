@@ -28,6 +28,7 @@ from reports import html_sections as sections
 from reports.formatting import (
     capitalise, fmt_decision, fmt_metric, fmt_n, fmt_seconds, fmt_value, metric_label, shorten,
 )
+from reports.html_scenarios import scenario_view
 from reports.html_sections import ROW_CAP, TABLE_CAP, generated_text as _generated
 from reports.limitations import verdict as compute_verdict
 from reports.next_round import NextRoundPlan
@@ -236,7 +237,7 @@ def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation
         "n_limitations": len(rows),
         "covariate": sections.covariate(audit), "label": sections.label(audit), "context": sections.context(audit),
         "slices": sections.slices(audit, [lim.slice for lim in items if lim.kind == "underperforming_slice" and lim.slice]),
-        "plan": sections.plan(next_round_record(audit, plan)),
+        "plan": sections.plan(next_round_record(audit, plan)), "scenarios": scenario_view(audit),
         "parameters": _parameter_rows(params), "timings": _timings(audit),
         "engine": _engine_note(params.engine),
         "companion": params.evidently_companion,

@@ -31,7 +31,7 @@ from reports.grouping import Relation, fold
 from reports.records import SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order
 from reports.result import AuditEvidence, as_evidence
 
-__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "verdict", "fails_gate", "GATE_LEVELS", "claims",
+__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "candidate_findings", "verdict", "fails_gate", "GATE_LEVELS", "claims",
            "undecided", "sample_size", "decided", "undecided_notes"]
 
 GATE_LEVELS = ("shift", "low", "medium", "high")
@@ -59,11 +59,19 @@ def rank_limitations(audit: AuditEvidence | Mapping, *, saturation_threshold: fl
     list of Limitation
         Ranks 1..n; ties in score are broken by kind (the order of ``KINDS``) and then by slice name.
     """
+    found = _locate_overall_drop(candidate_findings(audit, saturation_threshold=saturation_threshold, alpha=alpha,
+                                                    priors=priors))
+    found.sort(key=rank_order)
+    return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
+
+
+def candidate_findings(audit: AuditEvidence | Mapping, *, saturation_threshold: float | None = None,
+                       alpha: float | None = None, priors: SeverityPriors | None = None) -> list[Limitation]:
+    """Every finding a test or interval decides, ranked, before any is folded into another: what the claim
+    layer (``audit.claims``) groups and explains away with the rows at hand."""
     audit = as_evidence(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
-    found = [lim for lim in _findings(audit, ctx) if decided(lim)]
-    found = _locate_overall_drop(found)
-    found.sort(key=rank_order)
+    found = sorted((lim for lim in _findings(audit, ctx) if decided(lim)), key=rank_order)
     return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
 
 

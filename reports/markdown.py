@@ -101,6 +101,12 @@ def render_markdown(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
         if len(standing) > MARKDOWN_CAP:
             lines += ["", f"_{len(standing) - MARKDOWN_CAP:,} more standing limitations are omitted; see the audit "
                           "report._"]
+    fits = next((m for m in audit.scenarios if m.fits), None)
+    if fits is not None:
+        lines += ["", f"**Known scenario that best explains the changes: {md_escape(fits.title)}.** "
+                      f"{md_escape(fits.cause)} Suggested action: {md_escape(fits.action)}"]
+    elif audit.scenarios and changes:
+        lines += ["", "None of the domain pack's known scenarios fits the changes found."]
     if not ordered:
         lines.append("Nothing could be claimed: the tests that matter could not run (this is not an all-clear)."
                      if v.status == "inconclusive" else

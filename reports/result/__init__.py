@@ -14,7 +14,9 @@ from reports.result.audit import (
     SCHEMA_VERSION, AuditEvidence, AuditResult, Columns, DatasetRef, Overall, Parameters, as_evidence, as_result,
 )
 from reports.result.base import Interval, Number
-from reports.result.claims import Allocation, Decision, LimitationRecord, NextRound, Note, Severity, Verdict
+from reports.result.claims import (
+    Allocation, Decision, LimitationRecord, NextRound, Note, ScenarioMatch, Severity, SignalCheck, Verdict,
+)
 from reports.result.inputs import CovariateSection, MultivariateTest, ShiftTest, TestGroup
 from reports.result.labels import (
     Annotator, ConceptSection, EstimateCheck, EstimatedPerformance, LabelQuality, LabelSection, MethodEstimate,
@@ -26,7 +28,7 @@ from reports.result.populations import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "AuditEvidence", "AuditResult", "as_evidence", "as_result", "Number", "Interval",
+    "SCHEMA_VERSION", "AuditEvidence", "AuditResult", "ScenarioMatch", "SignalCheck", "as_evidence", "as_result", "Number", "Interval",
     "DatasetRef", "Overall", "Parameters", "Columns", "ShiftTest", "MultivariateTest", "TestGroup",
     "CovariateSection", "PriorEstimate", "MetricEstimate", "MethodEstimate", "EstimatedPerformance",
     "ObservedPerformance", "EstimateCheck", "ConceptSection", "LabelSection", "Annotator", "SourceDisagreement",

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from pydantic import Field, ValidationError
 
 from reports.result.base import Closed, Interval, Number, Record
-from reports.result.claims import LimitationRecord, NextRound, Note, Verdict
+from reports.result.claims import LimitationRecord, NextRound, Note, ScenarioMatch, Verdict
 from reports.result.inputs import CovariateSection, ShiftTest
 from reports.result.labels import LabelQuality, LabelSection
 from reports.result.populations import Discovery, SemanticSection, SliceRecord
@@ -18,7 +18,7 @@ __all__ = ["SCHEMA_VERSION", "DatasetRef", "Overall", "Parameters", "Columns", "
 
 # 1.0: the first typed result; 1.1: schema_version itself; 1.2: typed sub-sections (multivariate, embedding,
 # attribution, label quality, estimates, parameters...), NaN and infinity stored as null
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class DatasetRef(Record):
@@ -125,6 +125,9 @@ class AuditEvidence(Closed):
     verdict: Optional[Verdict] = None
     limitations: list[LimitationRecord] = Field(default_factory=list)
     next_round: Optional[NextRound] = None
+    scenarios: list[ScenarioMatch] = Field(
+        default_factory=list, description="The pack's expert scenarios, best fit first, each checked against the "
+                                          "change claims (empty when the pack declares none or nothing changed).")
 
     @property
     def metric(self) -> str:

@@ -8,7 +8,8 @@ from pydantic import Field, model_validator
 
 from reports.result.base import Closed, Interval, Number, Record
 
-__all__ = ["Severity", "Decision", "LimitationRecord", "Verdict", "Allocation", "NextRound", "Note"]
+__all__ = ["Severity", "Decision", "LimitationRecord", "Verdict", "Allocation", "NextRound", "Note", "SignalCheck",
+           "ScenarioMatch"]
 
 Severity = Literal["none", "low", "medium", "high"]
 STANDING_KINDS = frozenset({"benchmark_saturation", "label_quality"})  # standing whatever the audit shows
@@ -106,3 +107,26 @@ class NextRound(Record):
 class Note(Closed):
     part: str
     reason: str
+
+
+class SignalCheck(Closed):
+    """One prediction of an expert scenario against the audit's evidence."""
+
+    signal: str = Field(description="The prediction in words (\"the share of illumination = dim goes up\").")
+    status: Literal["supported", "contradicted", "untested"]
+    evidence: str = Field(description="What the audit measured about it.")
+
+
+class ScenarioMatch(Closed):
+    """How well one of the pack's expert scenarios explains the audit's change claims."""
+
+    name: str
+    title: str
+    cause: str
+    action: str
+    reference: Optional[str] = None
+    score: float = Field(description="(supported − contradicted) / signals, in [−1, 1].")
+    fits: bool = Field(description="The best-fitting scenario: score ≥ 0.5, at least one change claim explained, "
+                                   "none of its signals contradicted.")
+    signals: list[SignalCheck] = Field(default_factory=list)
+    explains: list[str] = Field(default_factory=list, description="Keys of the change claims its signals concern.")

@@ -51,8 +51,20 @@ def test_every_limitation_of_the_fixture_is_decided(audit):
     for lim in rank_limitations(audit):
         d = lim.decision
         assert d.rule and (d.test or d.interval), lim.key
+        # a weak slice is standing unless more of production moved into it (its share test decides that)
+        grew = lim.kind == "underperforming_slice" and lim.evidence.get("change_basis") == "share"
         assert lim.claim == ("standing" if lim.kind in ("benchmark_saturation", "label_quality")
-                             or lim.kind == "underperforming_slice" else "change"), lim.key
+                             or (lim.kind == "underperforming_slice" and not grew) else "change"), lim.key
+
+
+def test_a_weak_slice_whose_share_grew_is_a_change_decided_by_its_share_test(audit):
+    """The benchmark shows Fitzpatrick V–VI as weak, and production holds five times as much of it: the
+    weakness is old, its weight is new. That is a change (it alerts), decided by the share test, and its
+    statement no longer calls it "a standing limitation"."""
+    lim = next(lim for lim in rank_limitations(audit) if lim.key == "underperforming_slice:fitzpatrick in [5, 6]")
+    assert lim.claim == "change" and lim.decision.test and "share" in lim.decision.statistic
+    assert "a standing limitation, not a change" not in lim.statement
+    assert "More of production is here than on the benchmark (3 % → 15 %" in lim.statement
 
 
 def test_a_finding_without_test_or_interval_is_a_note():

@@ -49,11 +49,12 @@ def test_a_large_measured_loss_is_stated_but_not_claimed_by_the_shift(audit):
 
 def test_a_measured_loss_within_sampling_error_caps_the_shift(audit):
     """Measured beats assumed: production labelled, loss 0.00 → the shift is stated, with a low severity
-    that rests on the measurement (it failed before: the assumed loss made it medium or high)."""
+    that rests on the measurement (it failed before: the assumed loss made it medium or high); a loss
+    within sampling error is not a decided loss, and the statement says its cost cannot be told."""
     _label(audit, 25_000, 30_000, 25_010, 30_000)
     lim = _covariate(audit)
     assert lim.score == 0.0 and lim.severity == "low" and lim.claim == "change"
-    assert "within sampling error" in lim.statement and "uses this measured loss" in lim.statement
+    assert "within sampling error" in lim.statement and "cannot be told" in lim.statement
     assert "measured loss" in lim.evidence["severity_basis"] and "assumed" not in lim.evidence["severity_basis"]
 
 

@@ -36,8 +36,8 @@ def test_an_older_production_is_one_covariate_shift_claim_with_its_context_mixes
     assert kinds and kinds[0] == "covariate_shift", kinds
     assert "context_mix_shift" not in kinds, kinds
     head = changes[0]
-    folded = [r for r in head["related"] if r["reason"] == "covariate_mix"]
-    assert folded and all(r["kind"] == "context_mix_shift" for r in folded)
+    folded = [r for r in head["related"] if r["reason"] == "adjusted"]
+    assert folded and any(r["kind"] == "context_mix_shift" for r in folded)
     assert any("age" in r["note"] for r in folded)
 
 
@@ -52,5 +52,5 @@ def test_a_context_mix_the_inputs_do_not_explain_stays_its_own_claim():
     result = nass_worlds.audit(bench, pool.iloc[rows].reset_index(drop=True))
     mix = [lim for lim in _changes(result) if lim["kind"] == "context_mix_shift" and "seatbelt" in lim["key"]]
     covariate = [lim for lim in _changes(result) if lim["kind"] == "covariate_shift"]
-    assert mix or any(r["kind"] == "context_mix_shift" and "seatbelt" in r["key"] and r["reason"] != "covariate_mix"
+    assert mix or any(r["kind"] == "context_mix_shift" and "seatbelt" in r["key"] and r["reason"] != "adjusted"
                       for lim in covariate for r in lim["related"])

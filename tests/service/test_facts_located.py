@@ -33,9 +33,10 @@ def test_flips_in_one_slice_are_one_concept_shift_of_that_slice(seed):
     head = changes[0]
     assert head["kind"] == "concept_shift" and head["definition"] == SLICE
     assert head["key"] == f"concept_shift:{SLICE}"
-    assert "fell from" in head["statement"] and "Without its rows no significant drop remains" in head["statement"]
+    assert "fell from" in head["statement"] and "concept shift" in head["statement"]
+    # the class-mix change the flips brought is theirs: folded into the located change, not a claim of its own
     folded = {r["kind"] for r in head["related"]}
-    assert "underperforming_slice" in folded and "label_shift" in folded
+    assert "label_shift" in folded
 
 
 def test_without_flips_no_concept_shift_is_located():

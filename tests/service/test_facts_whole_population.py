@@ -8,6 +8,7 @@ the new population.
 """
 from __future__ import annotations
 
+from reports.grouping import EXPLAINS
 from tests.service import nass_worlds
 
 
@@ -20,6 +21,7 @@ def test_all_of_production_in_a_new_context_is_one_change_claim():
     assert [lim["kind"] for lim in changes] == ["untested_context"], [lim["key"] for lim in changes]
     head = changes[0]
     assert "65+" in head["key"] and "100 %" in result["verdict"]["summary"]
-    folded = {r["kind"] for r in head["related"] if r["reason"] == "explains"}
+    folded = {r["kind"] for r in head["related"] if r["reason"] in EXPLAINS}
     assert "covariate_shift" in folded, head["related"]
-    assert any("told apart" in r["note"] for r in head["related"] if r["reason"] == "explains")
+    # with every production row in the new context removed, nothing is left to tell the others apart
+    assert any("apart" in r["note"] for r in head["related"] if r["reason"] in EXPLAINS)

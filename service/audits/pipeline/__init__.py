@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from audit.claims.scenarios import match_scenarios
 from domains import evaluate
 from reports import plan_next_round, render_html, render_markdown, to_csv, to_jsonl, verdict
 from reports.evidently_page import evidently_page_html
@@ -259,9 +260,10 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     ctx = state.ctx
     evidence = overall.with_overall_change(audit_evidence(inp, state), state.overall_change)
     evidence = overall.with_estimate_checks(evidence, ctx.alpha)
-    limitations = one_limitation_per_fact(evidence, state, inp.production)
+    limitations, _causes = one_limitation_per_fact(evidence, state, inp.production)
     notes = [*evidence.notes, *(Note.model_validate(n) for n in _ranking_notes(evidence, ctx))]
-    evidence = evidence.model_copy(update={"notes": notes})
+    scenarios = match_scenarios(getattr(inp.pack, "scenarios", ()), evidence, limitations)
+    evidence = evidence.model_copy(update={"notes": notes, "scenarios": scenarios})
     candidates = candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
                                   state.prod_out.y_pred, target_masks(limitations, state))
     plan = plan_next_round(evidence, limitations, budget=int(ctx.options["budget"]),
