@@ -24,7 +24,7 @@ from pathlib import Path
 __all__ = ["ArchiveRefused", "MAX_CENTRAL_DIRECTORY", "MAX_EXTENDED_HEADER", "count_tar_members",
            "count_zip_members"]
 
-MAX_EXTENDED_HEADER = 64 * 1024  # pax/GNU long-name data: a path needs 4 KB; 64 KB parses in ms
+MAX_EXTENDED_HEADER = 8 * 1024  # pax/GNU long-name data: a path needs at most 4 KB (PATH_MAX)
 MAX_CENTRAL_DIRECTORY = 128 * 1024 * 1024  # zipfile holds the directory in memory at once
 MAX_NAME = 4096  # bytes of one member name (PATH_MAX)
 _EOCD = b"PK\x05\x06"

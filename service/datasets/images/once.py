@@ -10,7 +10,8 @@
   each with at most ``CONTEXTSHIFT_IMAGE_WORKERS`` child processes; another waits for a slot up to
   ``CONTEXTSHIFT_IMAGE_UPLOAD_WAIT_S`` (stopping if its client hangs up), then gets 429.
 * :class:`RecordingCache`: the image cache, remembering which entries this upload created, so a
-  refused upload can remove them.
+  refused upload can remove them; storing each result is also where a hang-up of the client is
+  noticed while the pool derives.
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class RecordingCache(ImageCache):
         self.created: set[str] = set()
 
     def put(self, sha: str, values: dict, embedding: list) -> None:
+        check_client()  # once per image derived: a hang-up stops the pool's work here
         super().put(sha, values, embedding)
         self.created.add(sha)
 
