@@ -13,9 +13,15 @@ Every image becomes an ``(height, width, 3)`` ``uint8`` RGB array, upright:
   ``n_frames`` recorded.
 
 Limits are checked before pixels are decoded: the byte size first, then the pixel count
-from the header, so a decompression bomb is refused without allocating its pixels. Every
-failure raises :class:`ImageError` whose ``reason`` is one of ``empty``, ``too_many_bytes``,
-``not_an_image``, ``too_many_pixels``, ``truncated`` or ``corrupt``.
+from the header, so a decompression bomb is refused without allocating its pixels. Two
+formats are read from their own headers before Pillow opens them: an ``.ico``/``.cur`` (Pillow
+decodes its largest image inside ``open``, so every entry's size is checked first, PNG and
+bitmap entries alike), and a TIFF, whose pages are counted by walking its directory chain,
+at most :data:`MAX_FRAMES` (Pillow would walk all of them to count them). Grey and 16-bit
+pixels are scaled to 8 bits a band of rows at a time, so a 16-bit image under the pixel cap
+needs about 6 bytes per pixel at its peak, not 30. Every failure raises :class:`ImageError`
+whose ``reason`` is one of ``empty``, ``too_many_bytes``, ``not_an_image``,
+``too_many_pixels``, ``too_many_frames``, ``truncated`` or ``corrupt``.
 
 >>> import io
 >>> from PIL import Image
@@ -44,10 +50,12 @@ from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
 from imagecontext.canonical import canonical_rgb
 
-__all__ = ["ImageError", "DecodedImage", "decode", "DEFAULT_MAX_PIXELS", "DEFAULT_MAX_BYTES"]
+__all__ = ["ImageError", "DecodedImage", "decode", "DEFAULT_MAX_PIXELS", "DEFAULT_MAX_BYTES", "MAX_FRAMES"]
 
 DEFAULT_MAX_PIXELS = 50_000_000
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+MAX_FRAMES = 1000  # pages of a TIFF, counted from its headers; frame 0 is all that is decoded
+_BAND_ROWS = 256  # rows scaled to 8 bits at a time
 _SAMPLING = {0: "4:4:4", 1: "4:2:2", 2: "4:2:0"}
 
 
@@ -130,6 +138,36 @@ def _read(source: bytes | str | os.PathLike, max_bytes: int) -> bytes:
         return fh.read(max_bytes + 1)
 
 
+def _bands(height: int):
+    for top in range(0, height, _BAND_ROWS):
+        yield slice(top, min(top + _BAND_ROWS, height))
+
+
+def _grey_to_8bit(im: Image.Image) -> np.ndarray:
+    """A grey image of 16/32-bit integers or floats scaled to ``uint8``, a band of rows at a time."""
+    arr = np.asarray(im)  # the native dtype (uint16, int32, float32): no float64 copy of the image
+    if im.mode == "F":
+        top = 1.0 if arr.size and np.nanmax(arr) <= 1.0 else 255.0
+    else:
+        top = 65535.0 if im.mode.startswith("I;16") or (arr.size and arr.max() > 255) else 255.0
+    grey = np.empty(arr.shape, dtype=np.uint8)
+    for rows in _bands(arr.shape[0]):
+        band = np.nan_to_num(arr[rows].astype(np.float32)) * np.float32(255.0 / top) + np.float32(0.5)
+        grey[rows] = np.clip(band, 0, 255).astype(np.uint8)
+    return grey
+
+
+def _on_white(im: Image.Image) -> np.ndarray:
+    """RGBA composited on white (out = a*rgb + (1-a)*255), a band of rows at a time."""
+    rgba = np.asarray(im if im.mode == "RGBA" else im.convert("RGBA"))
+    out = np.empty(rgba.shape[:2] + (3,), dtype=np.uint8)
+    for rows in _bands(rgba.shape[0]):
+        band = rgba[rows].astype(np.uint16)
+        alpha = band[:, :, 3:4]
+        out[rows] = ((band[:, :, :3] * alpha + 255 * (255 - alpha) + 127) // 255).astype(np.uint8)
+    return out
+
+
 def _to_rgb(im: Image.Image) -> tuple[np.ndarray, bool]:
     mode = im.mode
     if mode == "P":
@@ -139,19 +177,71 @@ def _to_rgb(im: Image.Image) -> tuple[np.ndarray, bool]:
         im = im.convert("LA")
         mode = "LA"
     if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
-        rgba = im.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return np.asarray(Image.alpha_composite(white, rgba).convert("RGB")), True
+        return _on_white(im), True
     if mode.startswith("I") or mode == "F":
-        arr = np.asarray(im, dtype=np.float64)
-        if mode == "F":
-            top = 1.0 if arr.size and np.nanmax(arr) <= 1.0 else 255.0
-        else:
-            top = 65535.0 if mode.startswith("I;16") or (arr.size and arr.max() > 255) else 255.0
-        grey = np.clip(np.nan_to_num(arr) / top * 255.0 + 0.5, 0, 255).astype(np.uint8)
-        return np.repeat(grey[:, :, None], 3, axis=2), False
+        return np.repeat(_grey_to_8bit(im)[:, :, None], 3, axis=2), False
     # np.asarray copies the pixels once; convert() would copy an RGB image once more first
     return np.asarray(im if mode == "RGB" else im.convert("RGB")), False
+
+
+def _ico_sizes(data: bytes) -> list[tuple[int, int]]:
+    """Width and height of every image inside an ``.ico``/``.cur``, read from the embedded PNG's
+    IHDR or the bitmap's header (the directory's own one-byte sizes stop at 256)."""
+    count = struct.unpack_from("<H", data, 4)[0]
+    sizes = []
+    for i in range(count):
+        entry = 6 + 16 * i
+        if entry + 16 > len(data):
+            raise ImageError("corrupt", "the icon directory is cut short")
+        offset = struct.unpack_from("<I", data, entry + 12)[0]
+        head = data[offset:offset + 26]
+        if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
+            sizes.append(struct.unpack(">II", head[16:24]))
+        elif len(head) >= 12:  # BITMAPINFOHEADER: the height counts the image and its mask
+            width, height = struct.unpack_from("<ii", head, 4)
+            sizes.append((abs(width), abs(height) // 2))
+        else:
+            raise ImageError("corrupt", "an icon entry points past the end of the file")
+    return sizes
+
+
+def _tiff_pages(data: bytes, limit: int) -> int:
+    """Pages of a TIFF, walking its chain of image directories (classic or BigTIFF) up to ``limit``."""
+    order = "<" if data[:2] == b"II" else ">"
+    big = struct.unpack_from(order + "H", data, 2)[0] == 43
+    offset = struct.unpack_from(order + ("Q" if big else "I"), data, 8 if big else 4)[0]
+    seen: set[int] = set()
+    pages = 0
+    while offset and offset not in seen:
+        seen.add(offset)
+        pages += 1
+        if pages > limit:
+            raise ImageError("too_many_frames", f"the TIFF has more than {limit} pages")
+        try:
+            if big:
+                (n,) = struct.unpack_from(order + "Q", data, offset)
+                (offset,) = struct.unpack_from(order + "Q", data, offset + 8 + 20 * n)
+            else:
+                (n,) = struct.unpack_from(order + "H", data, offset)
+                (offset,) = struct.unpack_from(order + "I", data, offset + 2 + 12 * n)
+        except struct.error:
+            break  # a chain cut short: Pillow decides whether page 0 is readable
+    return max(pages, 1)
+
+
+def _header_checks(data: bytes, max_pixels: int) -> int | None:
+    """Checks made on the raw header before Pillow sees the bytes; the TIFF page count, if TIFF."""
+    try:
+        if data[:4] in (b"\x00\x00\x01\x00", b"\x00\x00\x02\x00") and len(data) >= 6:
+            for width, height in _ico_sizes(data):
+                if width * height > max_pixels:
+                    raise ImageError("too_many_pixels", f"an icon entry of {width}x{height} = {width * height} "
+                                     f"pixels exceeds max_pixels={max_pixels}")
+        elif data[:4] in (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+") and len(data) >= 16:
+            return _tiff_pages(data, MAX_FRAMES)
+    except struct.error:
+        raise ImageError("corrupt", "the header is cut short") from None
+    return None
 
 
 def decode(source: bytes | str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_PIXELS,
@@ -179,6 +269,7 @@ def decode(source: bytes | str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_P
     data = _read(source, max_bytes)
     if not data:
         raise ImageError("empty", "the image has 0 bytes")
+    tiff_pages = _header_checks(data, max_pixels)
     try:
         with warnings.catch_warnings():
             # Pillow's own bomb check is global state; ours is per call, from the header
@@ -199,7 +290,7 @@ def decode(source: bytes | str | os.PathLike, *, max_pixels: int = DEFAULT_MAX_P
             raise ImageError("corrupt", f"the header gives a {width}x{height} image")
         fmt = im.format or "unknown"
         mode = im.mode
-        n_frames = int(getattr(im, "n_frames", 1) or 1)
+        n_frames = tiff_pages or int(getattr(im, "n_frames", 1) or 1)
         quant = getattr(im, "quantization", None)
         quant = tuple(tuple(int(v) for v in quant[k]) for k in sorted(quant)) if quant else None
         sampling = None

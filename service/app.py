@@ -12,13 +12,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service.audits import routes as audits
 from service.datasets import routes as datasets
 from service.deps import require_api_key
-from service.errors import ServiceError
+from service.disconnect import DisconnectWatch
+from service.errors import InsufficientStorage, ServiceError, storage_full
+from service.key_roles import Keyring, document_roles
 from service.limits import BodySizeLimit
 from service.monitors import alert_routes as alerts, routes as monitors
 from service.monitors.metrics import make_registry
 from service.monitors.service import MonitorService
 from service.openapi_content import fix_content_types
-from service.operations import health, metrics
+from service.operations import disk, health, metrics
 from service.packs import routes as domains
 from service.pages import docs
 from service.pages import index
@@ -55,10 +57,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Context-shift auditing for production ML models.",
                   docs_url=None, redoc_url=None)  # /docs is served offline by service.pages.docs
     app.dependency_overrides[get_settings] = lambda: settings
+    app.state.keyring = Keyring.from_settings(settings)  # a bad keys file refuses to start
+    app.add_middleware(DisconnectWatch)  # innermost: sees the body end, then watches for a hang-up
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: its headers are on the 413s too
-    _install_error_handlers(app)
-    _install_openapi(app, keys=bool(settings.api_keys))
+    _install_error_handlers(app, full_disk=disk.FullDiskAnswer(settings.data_dir))
+    _install_openapi(app, keys=settings.keys_configured)
     app.include_router(health.router)
     app.include_router(docs.router)
     protected = [Depends(require_api_key)]
@@ -75,7 +79,8 @@ def _install_openapi(app: FastAPI, *, keys: bool) -> None:
 
     def openapi() -> dict:
         if app.openapi_schema is None:
-            app.openapi_schema = fix_content_types(build(), keys=keys)
+            schema = fix_content_types(build(), keys=keys)
+            app.openapi_schema = document_roles(schema) if keys else schema
         return app.openapi_schema
 
     app.openapi = openapi
@@ -86,10 +91,14 @@ def _error(status: int, code: str, message: str, details: dict | None = None) ->
                         content={"error": {"code": code, "message": message, "details": details or {}}})
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def _install_error_handlers(app: FastAPI, *, full_disk: "disk.FullDiskAnswer") -> None:
     @app.exception_handler(ServiceError)
     async def service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        if isinstance(exc, InsufficientStorage):
+            return full_disk.response(exc)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        if getattr(exc, "retry_after_s", None):
+            headers = {"Retry-After": str(exc.retry_after_s)}
         response = JSONResponse(status_code=exc.status_code, content=exc.to_body(), headers=headers)
         return response
 
@@ -111,5 +120,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        if storage_full(exc):
+            return full_disk.response(exc)
         log.exception("unhandled error")
         return _error(500, "internal_error", "An unexpected error occurred; it has been logged.")

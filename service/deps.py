@@ -1,18 +1,18 @@
 """FastAPI dependencies, as ``Annotated`` aliases used by the routers."""
 from __future__ import annotations
 
-import hmac
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from service.datasets.store import DatasetStore
-from service.errors import Unauthorized
+from service.errors import Forbidden, Unauthorized
+from service.key_roles import Keyring, allows, route_role
 from service.runtime import Runtime
 from service.settings import Settings, get_settings
 
-_bearer = HTTPBearer(auto_error=False, description="API key, when CONTEXTSHIFT_API_KEYS is set.")
+_bearer = HTTPBearer(auto_error=False, description="API key with a role, when keys are configured.")
 
 
 def get_runtime(request: Request) -> Runtime:
@@ -30,14 +30,19 @@ def get_datasets(runtime: RuntimeDep) -> DatasetStore:
 DatasetsDep = Annotated[DatasetStore, Depends(get_datasets)]
 
 
-def require_api_key(settings: SettingsDep,
+def require_api_key(request: Request, settings: SettingsDep,
                     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
-    """When keys are configured, demand ``Authorization: Bearer <key>`` (constant-time compare)."""
-    if not settings.api_keys:
+    """When keys are configured, demand ``Authorization: Bearer <key>`` (401 without a valid one,
+    constant-time compare) whose role allows this route (403 otherwise): the one check of every
+    protected route (:mod:`service.key_roles`)."""
+    if not settings.keys_configured:
         return
-    presented = credentials.credentials.encode() if credentials else b""
-    matched = False
-    for key in settings.api_keys:  # no early exit: timing does not reveal which key matched
-        matched |= hmac.compare_digest(presented, key.encode())
-    if not matched:
+    keyring = getattr(request.app.state, "keyring", None) or Keyring.from_settings(settings)
+    role = keyring.role_of(credentials.credentials.encode() if credentials else b"")
+    if role is None:
         raise Unauthorized("A valid API key is required: send 'Authorization: Bearer <key>'.")
+    route = request.scope.get("route")
+    needed = route_role(request.method, getattr(route, "path", request.url.path))
+    if not allows(role, needed):
+        raise Forbidden(f"This key has the {role!r} role; {request.method} {getattr(route, 'path', '')} needs "
+                        f"{needed!r}.", details={"role": role, "needed": needed})

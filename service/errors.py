@@ -1,7 +1,10 @@
 """Domain exceptions of the service; ``app.py`` maps them to the API's error shape."""
 from __future__ import annotations
 
+import errno
 from typing import Any
+
+_FULL_TEXTS = ("no space left on device", "database or disk is full", "disk quota exceeded")
 
 
 class ServiceError(Exception):
@@ -72,3 +75,39 @@ class QueueFull(ServiceError):
 class Unauthorized(ServiceError):
     status_code = 401
     code = "unauthorized"
+
+
+class Forbidden(ServiceError):
+    """A valid key whose role does not allow the route."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class InsufficientStorage(ServiceError):
+    """The data dir's file system is full (507); the app names the data dir in the message."""
+
+    status_code = 507
+    code = "insufficient_storage"
+
+    @classmethod
+    def of(cls, exc: BaseException) -> "InsufficientStorage":
+        return cls("The server's disk is full.", details={"reason": str(exc)[:200]})
+
+
+def storage_full(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what it was raised from) is a full disk or quota: ``ENOSPC``/``EDQUOT``
+    from the OS, or the same said by Arrow or SQLite, which carry it as text."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, InsufficientStorage):
+            return True
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        # only an I/O or database error's text: an error about the user's data may quote anything
+        if isinstance(exc, OSError) or type(exc).__name__ == "OperationalError":
+            if any(t in str(exc).lower() for t in _FULL_TEXTS):
+                return True
+        exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
+        seen += 1
+    return False

@@ -75,18 +75,40 @@ class Settings(BaseSettings):
     max_image_pixels: int = Field(default=50_000_000, ge=1, description="Pixels (width x height) of one "
                                   "uploaded image, checked from its header before decoding.")
     max_image_bytes: int = Field(default=50 * 1024 * 1024, ge=1, description="Bytes of one encoded image.")
-    max_images: int = Field(default=100_000, ge=1, description="Images in one upload.")
-    max_archive_members: int = Field(default=200_000, ge=1, description="Members of an uploaded .zip/.tar.")
+    max_images: int = Field(default=70_000, ge=1, description="Images in one upload (counted on the manifest "
+                            "before any image is read). Each image adds about 280 columns, so rows x columns "
+                            "must also fit max_cells: 70,000 images with up to 8 columns of their own do.")
+    max_archive_members: int = Field(default=200_000, ge=1, description="Members of an uploaded .zip/.tar "
+                                     "(counted from the archive's headers).")
+    max_image_uploads: int = Field(default=2, ge=1, description="Image uploads deriving at the same time in "
+                                   "one process; with image_workers, bounds the child processes.")
+    image_workers: int = Field(default=0, ge=0, description="Child processes one image upload derives with "
+                               "(0: one per core).")
+    image_upload_wait_s: float = Field(default=60, ge=0, description="How long an image upload waits for a "
+                                       "free derivation slot before answering 429.")
+    monitor_max_value_bytes: int = Field(default=1024 * 1024, ge=1, description="Bytes of one value a SQL "
+                                         "monitor's query may return (checked by the database, before the value "
+                                         "is sent).")
+    monitor_max_sql_bytes_per_run: int = Field(default=256 * 1024 * 1024, ge=1, description="Value bytes one "
+                                               "SQL monitor run reads; newer rows wait for the next run.")
+    api_keys_read: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Comma-separated keys with the read role (results, reports, pages, "
+                                          "metrics).")
+    api_keys_audit: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Comma-separated keys with the audit role (read, plus uploads, "
+                                          "audits and rounds).")
+    api_keys_file: Path | None = Field(default=None, description="A file of keys with roles, one '<role> <key>' "
+                                       "per line ('#' starts a comment); read at start-up.")
 
-    @field_validator("api_keys", mode="before")
+    @field_validator("api_keys", "api_keys_read", "api_keys_audit", mode="before")
     @classmethod
-    def _split_keys(cls, value):
+    def _split_keys(cls, value, info):
         if isinstance(value, str):
             keys = [k.strip() for k in value.split(",")] if value else []
             if not all(keys):
                 # " , " or "key," is a typo, not a wish to turn auth off: refuse to start
-                raise ValueError("CONTEXTSHIFT_API_KEYS has an empty key; give comma-separated keys, "
-                                 "or leave it unset (empty) to disable auth.")
+                raise ValueError(f"CONTEXTSHIFT_{info.field_name.upper()} has an empty key; give comma-separated "
+                                 "keys, or leave it unset (empty).")
             return keys
         return value
 
@@ -109,6 +131,11 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'contextshift.db').resolve()}"
+
+    @property
+    def keys_configured(self) -> bool:
+        """Whether any API key is set (then every ``/v1/*`` call and ``/metrics`` need one)."""
+        return bool(self.api_keys or self.api_keys_read or self.api_keys_audit or self.api_keys_file)
 
     @property
     def max_upload_bytes(self) -> int:

@@ -27,9 +27,10 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.datasets.images.cache import dataset_image_hashes, forget_images
 from service.datasets.partitions import PartWriter, fingerprint, read_parts, write_frame
 from service.datasets.paths import Roots, resolve_inside
-from service.errors import Conflict, InvalidRequest, NotFound
+from service.errors import Conflict, InsufficientStorage, InvalidRequest, NotFound, ServiceError, storage_full
 from service.models import AuditRow, DatasetRow
 from service.monitors.models import MonitorRow
 from service.rounds.models import BenchmarkRoundRow  # rounds keep their datasets (FK RESTRICT)
@@ -51,8 +52,10 @@ def data_roots(paths) -> Roots:
     return Roots(tuple(Path(p) for p in paths), DATA_ROOTS, "registration_disabled", "Registering datasets")
 
 
-def arrow_fault(exc: Exception) -> InvalidRequest:
-    """A column Arrow cannot store is the upload's fault (422), not a 500."""
+def arrow_fault(exc: Exception) -> ServiceError:
+    """A column Arrow cannot store is the upload's fault (422), not a 500; a full disk is 507."""
+    if storage_full(exc):
+        return InsufficientStorage.of(exc)
     return InvalidRequest(f"The table cannot be stored: {exc}", code="invalid_column_type",
                           details={"reason": str(exc)[:500]})
 
@@ -265,11 +268,13 @@ class DatasetStore:
                 raise NotFound(f"No dataset with id {dataset_id!r}.", details={"dataset": dataset_id})
             _check_unused(s, dataset_id)
             path = None if row.storage == "registered" else self.data_dir / row.path  # never the user's files
+            images = dataset_image_hashes(path) if path is not None else set()
             s.delete(row)
         if path is not None and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         elif path is not None:
             path.unlink(missing_ok=True)
+        forget_images(self.data_dir, images)  # its cached thumbnails, unless another dataset holds the image
 
     def remove_orphans(self) -> int:
         """Delete what interrupted uploads left and no live instance holds; return how many.

@@ -53,6 +53,10 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
             return store.commit(staged, name=name, role=role, domain=pack.name if pack else None,
                                 n_columns=first.shape[1], columns=roles.describe_columns(final, column_roles, explicit),
                                 validation=report, sha256=sha256)
+    except BaseException:
+        if images is not None:  # refused after deriving: its new cache entries go too
+            images.refused(settings.data_dir)
+        raise
     finally:
         chunks.close()
         if images is not None:

@@ -72,7 +72,8 @@ def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
     if url is None:
         raise ServiceError(f"Database {source['database']!r} is no longer configured.", code="unknown_database")
     return take_sql(source, url, monitor.watermark, max_rows=settings.monitor_max_rows_per_run,
-                    timeout_s=settings.monitor_query_timeout_s)
+                    timeout_s=settings.monitor_query_timeout_s, max_value_bytes=settings.monitor_max_value_bytes,
+                    max_bytes=settings.monitor_max_sql_bytes_per_run)
 
 
 class ServiceRunStore:

@@ -9,8 +9,11 @@ missing_column, ...) and never with the database's message, which can quote row 
 
 The watermark is the largest ``timestamp_column`` value taken; only rows after it are taken
 next time, so rows must arrive with increasing timestamps. A run takes at most
-``CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN`` rows; when it is full, the rows sharing its last
-timestamp wait for the next run (a strict watermark would otherwise skip the ones not taken).
+``CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN`` rows and ``CONTEXTSHIFT_MONITOR_MAX_SQL_BYTES_PER_RUN``
+bytes of values, and no value may exceed ``CONTEXTSHIFT_MONITOR_MAX_VALUE_BYTES`` (checked by the
+database before the value is sent: :mod:`service.monitors.sql_fetch`); when a run is full, the rows
+sharing its last timestamp wait for the next run (a strict watermark would otherwise skip the ones
+not taken).
 """
 from __future__ import annotations
 
@@ -23,11 +26,12 @@ from datetime import date, datetime
 from typing import Any, Iterator
 
 import pandas as pd
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, make_url
 
 from service.errors import ServiceError
 from service.monitors.batch import Batch
+from service.monitors.sql_fetch import ValueTooLarge, fetch_bounded, sqlite_value_limit
 from service.monitors.sql_guard import check_query
 from service.monitors.sql_privileges import postgres_warnings, source_warnings
 from service.settings import Settings
@@ -39,7 +43,7 @@ _SQLSTATE_KINDS = {"57014": "timeout", "25006": "read_only", "42501": "permissio
                    "42703": "missing_column", "42P01": "missing_table", "42883": "missing_function",
                    "42804": "type_mismatch", "22": "bad_value", "08": "connection", "28": "permission",
                    "53": "resources", "42": "invalid_query"}
-_SQLITE_KINDS = (("interrupted", "timeout"), ("readonly", "read_only"), ("no such column", "missing_column"),
+_SQLITE_KINDS = (("string or blob too big", "value_too_large"), ("interrupted", "timeout"), ("readonly", "read_only"), ("no such column", "missing_column"),
                  ("no such table", "missing_table"), ("no such function", "missing_function"),
                  ("syntax error", "syntax"), ("unable to open", "connection"), ("not authorized", "permission"))
 _KIND_TEXT = {"timeout": "it ran past CONTEXTSHIFT_MONITOR_QUERY_TIMEOUT_S and was cancelled",
@@ -51,7 +55,9 @@ _KIND_TEXT = {"timeout": "it ran past CONTEXTSHIFT_MONITOR_QUERY_TIMEOUT_S and w
               "type_mismatch": "it compares or combines values of different types",
               "bad_value": "a value could not be converted or computed", "connection": "the database is unreachable",
               "resources": "the database ran out of resources", "invalid_query": "the database refused it",
-              "query_error": "the database reported an error"}
+              "query_error": "the database reported an error",
+              "value_too_large": "it returned a value larger than CONTEXTSHIFT_MONITOR_MAX_VALUE_BYTES (the value "
+                                 "was not read)"}
 
 
 def encode_watermark(value: Any) -> str | None:
@@ -139,49 +145,61 @@ def check_sql_definition(source: dict[str, Any], url: str) -> dict[str, Any]:
 
 
 def take_sql(source: dict[str, Any], url: str, watermark: str | None, *, max_rows: int | None = None,
-             timeout_s: float | None = None) -> Batch:
-    """Rows of the user's query newer than the watermark, oldest first, at most ``max_rows``.
+             timeout_s: float | None = None, max_value_bytes: int | None = None,
+             max_bytes: int | None = None) -> Batch:
+    """Rows of the user's query newer than the watermark, oldest first, at most ``max_rows`` rows and
+    ``max_bytes`` bytes of values, no value over ``max_value_bytes``.
 
-    ``max_rows`` and ``timeout_s`` default to ``CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN`` and
-    ``CONTEXTSHIFT_MONITOR_QUERY_TIMEOUT_S`` read from the environment.
+    The limits default to ``CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN``, ``..._QUERY_TIMEOUT_S``,
+    ``..._MAX_VALUE_BYTES`` and ``..._MAX_SQL_BYTES_PER_RUN`` read from the environment.
     """
-    if max_rows is None or timeout_s is None:
+    if None in (max_rows, timeout_s, max_value_bytes, max_bytes):
         settings = Settings()
         max_rows = settings.monitor_max_rows_per_run if max_rows is None else max_rows
         timeout_s = settings.monitor_query_timeout_s if timeout_s is None else timeout_s
+        max_value_bytes = settings.monitor_max_value_bytes if max_value_bytes is None else max_value_bytes
+        max_bytes = settings.monitor_max_sql_bytes_per_run if max_bytes is None else max_bytes
     engine = make_engine(url)
     database = source.get("database")
     try:
         checked = check_query(source["query"], engine.dialect.name)
         column = engine.dialect.identifier_preparer.quote(source["timestamp_column"])
         inner = checked.text.replace(":", "\\:")  # a literal ':' for text(), not a bind parameter
-        where = f" WHERE q.{column} > :watermark" if watermark else ""
-        sql = text(f"SELECT * FROM ({inner}) AS q{where} ORDER BY q.{column} LIMIT {int(max_rows)}")
         params = {"watermark": decode_watermark(watermark)} if watermark else {}
         try:
-            with engine.connect() as conn, read_only(conn, timeout_s):
+            with engine.connect() as conn, read_only(conn, timeout_s), sqlite_value_limit(conn, max_value_bytes):
                 notes = tuple(postgres_warnings(conn)) if conn.dialect.name == "postgresql" else ()
-                frame = pd.read_sql(sql, conn, params=params)
+                fetched = fetch_bounded(conn, inner, order=column, watermark_clause=bool(watermark), params=params,
+                                        max_rows=int(max_rows), max_value_bytes=int(max_value_bytes),
+                                        max_bytes=int(max_bytes))
+        except ValueTooLarge:
+            log.warning("monitor query on %s returned a value over %d bytes", database, max_value_bytes)
+            raise query_failed("value_too_large", database) from None
         except Exception as exc:  # the database's text is logged by kind only: it can hold row values
             kind = failure_kind(exc)
             log.warning("monitor query on %s failed: %s (%s)", database, kind, type(exc).__name__)
             raise query_failed(kind, database) from None
     finally:
         engine.dispose()
+    frame = fetched.frame
     if frame.empty:
         return Batch(frame=None)
     if source["timestamp_column"] not in frame.columns:
         raise query_failed("missing_column", database)
-    return _bounded(frame, source["timestamp_column"], int(max_rows), notes)
+    return _bounded(frame, source["timestamp_column"], int(max_rows), notes, full=fetched.full,
+                    by_bytes=fetched.by_bytes, max_bytes=int(max_bytes))
 
 
-def _bounded(frame: pd.DataFrame, column: str, max_rows: int, notes: tuple[str, ...]) -> Batch:
-    if len(frame) >= max_rows:
+def _bounded(frame: pd.DataFrame, column: str, max_rows: int, notes: tuple[str, ...], *, full: bool,
+             by_bytes: bool, max_bytes: int) -> Batch:
+    if full:
         last = frame[column].iloc[-1]
         kept = frame[frame[column] != last]
         if len(kept):  # rows at the last timestamp may continue past the limit: all wait for the next run
             frame = kept.reset_index(drop=True)
-        notes += (f"the run took {len(frame)} row(s), the most one run takes (CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN"
-                 f" = {max_rows}); newer rows wait for the next run",)
+        limit = (f"{max_bytes} bytes of values (CONTEXTSHIFT_MONITOR_MAX_SQL_BYTES_PER_RUN)" if by_bytes else
+                 f"{max_rows} row(s) (CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN = {max_rows})")
+        notes += (f"the run took {len(frame)} row(s), the most one run takes: {limit}; newer rows wait for the "
+                  "next run",)
     mark = encode_watermark(frame[column].max())
     return Batch(frame=frame, watermark=mark, description=f"{len(frame)} row(s) from the SQL query", notes=notes)

@@ -7,9 +7,11 @@ their open ports from closed ones). The rules:
 
 * http or https, a host name or IP literal, no user name or password, no whitespace or control
   characters anywhere in the URL;
-* every address the host stands for must be public (``ipaddress``'s ``is_global``), judged after
-  unwrapping IPv4 inside IPv6 (``::ffff:a.b.c.d``, 6to4, NAT64) and after reading legacy IPv4
-  spellings the C resolver accepts (``2130706433``, ``0x7f000001``, ``127.1``, ``0177.0.0.1``);
+* every address the host stands for must be public: ``ipaddress``'s ``is_global`` and outside every
+  special-purpose range IANA lists (:data:`SPECIAL_PURPOSE`: ``is_global`` misses some on this
+  Python, e.g. 192.0.0.0/24 and the deprecated site-local fec0::/10), judged after unwrapping IPv4
+  inside IPv6 (``::ffff:a.b.c.d``, 6to4, NAT64) and after reading legacy IPv4 spellings the C
+  resolver accepts (``2130706433``, ``0x7f000001``, ``127.1``, ``0177.0.0.1``);
 * ``CONTEXTSHIFT_WEBHOOK_ALLOW_PRIVATE`` lets private and loopback receivers through for
   on-premise installs; link-local (the metadata address 169.254.169.254 among them), unspecified,
   multicast, reserved and known metadata names and addresses are refused even then.
@@ -37,6 +39,13 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 # what CONTEXTSHIFT_WEBHOOK_ALLOW_PRIVATE lets through: loopback, RFC 1918, carrier-grade NAT, IPv6 ULA
 _PRIVATE = tuple(ipaddress.ip_network(n) for n in ("127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
                                                    "100.64.0.0/10", "::1/128", "fc00::/7"))
+# IANA's IPv4 and IPv6 special-purpose address registries (and the deprecated site-local range):
+# none of these is a public receiver, whatever is_global says on a given Python version
+SPECIAL_PURPOSE = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24",
+    "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "240.0.0.0/4",
+    "255.255.255.255/32", "::/128", "::ffff:0:0/96", "64:ff9b:1::/48", "100::/64", "2001::/23",
+    "2001:db8::/32", "3fff::/20", "5f00::/16", "fec0::/10"))
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _BAD_CHARS = re.compile(r"[\x00-\x20\x7f]")
 
@@ -151,6 +160,8 @@ def check_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address, *, all
                             "private receivers for on-premise installs)")
     if address.is_reserved or not address.is_global:
         raise TargetRefused(f"{address} is a reserved or otherwise non-public address")
+    if any(address in network for network in SPECIAL_PURPOSE if network.version == address.version):
+        raise TargetRefused(f"{address} is in a special-purpose range (IANA), not a public address")
     return None
 
 

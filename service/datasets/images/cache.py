@@ -4,6 +4,11 @@ An upload's images are not kept: what a report may later show of a row's image i
 thumbnail (a 128 px JPEG) stored with the image's derived values under
 ``data_dir/cache/images/<extractor version>/<sha[:2]>/<sha>.json``; the stored table keeps
 each row's image hash (``image_sha256``, role ``ignore``) to find it.
+
+Entries are removed with the data that holds them: :func:`forget_images` when an upload is
+refused after deriving (the entries it created) and when a dataset is deleted (its images),
+except an image a stored dataset still holds (its ``image_sha256`` column says so), in every
+extractor version's folder.
 """
 from __future__ import annotations
 
@@ -16,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 from PIL import Image
 
-__all__ = ["THUMBNAIL_KEY", "THUMBNAIL_SIDE", "ImageCache", "read_thumbnail", "thumbnail"]
+__all__ = ["THUMBNAIL_KEY", "THUMBNAIL_SIDE", "ImageCache", "dataset_image_hashes", "forget_images",
+           "read_thumbnail", "thumbnail"]
 
 THUMBNAIL_KEY = "image_thumbnail"  # beside the derived values in the cache, never a column
 THUMBNAIL_SIDE = 128
@@ -66,3 +73,46 @@ class ImageCache:
         tmp = target.with_suffix(f".{uuid.uuid4().hex}.tmp")
         tmp.write_text(json.dumps({"values": values, "embedding": embedding}))
         os.replace(tmp, target)  # atomic: a concurrent reader sees all of it or none
+
+
+_HASH = "image_sha256"  # the stored column naming each row's image (service.datasets.images.derive)
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hash(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and _HEX.issuperset(value)
+
+
+def dataset_image_hashes(folder: Path) -> set[str]:
+    """The image hashes a stored dataset's parts hold (empty for a table without images)."""
+    found: set[str] = set()
+    for part in sorted(Path(folder).glob("*.parquet")) if Path(folder).is_dir() else [Path(folder)]:
+        try:
+            if _HASH in pq.read_schema(part).names:
+                found.update(v for v in pq.read_table(part, columns=[_HASH]).column(0).to_pylist() if v)
+        except (OSError, ValueError):  # a part that cannot be read holds nothing we can name
+            continue
+    return found
+
+
+def forget_images(data_dir: Path, hashes: set[str] | frozenset[str]) -> int:
+    """Remove the cached values and thumbnails of ``hashes`` that no stored dataset holds; how many."""
+    if not hashes:
+        return 0
+    data_dir = Path(data_dir)
+    held: set[str] = set()
+    datasets = data_dir / "datasets"
+    if datasets.is_dir():
+        for folder in datasets.iterdir():
+            held |= dataset_image_hashes(folder)
+    removed = 0
+    versions = [v for v in (data_dir / "cache" / "images").glob("*") if v.is_dir()]
+    for sha in set(hashes) - held:
+        if not _is_hash(sha):  # a stored column is the user's data: never a path to delete
+            continue
+        for version in versions:
+            entry = ImageCache(version)._file(sha)
+            if entry.exists():
+                entry.unlink(missing_ok=True)
+                removed += 1
+    return removed

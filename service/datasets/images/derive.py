@@ -124,6 +124,8 @@ def derive_frame(frame: pd.DataFrame, loaders: list, *, limits: ImageLimits, cac
     stores, and what the Dask engine computes per partition of a registered dataset."""
     values, embeddings, errors = derive_images(loaders, limits, cache, workers)
     keep = [i for i in range(len(frame)) if i not in errors]
+    if not keep:  # no image was read: nothing to tabulate (check_errors refuses the upload)
+        return DerivedFrame(frame.drop(columns=[IMAGE_COLUMN]).iloc[:0], (), errors)
     table = _table(frame, keep, values, embeddings)
     added: tuple[str, ...] = ()
     if pack is not None and getattr(pack, "derived", None):

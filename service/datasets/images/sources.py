@@ -5,26 +5,41 @@ Three shapes of upload carry images:
 * a table (CSV, Parquet, JSON Lines) whose ``image`` column holds file paths; each must
   resolve inside ``CONTEXTSHIFT_DATA_ROOTS`` (the same rule as registered datasets:
   symlinks followed and ``..`` collapsed before the check; a relative path is taken
-  relative to each root in turn);
+  relative to each root in turn), and is then read through one descriptor opened without
+  following symlinks (:mod:`service.datasets.images.open_inside`), so a path swapped for a
+  symlink after the check is not read;
 * a ``.zip`` or ``.tar`` archive holding the images and ONE manifest table (``.csv``,
   ``.parquet`` or ``.jsonl``) whose ``image`` column names archive members; members are
-  bounded in count (``CONTEXTSHIFT_MAX_ARCHIVE_MEMBERS``) and each image in bytes, and a
-  member named with ``..``, an absolute path, or a link is refused;
+  counted from the archive's headers before ``zipfile``/``tarfile`` read them
+  (``CONTEXTSHIFT_MAX_ARCHIVE_MEMBERS``, :mod:`service.datasets.images.archive_headers`), each
+  member is inflated in 1 MB steps up to its byte limit (a header that lies about the size, a
+  bad CRC or a corrupt stream is that row's error, never a crash), everything inflated from one
+  archive counts against ``CONTEXTSHIFT_MAX_DECOMPRESSED_MB``, and a member named with ``..``,
+  an absolute path, or a link is refused;
 * Parquet whose ``image`` column holds the bytes, or the ``{bytes, path}`` struct that
-  Hugging Face ``datasets`` writes.
+  Hugging Face ``datasets`` writes (read one row group at a time:
+  :mod:`service.datasets.images.parquet_images`).
+
+Every loop that inflates or reads checks whether the client hung up
+(:func:`service.disconnect.check_client`) and stops if so.
 """
 from __future__ import annotations
 
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 import pandas as pd
 
-from service.datasets.paths import inside_roots
+from service.datasets.images.archive_headers import ArchiveRefused, count_tar_members, count_zip_members
+from service.datasets.images.open_inside import read_inside
+from service.disconnect import check_client
 from service.errors import BadUpload, InvalidRequest, UploadTooLarge
+
+MB = 1024 * 1024
 
 ARCHIVE_SUFFIXES = (".zip", ".tar")
 IMAGE_COLUMN = "image"
@@ -43,11 +58,13 @@ class ImageLimits:
     max_bytes: int
     max_images: int
     max_archive_members: int
+    max_inflated_bytes: int = 1024 * MB  # all members read from one archive, manifest included
 
     @classmethod
     def from_settings(cls, settings: Any) -> "ImageLimits":
         return cls(int(settings.max_image_pixels), int(settings.max_image_bytes),
-                   int(settings.max_images), int(settings.max_archive_members))
+                   int(settings.max_images), int(settings.max_archive_members),
+                   int(settings.max_decompressed_mb * MB))
 
 
 # a row's image: a thunk that returns its bytes (or raises ValueError naming why not)
@@ -68,12 +85,15 @@ class Archive:
     def __init__(self, path: Path, filename: str, limits: ImageLimits):
         self.filename = filename
         self.limits = limits
+        self.inflated = 0
         self._zip = self._tar = None
         try:
             if filename.lower().endswith(".zip"):
+                count_zip_members(path, limits.max_archive_members)  # before zipfile reads the directory
                 self._zip = zipfile.ZipFile(path)
                 infos = [(i.filename, i.file_size, i) for i in self._zip.infolist() if not i.is_dir()]
             else:
+                count_tar_members(path, limits.max_archive_members)  # before tarfile parses a header
                 self._tar = tarfile.open(path, mode="r:")
                 members = self._tar.getmembers()
                 for m in members:
@@ -81,33 +101,71 @@ class Archive:
                         raise BadUpload(f"Archive {filename!r} holds a link or device {m.name!r}.",
                                         code="unsafe_archive_member", details={"file": filename, "member": m.name})
                 infos = [(m.name, m.size, m) for m in members if m.isfile()]
-        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
+        except ArchiveRefused as exc:
+            self.close()
+            if exc.code == "too_many_members":
+                raise UploadTooLarge(f"Archive {filename!r}: {exc}.", code="too_many_members",
+                                     details={"file": filename, "limit": exc.limit, "members_at_least": exc.count,
+                                              "max_members": limits.max_archive_members}) from None
+            raise BadUpload(f"Archive {filename!r} is refused: {exc}.", code=exc.code,
+                            details={"file": filename}) from None
+        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError, zlib.error) as exc:
+            self.close()
             raise BadUpload(f"File {filename!r} is not a readable archive: {exc}", code="invalid_archive",
                             details={"file": filename}) from None
+        except BaseException:
+            self.close()
+            raise
         if len(infos) > limits.max_archive_members:
+            self.close()
             raise UploadTooLarge(f"Archive {filename!r} has {len(infos)} members; the limit is "
-                                 f"{limits.max_archive_members}.",
+                                 f"{limits.max_archive_members}.", code="too_many_members",
                                  details={"file": filename, "limit": "CONTEXTSHIFT_MAX_ARCHIVE_MEMBERS"})
-        self.members = {_safe_member(name, filename): (size, info) for name, size, info in infos}
+        try:
+            self.members = {_safe_member(name, filename): (size, info) for name, size, info in infos}
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         for handle in (self._zip, self._tar):
             if handle is not None:
                 handle.close()
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def stream(self, name: str, max_bytes: int):
+        """The member's bytes in chunks of at most 1 MB, at most ``max_bytes`` in all (``ValueError``
+        past it, or for a member whose data is damaged), counted against the archive's budget."""
         size, info = self.members[name]
-        if size > max_bytes:
+        if size > max_bytes:  # the declared size, from the header, before inflating anything
             raise ValueError(f"too_many_bytes: member {name!r} has {size} bytes (max {max_bytes})")
-        if self._zip is not None:
-            with self._zip.open(info) as fh:
-                data = fh.read(max_bytes + 1)  # the declared size may lie: read at most one byte more
-        else:
-            fh = self._tar.extractfile(info)
-            data = fh.read(max_bytes + 1) if fh is not None else b""
-        if len(data) > max_bytes:
-            raise ValueError(f"too_many_bytes: member {name!r} exceeds {max_bytes} bytes")
-        return data
+        total = 0
+        try:
+            fh = self._zip.open(info) if self._zip is not None else self._tar.extractfile(info)
+            if fh is None:
+                return
+            with fh:
+                while True:
+                    check_client()
+                    chunk = fh.read(min(MB, max_bytes + 1 - total))  # the declared size may lie
+                    if not chunk:
+                        return
+                    total += len(chunk)
+                    self.inflated += len(chunk)
+                    if total > max_bytes:
+                        raise ValueError(f"too_many_bytes: member {name!r} exceeds {max_bytes} bytes")
+                    if self.inflated > self.limits.max_inflated_bytes:
+                        raise UploadTooLarge(
+                            f"Archive {self.filename!r} expands to more than {self.limits.max_inflated_bytes / MB:g} "
+                            "MB (CONTEXTSHIFT_MAX_DECOMPRESSED_MB); upload fewer or smaller images.",
+                            code="decompressed_too_large",
+                            details={"file": self.filename, "limit": "CONTEXTSHIFT_MAX_DECOMPRESSED_MB"})
+                    yield chunk
+        except (zipfile.BadZipFile, zlib.error, EOFError, tarfile.TarError, NotImplementedError,
+                RuntimeError) as exc:  # a bad CRC, a corrupt stream, an encrypted or unknown method
+            raise ValueError(f"corrupt_member: member {name!r} cannot be read: {exc}") from None
+
+    def read(self, name: str, max_bytes: int) -> bytes:
+        return b"".join(self.stream(name, max_bytes))
 
     def manifest(self) -> str:
         found = [n for n in self.members if n.lower().endswith(MANIFEST_SUFFIXES)]
@@ -127,41 +185,15 @@ class Archive:
 
 
 def path_loaders(values: pd.Series, roots: list[Path], limits: ImageLimits) -> list[Loader]:
-    """Loaders for an ``image`` column of file paths, each checked inside ``roots``."""
+    """Loaders for an ``image`` column of file paths, each checked inside ``roots`` and read
+    through the descriptor that was checked (:func:`service.datasets.images.open_inside.read_inside`)."""
     if not roots:
         raise InvalidRequest("Image paths need CONTEXTSHIFT_DATA_ROOTS (the folders images may be read "
                              "from); upload a .zip/.tar with the images instead.", code="paths_disabled")
 
     def loader(value: Any) -> Loader:
         def load() -> bytes:
-            text = str(value)
-            candidates = [Path(text)] if Path(text).is_absolute() else [r / text for r in roots]
-            for file in candidates:
-                if file.is_file() and inside_roots(file, roots):
-                    size = file.stat().st_size
-                    if size > limits.max_bytes:
-                        raise ValueError(f"too_many_bytes: {size} bytes (max {limits.max_bytes})")
-                    return file.read_bytes()
-            raise ValueError(f"path_not_allowed: {text!r} is not a file inside CONTEXTSHIFT_DATA_ROOTS")
-        return load
-    return [loader(v) for v in values]
-
-
-def cell_loaders(values: pd.Series, limits: ImageLimits,
-                 archive: Archive | None = None) -> list[Loader]:
-    """Loaders for Parquet cells holding bytes, or ``{bytes, path}`` structs (Hugging Face)."""
-    def loader(value: Any) -> Loader:
-        def load() -> bytes:
-            cell = value
-            if isinstance(cell, dict):
-                data = cell.get("bytes")
-                if data is None and cell.get("path") and archive is not None:
-                    return archive.loader(cell["path"])()
-                cell = data
-            if isinstance(cell, (bytes, bytearray, memoryview)):
-                if len(cell) > limits.max_bytes:
-                    raise ValueError(f"too_many_bytes: {len(cell)} bytes (max {limits.max_bytes})")
-                return bytes(cell)
-            raise ValueError("no_bytes: the image cell holds no bytes")
+            check_client()
+            return read_inside(str(value), roots, limits.max_bytes)
         return load
     return [loader(v) for v in values]
