@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="3 tables x n = 500 x 10 replicates; planted truths on one table at 2,000")
     parser.add_argument("--sizes", type=_sizes, help="rows per side and replicates, e.g. 500:40,5000:40,50000:10")
     parser.add_argument("--tables", help="comma-separated table names (default: all)")
-    parser.add_argument("--workers", type=int, default=1, help="audits run in parallel (processes)")
+    parser.add_argument("--workers", type=int, default=1, help="audits run in parallel (processes), null and planted")
     parser.add_argument("--log", type=Path, help="JSON Lines log of null audits (resumed)")
     parser.add_argument("--minutes", type=float, help="start no new null audit after this many minutes")
     parser.add_argument("--no-null", action="store_true", help="skip the null audits")
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         setups = planted_mod.QUICK_PLANTED if args.quick else planted_mod.PLANTED_TABLES
         outcomes = planted_mod.run_planted(tables=setups, n=n,
                                            log=None if args.quick else CACHE_DIR / "claims-planted.jsonl",
-                                           reps=args.planted_reps)
+                                           reps=args.planted_reps, workers=args.workers)
         table = planted_mod.format_planted(outcomes)
         print(table, flush=True)
         text.append(table)

@@ -111,3 +111,10 @@ def storage_full(exc: BaseException | None) -> bool:
         exc = exc.__cause__ or exc.__context__ or getattr(exc, "orig", None)
         seen += 1
     return False
+
+
+class StoredResultInvalid(ServiceError):
+    """A stored result that no longer fits the AuditResult contract: said, never served unchecked."""
+
+    status_code = 500
+    code = "stored_result_invalid"

@@ -38,7 +38,9 @@ class Cause:
     ``remove_b`` / ``remove_p``: rows taken out (bool arrays); ``codes`` and ``shares``: a margin to
     match — benchmark codes of shape (n_b,) and a function from the kept production rows to the shares
     production has of each code; ``ratio``: benchmark weights (a density ratio); ``labels_changed``:
-    the labels changed given the inputs.
+    the labels changed given the inputs; ``matched``: the variables the adjustment matches directly — a
+    claim measured on one of them is not explained by it, only restated (the density ratio of the model's
+    outputs reproduces any test on those outputs).
     """
 
     what: str
@@ -48,6 +50,7 @@ class Cause:
     shares: Callable[[np.ndarray], np.ndarray] | None = None
     ratio: np.ndarray | None = None
     labels_changed: bool = False
+    matched: frozenset[str] = frozenset()  # the variables it matches directly (it cannot "explain" their tests)
 
 
 @dataclass(frozen=True)

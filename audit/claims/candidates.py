@@ -52,6 +52,7 @@ PRIORITY = ("untested_context", "label_shift", "concept_shift", "underperforming
             "covariate_shift")
 MAX_RATIO_FEATURES = 8  # the most shifted inputs a covariate shift's density ratio is fitted on
 LABEL_FLOOR = 0.05  # total variation of the class mix (the observed label test's floor)
+OUTPUTS = "<outputs>"  # the model's predicted class and scores, one variable for what a cause matches
 JOINT_FLOOR = 0.1  # normed Wasserstein of the classifier's log-odds: the floor of a numeric input
 
 
@@ -64,6 +65,7 @@ class Candidate:
     directions: tuple[int, ...]
     cause: Cause | None
     located: bool = False  # about some rows only (a slice, a population)
+    compares: frozenset[str] = frozenset()  # the variables its re-tests compare
 
     @property
     def key(self) -> str:
@@ -177,7 +179,8 @@ def _covariate(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> Can
         if joint is not None:
             component, cause = joint
             components, directions = [component], [0]
-    return Candidate(lim, tuple(components), tuple(directions), cause)
+    compares = frozenset(ratio_columns) | (frozenset({OUTPUTS}) if outputs else frozenset())
+    return Candidate(lim, tuple(components), tuple(directions), cause, compares=compares)
 
 
 def _joint(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> tuple[Callable, Cause] | None:
@@ -193,7 +196,7 @@ def _joint(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> tuple[C
     column = Column("<joint>", True, scores[0], scores[1])
     w = np.exp(np.clip(scores[0], -30, 30))
     w = np.minimum(w / w.mean(), 20.0)
-    return _numeric_component(column, JOINT_FLOOR), Cause(what=lim.title, ratio=w / w.mean())
+    return _numeric_component(column, JOINT_FLOOR), Cause(what=lim.title, ratio=w / w.mean(), matched=frozenset(names))
 
 
 def _frame_of(data: ClaimData, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -215,7 +218,10 @@ def _covariate_cause(lim: Limitation, data: ClaimData, names: list[str]) -> Caus
     if bench.shape[1] == 0:
         return None
     w = density_ratio_weights(bench.reset_index(drop=True), prod.reset_index(drop=True), random_state=data.seed)
-    return None if w is None else Cause(what=lim.title, ratio=w)
+    # the model's outputs are one variable: matching the score matches the predicted class too
+    matched = frozenset(OUTPUTS if n == "predicted_class" or n == "score" or n.startswith("proba_") else n
+                        for n in names)
+    return None if w is None else Cause(what=lim.title, ratio=w, matched=matched)
 
 
 def _label(lim: Limitation, data: ClaimData) -> Candidate | None:
@@ -225,7 +231,8 @@ def _label(lim: Limitation, data: ClaimData) -> Candidate | None:
         return None
     if label is None and lim.evidence.get("source") == "observed_labels":
         return None
-    return Candidate(lim, (_label_component(data, label, predicted),), (0,), _label_cause(lim, data))
+    return Candidate(lim, (_label_component(data, label, predicted),), (0,), _label_cause(lim, data),
+                     compares=frozenset({"<label>" if label is not None else OUTPUTS}))
 
 
 def _label_cause(lim: Limitation, data: ClaimData) -> Cause | None:
@@ -233,7 +240,7 @@ def _label_cause(lim: Limitation, data: ClaimData) -> Cause | None:
         return None
     if data.y_true_p is not None:
         column = data.column("<label>", numeric=False)
-        return Cause(what=lim.title, codes=column.benchmark,
+        return Cause(what=lim.title, codes=column.benchmark, matched=frozenset({"<label>"}),
                      shares=production_shares(column.production, int(max(column.benchmark.max(initial=0),
                                                                           column.production.max(initial=0))) + 1))
     if not data.prior_estimate:
@@ -243,7 +250,7 @@ def _label_cause(lim: Limitation, data: ClaimData) -> Cause | None:
     index = {c: i for i, c in enumerate(classes)}
     codes = np.array([index[v] for v in values])
     fixed = np.array([float(data.prior_estimate.get(c, 0.0)) for c in classes])
-    return Cause(what=lim.title, codes=codes, shares=lambda keep_p: fixed)
+    return Cause(what=lim.title, codes=codes, shares=lambda keep_p: fixed, matched=frozenset({"<label>"}))
 
 
 def _rows(lim: Limitation, data: ClaimData, masks: dict, bench_masks: dict) -> tuple[np.ndarray, np.ndarray] | None:
@@ -287,7 +294,8 @@ def _mix(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
         codes_b, codes_p = column.benchmark, column.production
         component = _mix_component(column, floor)
     k = int(max(codes_b.max(initial=0), codes_p.max(initial=0))) + 1
-    return Candidate(lim, (component,), (0,), Cause(what=lim.title, codes=codes_b, shares=production_shares(codes_p, k)))
+    return Candidate(lim, (component,), (0,), Cause(what=lim.title, codes=codes_b, shares=production_shares(codes_p, k),
+                                                    matched=frozenset({str(name)})), compares=frozenset({str(name)}))
 
 
 def _untested(lim: Limitation, rows) -> Candidate | None:

@@ -7,9 +7,11 @@ Change claims are accepted one at a time, causes first. At each step:
    (not significant, or below its practical floor) is part of the cause just accepted and folds
    into it ("explains: …"), never a claim of its own;
 2. of those still standing, the next cause is the one that, added to the accepted ones, explains
-   the most of the others; ties go to the kind more often a cause
+   the most of the others (a claim measured on a variable the cause matches directly does not count:
+   matching the model's outputs restates every test on them); ties go to the larger share of the
+   others' effects removed, then to the kind more often a cause
    (:data:`audit.claims.candidates.PRIORITY`: a new population, the class mix, a located change, a moved
-   mix, the inputs), then to the larger share of the others' effects removed, then to severity.
+   mix, the inputs), then to severity.
 
 So a pure class-mix change is one label-shift claim (the inputs, the contexts and every slice's
 metric move with the classes, and reweighting the benchmark to the production class mix removes
@@ -140,20 +142,22 @@ def explain_away(cands: list[Candidate], data: ClaimData) -> tuple[list[Relation
 
 def _gain(cand: Candidate, accepted: list[Candidate], remaining: list[Candidate], base: dict, data: ClaimData,
           competing: set[str]) -> tuple:
-    """How much ``cand``, accepted next, would explain: (others explained, kind, effect removed, severity)."""
+    """How much ``cand``, accepted next, would explain: (others explained, effect removed, kind, severity).
+    A claim measured on a variable the cause matches directly is not counted: matching the model's outputs
+    reproduces every test on them, which explains nothing."""
     if cand.cause is None or cand.key not in competing:
-        return (0, -cand.priority, 0.0, cand.lim.score)
+        return (0, 0.0, -cand.priority, cand.lim.score)
     adjusted = adjust(data.n_benchmark, data.n_production,
                       [a.cause for a in accepted if a.cause is not None] + [cand.cause])
     count, removed = 0, 0.0
     for other in remaining:
-        if other is cand:
-            continue
+        if other is cand or other.compares & cand.cause.matched:
+            continue  # matching what the other is measured on restates it; it does not explain it
         tests = other.retest(adjusted)
         if not _still(other, tests, base[other.key], data.alpha, data.n_tests):
             count += 1
         removed += _removed(tests, base[other.key])
-    return (count, -cand.priority, round(removed, 3), cand.lim.score)
+    return (count, round(removed, 3), -cand.priority, cand.lim.score)
 
 
 def adjusted_for(accepted: list[Candidate], data: ClaimData) -> Adjusted:

@@ -115,14 +115,15 @@ def run_null(tables: Iterable[str], sizes: dict[int, int], *, log: Path | None =
     sizes : dict
         Rows per side -> replicates wanted.
     log : Path, optional
-        JSON Lines log; replicates already in it are not run again.
+        JSON Lines log; replicates already in it from the same code version are not run again.
     workers : int
         Processes auditing in parallel.
     deadline : float, optional
         ``time.time()`` after which no new replicate is started.
     """
     tables = list(tables)
-    previous = read_log(log) if log else []
+    # only what this version of the code claimed counts: records of another commit are re-run
+    previous = [r for r in (read_log(log) if log else []) if r.get("code") in (None, code_version())]
     done = {r["id"] for r in previous}
     todo = _cases(tables, sizes, done)
     fresh = []

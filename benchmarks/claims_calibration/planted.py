@@ -29,8 +29,10 @@ too small); production is labelled; then one change is planted in production onl
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -44,10 +46,14 @@ from benchmarks.claims_calibration.changes import (flip_in_slice, flip_random_in
                                                    oversample_slice, tilt_rows)
 from benchmarks.claims_calibration.setups import PLANTED_TABLES, QUICK_PLANTED, PlantedSetup
 from benchmarks.claims_calibration.tables import PreparedTable, prepare
+from domains import parse
+from domains.expressions import columns_used
 from reports.records import finding_key
 
 __all__ = ["PLANTED_TABLES", "QUICK_PLANTED", "SCENARIOS", "PlantedSetup", "PlantedOutcome", "plant", "run_planted",
            "format_planted"]
+
+from benchmarks.claims_calibration.planted_summary import format_planted  # noqa: E402  (re-exported)
 
 SCENARIOS = ("class_mix", "used_feature", "tilt_context", "ignored_feature", "slice_concept", "slice_flip",
              "slice_concept_share", "new_population", "all_new_context", "tiny")
@@ -147,6 +153,13 @@ def plant(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
     raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}.")
 
 
+def _columns(definition: str) -> set[str]:
+    try:
+        return set(columns_used(parse(definition)))
+    except ValueError:
+        return set()
+
+
 def _right(setup: PlantedSetup, scenario: str, top_kind: str, top_key: str = "") -> bool:
     """The top change claim names the planted cause: its kind (or another kind that is right too: a tilted
     column that is itself a context is a context-mix change; more of production in a weak slice whose
@@ -157,7 +170,11 @@ def _right(setup: PlantedSetup, scenario: str, top_kind: str, top_key: str = "")
         source = prepare(setup.table).source
         column = (setup.tilt or source.used) if moved == "tilt" else getattr(source, moved)
         if column in source.contexts:
-            kinds.add("context_mix_shift")
+            # a moved context column is a change of its mix, named by the column or by the part of it that
+            # moved (a weak range of it whose share grew)
+            rows = top_key.split(":", 1)[-1]
+            if top_kind == "context_mix_shift" or (top_kind == "underperforming_slice" and _columns(rows) == {column}):
+                return True
     if scenario == "slice_concept_share":
         kinds.add("underperforming_slice")
     if top_kind not in kinds:
@@ -192,80 +209,43 @@ def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05, rep
         top_statement=(top["statement"] if top else "")[:2000], kinds=tuple(lim["kind"] for lim in change), rep=rep)
 
 
-def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, alpha: float = 0.05,
-                log: Path | None = None, verbose: bool = True, reps: int = 1) -> list[PlantedOutcome]:
-    """Every planted truth on every table in ``tables``, at ``n`` rows per side (``tiny``: 40 vs 28),
-    ``reps`` times each (replicate 0 is the fixed seed, the others fresh draws of both sides).
+def _run(args: tuple) -> PlantedOutcome:
+    setup, scenario, n, alpha, rep = args
+    return run_one(setup, scenario, n, alpha, rep=rep)
 
-    With ``log`` (JSON Lines), outcomes already there for the same table, scenario, ``n`` and replicate
-    are reused and new ones appended."""
+
+def run_planted(*, tables=PLANTED_TABLES, n: int = 2_000, scenarios=SCENARIOS, alpha: float = 0.05,
+                log: Path | None = None, verbose: bool = True, reps: int = 1, workers: int = 1) -> list[PlantedOutcome]:
+    """Every planted truth on every table in ``tables``, at ``n`` rows per side (``tiny``: 40 vs 28),
+    ``reps`` times each (replicate 0 is the fixed seed, the others fresh draws of both sides), in
+    ``workers`` processes.
+
+    With ``log`` (JSON Lines), outcomes already there for the same table, scenario, ``n``, replicate and
+    code version are reused and new ones appended."""
     known = {}
     for record in (read_log(log) if log else []):
-        known[(record["table"], record["scenario"], record.get("n"), record.get("rep", 0))] = record
-    outcomes = []
+        if record.get("code") == code_version():  # another commit's outcome is audited again
+            known[(record["table"], record["scenario"], record.get("n"), record.get("rep", 0))] = record
+    outcomes, todo = [], []
     for setup, scenario, rep in ((t, sc, r) for r in range(reps) for t in tables for sc in scenarios):
         record = known.get((setup.table, scenario, n, rep))
-        if record is not None:
-            fields = {k: v for k, v in record.items() if k in PlantedOutcome.__dataclass_fields__}
-            cites = (None if fields["top_kind"] in ("none", "error")
-                     else bool(MEASURED.search(fields["top_statement"])))
-            outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"]), "cites_measured": cites,
-                                              "top_right": _right(setup, scenario, fields["top_kind"],
-                                                                  fields.get("top_key", ""))}))
+        if record is None:
+            todo.append((setup, scenario, n, alpha, rep))
             continue
-        outcome = run_one(setup, scenario, n, alpha, rep=rep)
-        outcomes.append(outcome)
-        if log:
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with log.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps({**outcome.to_dict(), "n": n, "code": code_version()}) + "\n")
-        if verbose:
-            print(f"  planted {setup.table}/{scenario}/{rep}: top {outcome.top_kind} (expected "
-                  f"{outcome.expected})", flush=True)
+        fields = {k: v for k, v in record.items() if k in PlantedOutcome.__dataclass_fields__}
+        cites = None if fields["top_kind"] in ("none", "error") else bool(MEASURED.search(fields["top_statement"]))
+        outcomes.append(PlantedOutcome(**{**fields, "kinds": tuple(fields["kinds"]), "cites_measured": cites,
+                                          "top_right": _right(setup, scenario, fields["top_kind"],
+                                                              fields.get("top_key", ""))}))
+    with ProcessPoolExecutor(workers) if workers > 1 else contextlib.nullcontext() as pool:
+        done = pool.map(_run, todo) if pool is not None else map(_run, todo)
+        for outcome in done:
+            outcomes.append(outcome)
+            if log:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                with log.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({**outcome.to_dict(), "n": n, "code": code_version()}) + "\n")
+            if verbose:
+                print(f"  planted {outcome.table}/{outcome.scenario}/{outcome.rep}: top {outcome.top_kind} (expected "
+                      f"{outcome.expected})", flush=True)
     return outcomes
-
-
-def format_planted(outcomes: list[PlantedOutcome]) -> str:
-    """The first replicate's table, row by row; with more replicates, rates per scenario after it."""
-    first = [o for o in outcomes if o.rep == 0]
-    text = _format_rows(first)
-    if len(first) < len(outcomes):
-        text += "\n" + format_planted_rates(outcomes)
-    return text
-
-
-def format_planted_rates(outcomes: list[PlantedOutcome]) -> str:
-    """Per scenario over tables and replicates: top claim right, and restated (> 1 change claim)."""
-    from benchmarks.claims_calibration.counting import wilson
-
-    reps = len({o.rep for o in outcomes})
-    lines = [f"planted truths over {reps} replicates per table (SYNTHETIC): rate [Wilson 95 %]",
-             f"  {'scenario':<17}{'top claim right':<28}{'restated (> 1 change claim)':<28}"]
-    for scenario in dict.fromkeys(o.scenario for o in outcomes):
-        rows = [o for o in outcomes if o.scenario == scenario and o.error is None]
-        right, restated = wilson(sum(o.top_right for o in rows), len(rows)), wilson(sum(o.restated for o in rows),
-                                                                                   len(rows))
-        lines.append(f"  {scenario:<17}{_rate(right):<28}{_rate(restated):<28}")
-    rows = [o for o in outcomes if o.error is None]
-    lines.append(f"  {'all':<17}{_rate(wilson(sum(o.top_right for o in rows), len(rows))):<28}"
-                 f"{_rate(wilson(sum(o.restated for o in rows), len(rows))):<28}")
-    return "\n".join(lines)
-
-
-def _rate(rate) -> str:
-    return f"{rate.k}/{rate.n} = {rate.rate:.2f} [{rate.low:.2f}, {rate.high:.2f}]" if rate.n else "-"
-
-
-def _format_rows(outcomes: list[PlantedOutcome]) -> str:
-    lines = ["planted truths (SYNTHETIC changes on real tables; production labelled): top change claim",
-             f"  {'table':<14}{'scenario':<17}{'expected':<18}{'top':<22}{'ok':<4}{'claims':>7}{'same':>6}"
-             f"  {'severity':<9}{'status':<13}measured"]
-    for o in outcomes:
-        measured = "-" if o.cites_measured is None else ("yes" if o.cites_measured else "no")
-        lines.append(f"  {o.table:<14}{o.scenario:<17}{o.expected:<18}{o.top_kind:<22}{'Y' if o.top_right else 'N':<4}"
-                     f"{o.n_change_claims:>7}{o.n_expected_kind:>6}  {o.severity:<9}{o.status:<13}{measured}"
-                     + (f"  ERROR {o.error}" if o.error else ""))
-    right = sum(o.top_right for o in outcomes)
-    lines.append(f"  top claim right in {right}/{len(outcomes)}; claims = change claims in the audit, same = of "
-                 "the expected kind (more than 1 = restated)")
-    return "\n".join(lines)

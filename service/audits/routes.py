@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from reports.result import AuditResult, as_result
 from service.audits.stored import stored_sections
 from service.deps import RuntimeDep
-from service.errors import Conflict, InvalidRequest, NotFound, QueueFull
+from service.errors import Conflict, InvalidRequest, NotFound, QueueFull, StoredResultInvalid
 from service.models import AuditRow
 from service.rounds.store import RoundStore
 from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus, ErrorResponse
@@ -102,8 +102,11 @@ def get_audit(audit_id: str, runtime: RuntimeDep) -> JSONResponse:
         body = {**row.result, **series, "id": row.id, "status": row.status}
         try:
             body = as_result(body).model_dump(mode="json")
-        except ValueError:  # a result stored by an older version: served as it was stored
-            pass
+        except ValueError as exc:  # never served unchecked: the user is told what is wrong and what to do
+            raise StoredResultInvalid(
+                f"The stored result of audit {audit_id!r} does not fit the AuditResult contract, so it is not "
+                "served; run the audit again (POST /v1/audits with the same datasets) to get a result that does.",
+                details={"audit_id": audit_id, "problem": str(exc)[:2000]}) from None
         return JSONResponse(body)
     return JSONResponse(status_of(row).model_dump(mode="json"))
 

@@ -110,7 +110,8 @@ def test_reports_and_next_round(audited):
 def test_a_result_stored_in_an_older_shape_is_listed_with_its_verdict_and_plan(audited):
     """Listings validate only the sections they show: a section an older version stored in a shape the
     contract no longer accepts (the classifier test nested one level down) hides neither the verdict
-    nor the plan, and the result itself is served as it was stored."""
+    nor the plan. The result itself is never served unchecked: its route says what is wrong and how to
+    get a result that fits (it used to serve the stored JSON as it was)."""
     client, result, ids = audited
     covariate = result["covariate"]
     old = {**result, "covariate": {**covariate, "multivariate": {"test": {**(covariate["multivariate"] or {}),
@@ -122,7 +123,10 @@ def test_a_result_stored_in_an_older_shape_is_listed_with_its_verdict_and_plan(a
     assert audits.mark_running(row.id) and audits.mark_succeeded(row.id, old, f"{row.id}.html")
     listed = next(a for a in client.get("/v1/audits").json()["items"] if a["id"] == row.id)
     assert listed["verdict"] == result["verdict"]
-    assert client.get(f"/v1/audits/{row.id}").json()["covariate"]["multivariate"] == old["covariate"]["multivariate"]
+    served = client.get(f"/v1/audits/{row.id}")
+    error = served.json()["error"]
+    assert served.status_code == 500 and error["code"] == "stored_result_invalid"
+    assert "run the audit again" in error["message"] and "multivariate" in error["details"]["problem"]
     assert client.get(f"/v1/audits/{row.id}/next-round").json() == result["next_round"]
     index = client.get("/").text
     assert row.id in index and escape(result["verdict"]["summary"]) in index
