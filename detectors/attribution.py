@@ -32,11 +32,11 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from slicelang import equals, in_range, is_missing
 
 from detectors.base import DetectorInputError, Result, renamed_parameters
 from detectors.conditional import (CONDITIONAL_EFFECT_FLOORS, ConditionalShiftDetector,  # noqa: F401 (re-export)
                                    ConditionalShiftResult)
-from detectors.context import literal_text
 
 __all__ = ["context_cells", "CellAttribution", "PerformanceAttribution", "attribute_performance",
            "ConditionalShiftDetector", "ConditionalShiftResult", "CONDITIONAL_EFFECT_FLOORS"]
@@ -51,22 +51,14 @@ def _column_codes(b: pd.Series, p: pd.Series, n_bins: int, discrete_max_unique: 
         v = both.to_numpy(float)
         codes = np.where(np.isnan(v), len(edges) + 1, np.searchsorted(edges, np.nan_to_num(v), side="right"))
         bounds = [None, *edges.tolist(), None]
-        labels = [_range_text(b.name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
-        labels.append(f"{b.name} is missing")
+        labels = [in_range(b.name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
+        labels.append(is_missing(b.name))
     else:
         # one hashing pass: codes in order of first appearance, missing values last
         codes, uniques = pd.factorize(both if both.dtype == object else both.astype(object))
         codes = np.where(codes < 0, len(uniques), codes)
-        labels = [f"{b.name} == {literal_text(v)}" for v in uniques] + [f"{b.name} is missing"]
+        labels = [equals(b.name, v) for v in uniques] + [is_missing(b.name)]
     return codes[: len(b)], codes[len(b):], labels
-
-
-def _range_text(name, low, high) -> str:
-    if low is None:
-        return f"{name} < {literal_text(high)}"
-    if high is None:
-        return f"{name} >= {literal_text(low)}"
-    return f"{literal_text(low)} <= {name} < {literal_text(high)}"
 
 
 def context_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns: Sequence[str], *,

@@ -22,8 +22,9 @@ reported only if it is worse than each of its sub-conjunctions by at least ``min
 (otherwise a simpler slice already explains it). Reported slices are ranked by excess
 errors, ``(error_rate - rest_error_rate) * n``.
 
-Definitions are written in the slice-expression language of :mod:`domains.expressions`
-(strings double-quoted, ranges as chained comparisons), and every slice can rebuild its mask
+Definitions are written in the slice-expression language of :mod:`domains.expressions` by
+:mod:`slicelang` (names that are keywords or not plain identifiers in backticks, strings
+double-quoted, ranges as chained comparisons), and every slice can rebuild its mask
 on any frame with the same columns (:meth:`DiscoveredSlice.mask`).
 
 Note: the slices are found on the data given; re-testing them on the same rows is
@@ -38,9 +39,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 from scipy import stats
+from slicelang import all_of, equals, in_range, is_missing
 
 from detectors.base import DetectorInputError, Result
-from detectors.context import literal_text
 from detectors.correction import adjust_pvalues
 from detectors.intervals import newcombe_interval, wilson_interval
 
@@ -59,16 +60,12 @@ class Condition(Result):
 
     @property
     def text(self) -> str:
-        col = self.column if self.column.isidentifier() else f"`{self.column}`"
+        """The condition in the slice language (:mod:`slicelang` quotes names and values)."""
         if self.op == "missing":
-            return f"{col} is missing"
+            return is_missing(self.column)
         if self.op == "==":
-            return f"{col} == {literal_text(self.value)}"
-        if self.low is None:
-            return f"{col} < {literal_text(self.high)}"
-        if self.high is None:
-            return f"{col} >= {literal_text(self.low)}"
-        return f"{literal_text(self.low)} <= {col} < {literal_text(self.high)}"
+            return equals(self.column, self.value)
+        return in_range(self.column, self.low, self.high)
 
     def mask(self, frame: pd.DataFrame) -> np.ndarray:
         s = frame[self.column]
@@ -295,7 +292,7 @@ def _describe(i, rank, key, encoded, counts, errs, n, total_errors, z, p, p_adj)
     k_out, n_out = total_errors - k_in, n - n_in
     rate, rest = k_in / n_in, k_out / n_out
     return DiscoveredSlice(
-        name=f"discovered_{rank}", definition=" and ".join(c.text for c in conditions), conditions=conditions,
+        name=f"discovered_{rank}", definition=all_of(c.text for c in conditions), conditions=conditions,
         n=int(n_in), support=n_in / n, error_rate=rate, error_rate_ci=wilson_interval(k_in, n_in),
         rest_error_rate=rest, gap=rate - rest, gap_ci=newcombe_interval(k_out, n_out, k_in, n_in),
         statistic=float(z[i]), p_value=float(p[i]), p_value_adjusted=float(p_adj[i]),

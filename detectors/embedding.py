@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from sklearn.neighbors import NearestNeighbors
+from slicelang import equals, in_range
 from threadpoolctl import threadpool_limits
 
 from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
                             check_fraction, check_int, check_number, check_random_state)
-from detectors.context import literal_text
 from detectors.correction import readjust
 from detectors.intervals import wilson_interval
 from detectors.mmd import MMDDetector
@@ -300,10 +300,10 @@ class _ContextProfile:
                 edges = np.unique(np.quantile(s.dropna(), [0.25, 0.5, 0.75]))
                 codes = np.where(s.isna(), -1, np.searchsorted(edges, s.to_numpy(float), side="right"))
                 bounds = [None, *edges.tolist(), None]
-                texts = [_range(name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
+                texts = [in_range(name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
             else:
                 codes, uniques = pd.factorize(s)
-                texts = [f"{name} == {literal_text(v)}" for v in uniques]
+                texts = [equals(name, v) for v in uniques]
             counts = np.bincount(codes[codes >= 0], minlength=len(texts))
             self.columns.append((str(name), codes, texts, counts / max(len(codes), 1)))
 
@@ -318,11 +318,3 @@ class _ContextProfile:
                                               float(shares[i] / overall[i])))
         out.sort(key=lambda d: (-d.lift, -d.share_in_region))
         return tuple(out[:top])
-
-
-def _range(name, low, high) -> str:
-    if low is None:
-        return f"{name} < {literal_text(high)}"
-    if high is None:
-        return f"{name} >= {literal_text(low)}"
-    return f"{literal_text(low)} <= {name} < {literal_text(high)}"

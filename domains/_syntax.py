@@ -5,13 +5,14 @@ import re
 from dataclasses import dataclass
 from typing import Union
 
+from slicelang import COMPARATORS as _COMPARATORS
+from slicelang import KEYWORDS as _KEYWORDS
+
 __all__ = [
     "ExpressionError", "Problem", "Token", "Node", "Operand", "Column", "Literal", "Abs", "Compare",
     "InList", "IsMissing", "Between", "Truthy", "And", "Or", "Not", "tokenize", "parse",
 ]
 
-_COMPARATORS = ("==", "!=", "<=", ">=", "<", ">")
-_KEYWORDS = {"and", "or", "not", "in", "is", "missing", "between", "abs", "true", "false"}
 # nesting of (...), not and abs(...): the parser recurses once per level (and every AST walk
 # after it), so the depth is checked rather than left to Python's recursion limit
 MAX_DEPTH = 64
@@ -58,7 +59,7 @@ _TOKEN_RE = re.compile(r"""
     (?P<space>\s+)
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-  | (?P<quoted>`[^`]+`)
+  | (?P<quoted>`(?:[^`]|``)+`)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>==|!=|<=|>=|<|>|\(|\)|\[|\]|,|-)
 """, re.VERBOSE)
@@ -81,7 +82,7 @@ def tokenize(text: str) -> list[Token]:
         elif kind == "string":
             tokens.append(Token("STRING", re.sub(r"\\(.)", r"\1", raw[1:-1]), pos))
         elif kind == "quoted":
-            tokens.append(Token("NAME", raw[1:-1], pos))
+            tokens.append(Token("NAME", raw[1:-1].replace("``", "`"), pos))  # a doubled backtick is one
         elif kind == "name":
             low = raw.lower()
             tokens.append(Token("KEYWORD", low, pos) if low in _KEYWORDS else Token("NAME", raw, pos))

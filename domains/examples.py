@@ -33,6 +33,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+from slicelang import all_of, equals
 
 from domains.loader import BUILTIN_ALIASES, builtin_name
 
@@ -60,13 +61,13 @@ class PlantedShift:
 
     @property
     def hidden_expression(self) -> str:
-        return " and ".join(f'{c} == "{v}"' for c, v in self.hidden_conditions)
+        return all_of(equals(c, v) for c, v in self.hidden_conditions)
 
     def describe(self) -> str:
         return (f"SYNTHETIC planted shift: weak slice {self.weak_slice} ({self.weak_expression}, "
                 f"-{self.weak_drop:.0%} accuracy, {self.weak_share_benchmark:.0%} of benchmark, "
                 f"{self.weak_share_production:.0%} of production); untested context "
-                f"{self.untested_column} == {self.untested_value!r} ({self.untested_share_production:.0%} of "
+                f"{equals(self.untested_column, self.untested_value)} ({self.untested_share_production:.0%} of "
                 f"production, absent from benchmark); hidden weak slice {self.hidden_expression} "
                 f"(-{self.hidden_drop:.0%} accuracy)")
 

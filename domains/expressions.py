@@ -12,7 +12,7 @@ Grammar (keywords are case-insensitive; ``#`` is not a comment)::
                 | operand "between" operand "and" operand              # inclusive both ends
                 | column                                                # a boolean column is true
     operand    := column | "abs" "(" operand ")" | literal
-    column     := NAME | `any name in backticks`
+    column     := NAME | `any name in backticks`                        # a backtick inside doubled: ``
     literal    := NUMBER | "-" NUMBER | "string" | 'string' | true | false
 
 Ranges: both ``age between 0 and 17`` (inclusive) and chained comparisons
@@ -45,6 +45,8 @@ from typing import Mapping
 
 import numpy as np
 import pandas as pd
+
+from slicelang import literal_text, name_text
 
 from domains._syntax import (
     Abs, And, Between, Column, Compare, ExpressionError, InList, IsMissing, Literal, Node, Not,
@@ -358,20 +360,10 @@ def evaluate(node: Node | str, df: pd.DataFrame) -> pd.Series:
 
 def _operand_text(operand) -> str:
     if isinstance(operand, Literal):
-        v = operand.value
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        return repr(v)
+        return literal_text(operand.value)
     if isinstance(operand, Abs):
         return f"abs({_operand_text(operand.operand)})"
-    name = operand.name
-    plain = name.isidentifier() and name.lower() not in _KEYWORD_NAMES
-    return name if plain else f"`{name}`"
-
-
-_KEYWORD_NAMES = {"and", "or", "not", "in", "is", "missing", "between", "abs", "true", "false"}
+    return name_text(operand.name)
 
 
 def to_text(node: Node) -> str:
