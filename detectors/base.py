@@ -146,16 +146,16 @@ def check_effect_floors(name: str, value: Any, known) -> None:
 
 
 def renamed_parameters(**renames: str):
-    """Decorator: accept the old keyword ``old=new`` names of a function's parameters, with a
-    :class:`DeprecationWarning` (e.g. ``n_boot`` -> ``n_bootstrap``, ``seed`` -> ``random_state``)."""
+    """Decorator: accept the old keyword ``old=new`` names of a function's (or method's) parameters,
+    with a :class:`DeprecationWarning` (e.g. ``n_boot`` -> ``n_bootstrap``, ``benchmark`` -> ``reference``)."""
     def wrap(fn):
         @functools.wraps(fn)
         def inner(*args, **kwargs):
             for old, new in renames.items():
                 if old in kwargs:
                     if new in kwargs:
-                        raise TypeError(f"{fn.__name__}() got both {old!r} and its new name {new!r}.")
-                    warnings.warn(f"{fn.__name__}({old}=...) is deprecated; use {new}=...", DeprecationWarning,
+                        raise TypeError(f"{fn.__qualname__}() got both {old!r} and its new name {new!r}.")
+                    warnings.warn(f"{fn.__qualname__}({old}=...) is deprecated; use {new}=...", DeprecationWarning,
                                   stacklevel=2)
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
-from detectors.base import DetectorInputError, check_bool, check_fitted, check_fraction
+from detectors.base import DetectorInputError, check_bool, check_fitted, check_fraction, renamed_parameters
 from detectors.confusion import as_label_array, encode, parse_predictions, sorted_classes
 from detectors.performance import PerformanceEstimate, _ConfusionEstimator, _insufficient_estimate
 
@@ -225,15 +225,17 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         # Rows calibrated to all zeros keep their raw probabilities rather than dividing by 0.
         return np.where(total > 0, out / np.where(total > 0, total, 1), proba)
 
-    def estimate(self, scores_production, y_pred=None) -> PerformanceEstimate:
-        """Estimate metrics of production predictions ``y_pred`` (default: argmax / threshold)."""
+    @renamed_parameters(scores_production="scores")
+    def estimate(self, scores, y_pred=None) -> PerformanceEstimate:
+        """Estimate metrics of production predictions ``y_pred`` (default: argmax / threshold) from
+        production's ``scores`` (``scores_production=`` is the deprecated name)."""
         check_fitted(self, "proba_")
         self._check_params()
-        proba = self._as_proba(scores_production, "scores_production")
+        proba = self._as_proba(scores, "scores")
         n_p = len(proba)
         if n_p == 0:
-            raise DetectorInputError("scores_production is empty.")
-        pred = self._predicted_codes(proba, scores_production, y_pred)
+            raise DetectorInputError("scores is empty.")
+        pred = self._predicted_codes(proba, scores, y_pred)
         if n_p < self.min_samples:
             return _insufficient_estimate("confidence_based", self, n_p)
         k = len(self.classes_)
@@ -279,7 +281,7 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         if y_pred is not None:
             pred = as_label_array(y_pred, "y_pred")
             if len(pred) != len(proba):
-                raise DetectorInputError(f"y_pred has {len(pred)} rows but scores_production has {len(proba)}.")
+                raise DetectorInputError(f"y_pred has {len(pred)} rows but scores has {len(proba)}.")
             return encode(pred, self.classes_, "y_pred")
         if np.ndim(raw_scores) == 1 and not hasattr(raw_scores, "columns"):
             return np.where(proba[:, self.pos_] >= self.threshold, self.pos_, 1 - self.pos_)

@@ -28,7 +28,7 @@ from slicelang import equals, in_range
 from threadpoolctl import threadpool_limits
 
 from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
-                            check_fraction, check_int, check_number, check_random_state)
+                            check_fraction, check_int, check_number, check_random_state, renamed_parameters)
 from detectors.correction import readjust
 from detectors.intervals import wilson_interval
 from detectors.mmd import MMDDetector
@@ -162,10 +162,12 @@ class EmbeddingShiftDetector:
         check_int("min_region_size", self.min_region_size, minimum=1)
         check_random_state(self.random_state)
 
-    def fit(self, benchmark) -> "EmbeddingShiftDetector":
-        """Learn the benchmark embeddings, shape (n_b, d) (array or frame with ``emb_*`` columns)."""
+    @renamed_parameters(benchmark="reference")
+    def fit(self, reference) -> "EmbeddingShiftDetector":
+        """Learn the benchmark embeddings ``reference``, shape (n_b, d) (array or frame with ``emb_*``
+        columns; ``benchmark=`` is the deprecated name)."""
         self._check_params()
-        x = embedding_matrix(benchmark)
+        x = embedding_matrix(reference)
         rng = np.random.default_rng(self.random_state)
         self.benchmark_ = x
         self.reference_ = x[rng.choice(len(x), self.max_rows, replace=False)] if len(x) > self.max_rows else x
@@ -177,11 +179,13 @@ class EmbeddingShiftDetector:
         self.distance_threshold_ = float(np.quantile(own[:, -1], self.novelty_quantile))
         return self
 
-    def test(self, production, *, context: pd.DataFrame | None = None) -> EmbeddingShiftResult:
-        """Test production embeddings (n_p, d); ``context`` (n_p rows) describes the regions."""
+    @renamed_parameters(production="current")
+    def test(self, current, *, context: pd.DataFrame | None = None) -> EmbeddingShiftResult:
+        """Test production embeddings ``current`` (n_p, d; ``production=`` is the deprecated name);
+        ``context`` (n_p rows) describes the regions."""
         check_fitted(self, "mmd_")
         self._check_params()
-        x = embedding_matrix(production)
+        x = embedding_matrix(current)
         if x.shape[1] != self.benchmark_.shape[1]:
             raise DetectorInputError(f"production embeddings have {x.shape[1]} dimensions, benchmark "
                                      f"{self.benchmark_.shape[1]}.")

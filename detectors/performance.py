@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, Result, check_fitted, check_fraction, check_int, check_number,
+from detectors.base import (DetectorInputError, Result, check_fitted, check_fraction, check_int, check_number, renamed_parameters,
                             check_random_state)
 from detectors.confusion import as_label_array, encode, match_columns, parse_predictions, sorted_classes
 from detectors.intervals import z_value
@@ -203,14 +203,15 @@ class PriorReweightedEstimator(_ConfusionEstimator):
         self.pos_ = self._positive_index()
         return self
 
-    def estimate(self, y_pred_production) -> PerformanceEstimate:
-        """Estimate the metrics of production predictions (labels or probabilities, as in ``fit``)."""
+    @renamed_parameters(y_pred_production="y_pred")
+    def estimate(self, y_pred) -> PerformanceEstimate:
+        """Estimate the metrics of production predictions ``y_pred`` (labels or probabilities, as in
+        ``fit``; ``y_pred_production=`` is the deprecated name)."""
         check_fitted(self, "label_shift_")
         self._check_params()
         ls = self.label_shift_
-        y_pred_production, _ = _hard_labels(y_pred_production, None, "y_pred_production", ls.pred_classes_,
-                                            self.proba_classes_)
-        mu, counts, rows = ls.production_outputs(y_pred_production)
+        y_pred, _ = _hard_labels(y_pred, None, "y_pred", ls.pred_classes_, self.proba_classes_)
+        mu, counts, rows = ls.production_outputs(y_pred)
         n_p = int(counts.sum())
         if n_p < self.min_samples:
             return _insufficient_estimate("prior_reweighted", self, n_p)

@@ -22,13 +22,14 @@ dataset keep their values and CIs there but are not tested (``status="insufficie
 from __future__ import annotations
 
 from dataclasses import replace
+import warnings
 from typing import Mapping
 
 import numpy as np
 from scipy import stats
 
 from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_correction, check_fitted, check_fraction,
-                            check_in, check_int, check_number, check_random_state)
+                            check_in, check_int, check_number, check_random_state, renamed_parameters)
 from detectors.confusion import confusion_counts, encode, sorted_classes
 from detectors.correction import readjust
 from detectors.intervals import newcombe_interval, z_value
@@ -61,7 +62,7 @@ class SliceEvaluator:
         Fewest rows behind the metric (e.g. positives for sensitivity) in each group to test.
     confidence, n_bootstrap, random_state : CI level, bootstrap replicates, seed
 
-    ``fit(benchmark)`` remembers the labelled benchmark :class:`Outcomes`; ``test(production,
+    ``fit(reference)`` remembers the labelled benchmark :class:`Outcomes`; ``test(current,
     slices=...)`` evaluates and tests every slice (masks on both datasets, as
     :meth:`detectors.ContextShiftDetector.test` takes them).
 
@@ -114,40 +115,42 @@ class SliceEvaluator:
     def _name(self) -> str:
         return METRIC_ALIASES.get(self.metric, self.metric)
 
-    def fit(self, benchmark: Outcomes) -> "SliceEvaluator":
-        """Remember the benchmark :class:`Outcomes`; they need labels (``y_true``)."""
+    @renamed_parameters(benchmark="reference")
+    def fit(self, reference: Outcomes) -> "SliceEvaluator":
+        """Remember the benchmark's :class:`Outcomes` (``reference``; ``benchmark=`` is the deprecated
+        name); they need labels (``y_true``)."""
         self._check_params()
-        if not isinstance(benchmark, Outcomes):
-            raise DetectorInputError(f"benchmark must be an Outcomes(y_pred, y_true, scores), "
-                                     f"got {type(benchmark).__name__}.")
-        if not benchmark.labelled:
+        if not isinstance(reference, Outcomes):
+            raise DetectorInputError(f"reference must be an Outcomes(y_pred, y_true, scores), "
+                                     f"got {type(reference).__name__}.")
+        if not reference.labelled:
             raise DetectorInputError("the benchmark needs labels (y_true) to evaluate slices.")
-        self._check_scores(benchmark, "benchmark")
-        self.benchmark_ = benchmark
+        self._check_scores(reference, "benchmark")
+        self.benchmark_ = reference
         return self
 
     def evaluate(self, slices: Mapping[str, tuple], benchmark: Outcomes, production: Outcomes, *,
                  definitions: Mapping[str, str] | None = None,
                  sources: Mapping[str, str] | None = None) -> SliceEvaluation:
         """Deprecated: ``fit(benchmark).test(production, slices=slices, ...)``."""
-        import warnings
-
         warnings.warn("SliceEvaluator.evaluate(slices, benchmark, production) is deprecated; use "
                       "fit(benchmark).test(production, slices=slices)", DeprecationWarning, stacklevel=2)
         return self.fit(benchmark).test(production, slices=slices, definitions=definitions, sources=sources)
 
-    def test(self, production: Outcomes, *, slices: Mapping[str, tuple],
+    @renamed_parameters(production="current")
+    def test(self, current: Outcomes, *, slices: Mapping[str, tuple],
              definitions: Mapping[str, str] | None = None,
              sources: Mapping[str, str] | None = None) -> SliceEvaluation:
-        """Evaluate every slice of ``production`` (:class:`Outcomes`, labelled or not) against the
-        benchmark; ``slices`` maps name -> (benchmark_mask (n_b,), production_mask (n_p,))."""
+        """Evaluate every slice of production's :class:`Outcomes` (``current``, labelled or not;
+        ``production=`` is the deprecated name) against the benchmark; ``slices`` maps name ->
+        (benchmark_mask (n_b,), production_mask (n_p,))."""
         check_fitted(self, "benchmark_")
         self._check_params()
-        if not isinstance(production, Outcomes):
-            raise DetectorInputError(f"production must be an Outcomes(y_pred, y_true, scores), "
-                                     f"got {type(production).__name__}.")
-        self._check_scores(production, "production")
-        benchmark = self.benchmark_
+        if not isinstance(current, Outcomes):
+            raise DetectorInputError(f"current must be an Outcomes(y_pred, y_true, scores), "
+                                     f"got {type(current).__name__}.")
+        self._check_scores(current, "production")
+        benchmark, production = self.benchmark_, current
         ys = [benchmark.y_true, benchmark.y_pred, production.y_pred] + ([production.y_true] if production.labelled else [])
         self.classes_ = sorted_classes(*ys)
         positive = self.positive if self.positive is not None else infer_positive(self.classes_.tolist())
