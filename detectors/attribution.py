@@ -32,11 +32,14 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from slicelang import equals, in_range, is_missing
 
-from detectors.base import DetectorInputError, Result, renamed_parameters
-from detectors.conditional import (CONDITIONAL_EFFECT_FLOORS, ConditionalShiftDetector,  # noqa: F401 (re-export)
-                                   ConditionalShiftResult)
+from detectors.base import DetectorInputError, Result, check_probabilities, renamed_parameters
+from detectors.conditional import (  # re-exported (__all__)
+    CONDITIONAL_EFFECT_FLOORS,
+    ConditionalShiftDetector,
+    ConditionalShiftResult,
+)
+from slicelang import equals, in_range, is_missing
 
 __all__ = ["context_cells", "CellAttribution", "PerformanceAttribution", "attribute_performance",
            "ConditionalShiftDetector", "ConditionalShiftResult", "CONDITIONAL_EFFECT_FLOORS"]
@@ -180,8 +183,9 @@ def attribute_performance(benchmark_cells, benchmark_values, production_cells, p
     vp = None if production_values is None else np.asarray(production_values, dtype=float)
     if vb.shape != cb.shape or (vp is not None and vp.shape != cp.shape) or not len(cb) or not len(cp):
         raise DetectorInputError("cells and values must be non-empty 1-D arrays of matching lengths.")
-    if ((vb < 0) | (vb > 1)).any() or (vp is not None and ((vp < 0) | (vp > 1)).any()):
-        raise DetectorInputError("per-row metric values must lie in [0, 1].")
+    for values in (vb, vp):
+        if values is not None:
+            check_probabilities("per-row metric values", values)
     n_cells = int(max(cb.max(), cp.max())) + 1
     nb, kb = _cell_stats(cb, vb, n_cells)
     npr, kp = _cell_stats(cp, vp, n_cells)

@@ -31,8 +31,18 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
-                            check_fraction, check_int, check_number, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+)
 from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes
 from detectors.correction import readjust
 from detectors.decision import check_tests, decide

@@ -15,7 +15,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
-from detectors.base import DetectorInputError, check_bool, check_fitted, check_fraction, renamed_parameters
+from detectors.base import (
+    DetectorInputError,
+    check_bool,
+    check_fitted,
+    check_fraction,
+    check_probabilities,
+    renamed_parameters,
+)
 from detectors.confusion import as_label_array, encode, parse_predictions, sorted_classes
 from detectors.performance import PerformanceEstimate, _ConfusionEstimator, _insufficient_estimate
 
@@ -140,9 +147,9 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         arr = np.asarray(scores, dtype=float) if not hasattr(scores, "columns") else None
         if arr is not None and arr.ndim == 1:
             if len(self.classes_) != 2 or self.pos_ is None:
-                raise DetectorInputError(f"1-D {name} are binary positive-class scores: need two classes and positive=.")
-            if not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
-                raise DetectorInputError(f"{name} must be finite probabilities in [0, 1].")
+                raise DetectorInputError(f"1-D {name} are binary positive-class scores: "
+                                         "need two classes and positive=.")
+            check_probabilities(name, arr, allow_nan=False)
             proba = np.empty((len(arr), 2))
             proba[:, self.pos_], proba[:, 1 - self.pos_] = arr, 1 - arr
             return proba

@@ -85,7 +85,8 @@ def as_label_array(values: Any, name: str) -> np.ndarray:
     return arr
 
 
-def parse_predictions(y_pred: Any, classes: Any = None, name: str = "y_pred") -> tuple[str, np.ndarray, np.ndarray | None]:
+def parse_predictions(y_pred: Any, classes: Any = None,
+                      name: str = "y_pred") -> tuple[str, np.ndarray, np.ndarray | None]:
     """Split model outputs into ``("labels", labels, None)`` or ``("proba", matrix, column_classes)``.
 
     Probabilities come as an ``(n, k)`` array (class order from ``classes``) or a DataFrame
@@ -97,7 +98,8 @@ def parse_predictions(y_pred: Any, classes: Any = None, name: str = "y_pred") ->
             cols = [c[len("proba_"):] for c in cols]
         column_classes = np.array(cols, dtype=object) if classes is None else np.asarray(classes, dtype=object)
         if len(column_classes) != y_pred.shape[1]:
-            raise DetectorInputError(f"{name}: {y_pred.shape[1]} probability columns but {len(column_classes)} classes.")
+            raise DetectorInputError(f"{name}: {y_pred.shape[1]} probability columns but "
+                                     f"{len(column_classes)} classes.")
         return "proba", check_proba(y_pred.to_numpy(dtype=float), name), column_classes
     arr = np.asarray(y_pred)
     if arr.ndim == 1:
@@ -163,7 +165,8 @@ def encode(values: np.ndarray, classes: Sequence, name: str) -> np.ndarray:
     return codes
 
 
-def confusion_counts(true_codes: np.ndarray, pred_codes: np.ndarray, k_true: int, k_pred: int | None = None) -> np.ndarray:
+def confusion_counts(true_codes: np.ndarray, pred_codes: np.ndarray, k_true: int,
+                     k_pred: int | None = None) -> np.ndarray:
     """Counts ``cm[t, p]`` of rows with true class ``t`` predicted ``p``; shape ``(k_true, k_pred)``."""
     k_pred = k_true if k_pred is None else k_pred
     flat = np.bincount(true_codes * k_pred + pred_codes, minlength=k_true * k_pred)

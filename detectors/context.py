@@ -57,14 +57,36 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_correction, check_effect_floors,
-                            check_fitted, check_int, check_random_state, renamed_parameters)
+from detectors.base import (
+    DetectorInputError,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_effect_floors,
+    check_fitted,
+    check_in,
+    check_int,
+    check_random_state,
+    renamed_parameters,
+)
+
 # result types and pure helpers live in detectors.context_results and detectors.context_tests; they
 # stay importable from here (exceedance_pvalue, literal_text and _share_stats are used elsewhere)
 from detectors.context_results import ContextShiftResult, SliceShare, UntestedContext
-from detectors.context_tests import (MISSING, _as_mask, _numbers, _share_stats, declared_kind, exceedance_pvalue,
-                                     literal_text, pool_rare_categories, rarity_pvalue, rarity_test,
-                                     untested_ranges, untested_values)
+from detectors.context_tests import (
+    MISSING,
+    _as_mask,
+    _numbers,
+    _share_stats,
+    declared_kind,
+    exceedance_pvalue,
+    literal_text,
+    pool_rare_categories,
+    rarity_pvalue,
+    rarity_test,
+    untested_ranges,
+    untested_values,
+)
 from detectors.correction import readjust
 from detectors.covariate import categorical_shift_test
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
@@ -153,8 +175,8 @@ class ContextShiftDetector:
         types = {}
         for name in reference.columns:
             declared = (column_types or {}).get(name)
-            if declared is not None and declared not in ("numeric", "categorical", "boolean"):
-                raise DetectorInputError(f"column {name!r}: unknown type {declared!r}.")
+            if declared is not None:
+                check_in(f"column_types[{name!r}]", declared, ("numeric", "categorical", "boolean"))
             types[name] = declared_kind(reference[name], declared, self.discrete_max_unique)
         self.column_types_ = types
         self.benchmark_counts_ = {c: self._counts(reference[c]) for c, t in types.items() if t == "categorical"}
@@ -259,8 +281,8 @@ class ContextShiftDetector:
         effect = wasserstein / scale if scale > 0 else 0.0
         details = {"ks_method": ks_method, "wasserstein": wasserstein, "median_benchmark": float(np.median(ref)),
                    "median_production": float(np.median(cur)), "std_benchmark": float(ref.std())}
-        return ShiftTest(name, "ks" if tied is None else ks_method, ks, p, p, effect, "wasserstein_normed", self._floor("wasserstein_normed"),
-                         ref.size, cur.size, False, kind="context", details=details)
+        return ShiftTest(name, "ks" if tied is None else ks_method, ks, p, p, effect, "wasserstein_normed",
+                         self._floor("wasserstein_normed"), ref.size, cur.size, False, kind="context", details=details)
 
     def _untested_range(self, name: str, values: pd.Series, n2: int) -> list[tuple[UntestedContext, ShiftTest]]:
         """Candidate untested ranges of a numeric column with their tests (:func:`untested_ranges`)."""

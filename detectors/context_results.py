@@ -108,7 +108,10 @@ class ContextShiftResult(Result):
             u = replace(u, claimed=bool(t.drifted), p_value=t.p_value, p_value_adjusted=t.p_value_adjusted,
                         reason=claim_reason(t, self.alpha))
             (claimed if t.drifted else not_claimed).append(u)
-        order = lambda u: (-u.production_share, u.name)  # noqa: E731
+
+        def order(u):
+            return (-u.production_share, u.name)
+
         return replace(self, contexts=tests[:k], slice_shares=shares, candidate_tests=decided,
                        untested_contexts=tuple(sorted(claimed, key=order)),
                        not_claimed_contexts=tuple(sorted(not_claimed, key=order)),

@@ -4,16 +4,15 @@ untested category values (rare values of one column pooled into one candidate)."
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
-from slicelang import compare, equals, literal_text
 
 from detectors.base import DetectorInputError, ShiftTest
 from detectors.context_results import UntestedContext
 from detectors.intervals import newcombe_interval, wilson_interval
+from slicelang import compare, equals, literal_text
 
 __all__ = ["exceedance_pvalue", "rarity_pvalue", "literal_text", "untested_ranges", "untested_values", "rarity_test",
            "pool_rare_categories", "declared_kind"]
@@ -111,7 +110,8 @@ def rarity_test(u: UntestedContext, n_benchmark: int, n_production: int, *, floo
     expected = (u.n_benchmark + u.n_production) * n_benchmark / max(n_benchmark + n_production, 1)
     return ShiftTest(u.name, "hypergeometric_exact", float(u.n_benchmark), p, p, u.production_share,
                      "untested_share", floor, int(n_benchmark), int(n_production), False, kind="untested_context",
-                     details={"column": u.column, "k_benchmark": int(u.n_benchmark), "k_production": int(u.n_production),
+                     details={"column": u.column, "k_benchmark": int(u.n_benchmark),
+                              "k_production": int(u.n_production),
                               "expected_benchmark_by_chance": float(expected), "n_values": int(u.n_values)})
 
 

@@ -7,15 +7,16 @@ every column declared numeric) binned at quantiles of the ``reference`` data —
 which stays fixed across a monitor's runs — rounded to three significant digits
 (``q1 <= col < q2``), and missing values (``col is missing``). Edges taken from each run's own
 rows would move with every draw, so the same population would get a new definition (and key)
-in every audit; edges from the reference give it the same one. Candidates are all single conditions and all conjunctions of up to
-``max_conditions`` conditions on distinct columns. Their sizes and error counts come from
+in every audit; edges from the reference give it the same one. Candidates are all single conditions and
+all conjunctions of up to ``max_conditions`` conditions on distinct columns. Their sizes and error counts come from
 one ``np.bincount`` per column combination — no loop over rows or over candidates.
 
 Each candidate with at least ``min_support`` rows inside and outside is tested one-sided,
 "error rate in the slice > error rate in the rest", with the exact conditional test (Fisher's:
 given the total error count, the slice's errors are hypergeometric under "errors do not
 depend on the slice"; the normal approximation is anti-conservative for small slices with
-rare errors); ``statistic`` is the pooled two-proportion z, for reading. Benjamini–Hochberg controls the false discovery rate across **all** tested candidates.
+rare errors); ``statistic`` is the pooled two-proportion z, for reading. Benjamini–Hochberg controls the
+false discovery rate across **all** tested candidates.
 A candidate is *significant* when its adjusted p-value is below ``alpha`` and its error rate
 exceeds the rest by at least ``min_gap``. Among significant candidates a conjunction is
 reported only if it is worse than each of its sub-conjunctions by at least ``min_gap``
@@ -39,11 +40,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 from scipy import stats
-from slicelang import all_of, equals, in_range, is_missing
 
-from detectors.base import DetectorInputError, Result
+from detectors.base import DetectorInputError, Result, check_alpha, check_correction, check_in, check_int, check_number
 from detectors.correction import adjust_pvalues
 from detectors.intervals import newcombe_interval, wilson_interval
+from slicelang import all_of, equals, in_range, is_missing
 
 __all__ = ["Condition", "DiscoveredSlice", "DiscoveryResult", "discover_weak_slices"]
 
@@ -149,7 +150,8 @@ def _native(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _encode_bins(series: pd.Series, missing: np.ndarray, n_bins: int, edges_from: np.ndarray) -> tuple[np.ndarray, list]:
+def _encode_bins(series: pd.Series, missing: np.ndarray, n_bins: int,
+                 edges_from: np.ndarray) -> tuple[np.ndarray, list]:
     """Bins at the quantiles of ``edges_from`` (the reference's values), rounded (:func:`_round_edge`)."""
     v = series.to_numpy(float)
     if edges_from.size == 0:
@@ -196,11 +198,19 @@ def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int =
     """
     e = np.asarray(errors)
     if not isinstance(context, pd.DataFrame) or e.shape != (len(context),):
-        raise DetectorInputError(f"errors must have shape ({len(getattr(context, 'index', []))},) like the context rows.")
+        rows = len(getattr(context, "index", []))
+        raise DetectorInputError(f"errors must have shape ({rows},) like the context rows.")
     if not np.isin(e, [0, 1]).all():
         raise DetectorInputError("errors must be boolean or 0/1 (1 = the model was wrong).")
-    if max_conditions not in (1, 2, 3):
-        raise DetectorInputError("max_conditions must be 1, 2 or 3.")
+    check_in("max_conditions", max_conditions, (1, 2, 3))
+    check_int("min_support", min_support, minimum=1)
+    check_int("n_bins", n_bins, minimum=1)
+    check_int("max_categories", max_categories, minimum=1)
+    check_int("discrete_max_unique", discrete_max_unique, minimum=0)
+    check_number("min_gap", min_gap, minimum=0, maximum=1)
+    check_alpha(alpha)
+    check_correction(correction)
+    check_int("max_results", max_results, minimum=1)
     if len(e) == 0 or context.shape[1] == 0:
         raise DetectorInputError("discovery needs at least one row and one context column.")
     e = e.astype(float)

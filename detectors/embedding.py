@@ -24,14 +24,25 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from sklearn.neighbors import NearestNeighbors
-from slicelang import equals, in_range
 from threadpoolctl import threadpool_limits
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
-                            check_fraction, check_int, check_number, check_random_state, renamed_parameters)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
 from detectors.correction import readjust
 from detectors.intervals import wilson_interval
 from detectors.mmd import MMDDetector
+from slicelang import equals, in_range
 
 __all__ = ["EmbeddingShiftDetector", "EmbeddingShiftResult", "NovelRegion", "ContextDescription", "embedding_matrix"]
 
@@ -244,7 +255,8 @@ class EmbeddingShiftDetector:
         se = np.sqrt(pooled * (1 - pooled) * (1 / n_b + 1 / n_p))
         z = (k_p / n_p - k_b / n_b) / se if se > 0 else 0.0
         if min(n_b, n_p) * min(pooled, 1 - pooled) < 5:
-            p, method = stats.fisher_exact([[k_p, n_p - k_p], [k_b, n_b - k_b]], alternative="greater").pvalue, "fisher_exact"
+            table = [[k_p, n_p - k_p], [k_b, n_b - k_b]]
+            p, method = stats.fisher_exact(table, alternative="greater").pvalue, "fisher_exact"
         else:
             p, method = stats.norm.sf(z), "z_one_sided"
         effect = 1 - (k_b / n_b) / (k_p / n_p)
@@ -273,7 +285,8 @@ def _kmeans(x: np.ndarray, k: int, rng, n_init: int = 3, n_iter: int = 100) -> n
         centres = x[[rng.integers(len(x))]]
         for _ in range(1, k):  # k-means++: next centre with probability proportional to d^2
             d2 = ((x[:, None, :] - centres[None]) ** 2).sum(-1).min(1)
-            centres = np.vstack([centres, x[rng.choice(len(x), p=d2 / d2.sum()) if d2.sum() > 0 else rng.integers(len(x))]])
+            pick = rng.choice(len(x), p=d2 / d2.sum()) if d2.sum() > 0 else rng.integers(len(x))
+            centres = np.vstack([centres, x[pick]])
         for _ in range(n_iter):
             labels = _nearest(x, centres)
             onehot = np.eye(k)[labels]  # (n, k): centre sums by one matrix product

@@ -46,12 +46,35 @@ from dataclasses import replace
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_fitted, check_fraction, check_int, renamed_parameters,
-                            check_number, check_random_state)
-from detectors.bbse_solver import (bootstrap_soft_joint, check_regularization, choose_regularization,
-                                   ridge_for_condition, soft_joint, solve_priors)
-from detectors.confusion import (as_label_array, bootstrap_row_means, chi2_two_sample, confusion_counts, encode,
-                                 match_columns, parse_predictions, sorted_classes)
+from detectors.base import (
+    DetectorInputError,
+    ShiftTest,
+    check_alpha,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
+from detectors.bbse_solver import (
+    bootstrap_soft_joint,
+    check_regularization,
+    choose_regularization,
+    ridge_for_condition,
+    soft_joint,
+    solve_priors,
+)
+from detectors.confusion import (
+    as_label_array,
+    bootstrap_row_means,
+    chi2_two_sample,
+    confusion_counts,
+    encode,
+    match_columns,
+    parse_predictions,
+    sorted_classes,
+)
 from detectors.decision import decide
 from detectors.label_shift_counts import CountsFitting
 from detectors.label_shift_result import INTERVAL_NOTE, LabelShiftResult, insufficient_result, prior_result

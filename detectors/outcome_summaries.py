@@ -120,7 +120,10 @@ class _ClassCounts:
         if lost:
             raise DetectorInputError(f"{what} has classes unseen in the benchmark: {lost[:10]}.")
         kept = np.array([i for i, c in enumerate(self.classes) if c in classes], dtype=np.intp)
-        sub = lambda a: a[(Ellipsis, *np.ix_(*([kept] * self._AXES)))]  # noqa: E731
+
+        def sub(a):
+            return a[(Ellipsis, *np.ix_(*([kept] * self._AXES)))]
+
         old = tuple(self.classes[i] for i in kept)
         reps = None if self.replicates is None else _reindex(sub(self.replicates), old, classes, self._AXES)
         return type(self)(classes, _reindex(sub(self.counts), old, classes, self._AXES), reps)

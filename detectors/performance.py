@@ -5,7 +5,8 @@ which every metric follows (:func:`detectors.metric_ci.metric_from_confusion`):
 
 * ``ConfidenceBasedEstimator`` (:mod:`detectors.confidence_based`, like NannyML's CBPE):
   benchmark scores are calibrated with isotonic regression, and the calibrated ``P(y | x)``
-  of each production row gives its expected true class. Valid under covariate shift (``P(y | x)`` fixed), NOT under label shift.
+  of each production row gives its expected true class. Valid under covariate shift (``P(y | x)``
+  fixed), NOT under label shift.
 * :class:`PriorReweightedEstimator`: benchmark ``P(yhat | y)`` with BBSE production priors
   gives ``P(y | yhat)`` in production. Valid under label shift (``P(x | y)`` fixed).
 
@@ -25,13 +26,28 @@ from typing import Any
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, Result, check_fitted, check_fraction, check_int, check_number, renamed_parameters,
-                            check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_names,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
 from detectors.confusion import as_label_array, encode, match_columns, parse_predictions, sorted_classes
 from detectors.intervals import z_value
 from detectors.label_shift import LabelShiftEstimator, check_regularization, solve_priors
-from detectors.metric_ci import (MetricEstimate, ObservedPerformance, infer_positive, metric_from_confusion,
-                                 metric_with_ci, observed_performance)
+from detectors.metric_ci import (
+    MetricEstimate,
+    ObservedPerformance,
+    infer_positive,
+    metric_from_confusion,
+    metric_with_ci,
+    observed_performance,
+)
 
 __all__ = ["PriorReweightedEstimator", "PerformanceEstimate",
            "PerformanceComparison", "MetricComparison", "compare_performance", "metric_with_ci",
@@ -103,11 +119,7 @@ class _ConfusionEstimator:
 
     def _check_common_params(self) -> None:
         """``metrics``, ``n_bootstrap``, ``confidence``, ``min_samples``, ``random_state``."""
-        metrics = self.metrics
-        if metrics is not None and (isinstance(metrics, str) or not hasattr(metrics, "__len__")
-                                    or not all(isinstance(m, str) and m in ESTIMATED_METRICS for m in metrics)):
-            raise DetectorInputError(f"metrics must be None or a list of names from {list(ESTIMATED_METRICS)}, "
-                                     f"got {metrics!r}.")
+        check_names("metrics", self.metrics, ESTIMATED_METRICS)
         check_int("n_bootstrap", self.n_bootstrap, minimum=1)
         check_fraction("confidence", self.confidence)
         check_int("min_samples", self.min_samples, minimum=1)

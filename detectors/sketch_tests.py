@@ -48,15 +48,40 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_correction, check_effect_floors,
-                            check_fraction, check_int, check_number, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_effect_floors,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+)
 from detectors.column_types import ExcludedColumn
-from detectors.covariate import (DEFAULT_EFFECT_FLOORS, CovariateResult, categorical_feature_test, covariate_result,
-                                 effect_floor, insufficient_test, mean_difference, missing_rate_tests, missing_rates,
-                                 wasserstein_effect)
+from detectors.covariate import (
+    DEFAULT_EFFECT_FLOORS,
+    CovariateResult,
+    categorical_feature_test,
+    covariate_result,
+    effect_floor,
+    insufficient_test,
+    mean_difference,
+    missing_rate_tests,
+    missing_rates,
+    wasserstein_effect,
+)
 from detectors.label_shift import PRIOR_RATIO_FLOOR, LabelShiftEstimator, LabelShiftResult
-from detectors.metric_ci import (METRICS, NEEDS_CLASS, NEEDS_POSITIVE, MetricEstimate, infer_positive,
-                                 metric_from_confusion, metric_from_counts)
+from detectors.metric_ci import (
+    METRICS,
+    NEEDS_CLASS,
+    NEEDS_POSITIVE,
+    MetricEstimate,
+    infer_positive,
+    metric_from_confusion,
+    metric_from_counts,
+)
 from detectors.summaries import CategorySummary, ConfusionSummary, NumericSummary, PredictionSummary
 from detectors.univariate import ks_pvalue, ks_test, ks_tied_pvalue
 

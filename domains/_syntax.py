@@ -5,8 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Union
 
-from slicelang import COMPARATORS as _COMPARATORS
-from slicelang import KEYWORDS as _KEYWORDS
+from slicelang import COMPARATORS as _COMPARATORS, KEYWORDS as _KEYWORDS
 
 __all__ = [
     "ExpressionError", "Problem", "Token", "Node", "Operand", "Column", "Literal", "Abs", "Compare",

@@ -33,9 +33,9 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from slicelang import all_of, equals
 
 from domains.loader import BUILTIN_ALIASES, builtin_name
+from slicelang import all_of, equals
 
 __all__ = ["PlantedShift", "PLANTED", "EXAMPLE_DOMAINS", "make_example"]
 
@@ -254,7 +254,8 @@ def _features(rng, domain: str, ctx: pd.DataFrame) -> dict:
                 "blur": np.round(rng.gamma(2, 0.5, n) + heavy, 3),
                 "duration_s": np.round(rng.lognormal(np.log(20), 0.7, n), 1)}
     return {"lesion_diameter_mm": np.round(rng.lognormal(np.log(6), 0.4, n), 1),
-            "image_brightness": np.round(np.clip(rng.normal(0.6 - 0.05 * ctx["fitzpatrick"].to_numpy(), 0.08), 0, 1), 3),
+            "image_brightness": np.round(np.clip(rng.normal(0.6 - 0.05 * ctx["fitzpatrick"].to_numpy(), 0.08),
+                                                 0, 1), 3),
             "blur_score": np.round(rng.gamma(2, 0.3, n) + (ctx["image_quality"] == "poor").to_numpy(), 3)}
 
 

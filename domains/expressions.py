@@ -27,7 +27,8 @@ Nothing is ever passed to ``eval``: text is tokenised, parsed by recursive desce
 frozen dataclasses, and evaluated with vectorised pandas operations.
 
 >>> import pandas as pd
->>> df = pd.DataFrame({"fitzpatrick": [1, 5, 6, None], "modality": ["clinical", "smartphone", "smartphone", "smartphone"]})
+>>> df = pd.DataFrame({"fitzpatrick": [1, 5, 6, None],
+...                    "modality": ["clinical", "smartphone", "smartphone", "smartphone"]})
 >>> evaluate(parse('fitzpatrick in [5, 6] and modality == "smartphone"'), df).tolist()
 [False, True, True, False]
 >>> parse("age >")  # doctest: +ELLIPSIS
@@ -46,12 +47,27 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from slicelang import literal_text, name_text
-
 from domains._syntax import (
-    Abs, And, Between, Column, Compare, ExpressionError, InList, IsMissing, Literal, Node, Not,
-    Operand, Or, Problem, Token, Truthy, parse, tokenize,
+    Abs,
+    And,
+    Between,
+    Column,
+    Compare,
+    ExpressionError,
+    InList,
+    IsMissing,
+    Literal,
+    Node,
+    Not,
+    Operand,
+    Or,
+    Problem,
+    Token,
+    Truthy,
+    parse,
+    tokenize,
 )
+from slicelang import literal_text, name_text
 
 ExpressionError.__module__ = __name__  # users see domains.expressions.ExpressionError
 
@@ -345,7 +361,7 @@ def _eval(node, df: pd.DataFrame) -> np.ndarray:
         high = Compare("<=", node.operand, node.high, node.position)
         return _compare(low, df) & _compare(high, df)
     if isinstance(node, Truthy):
-        return _to_array(_as_bool(_value(node.column, df)) == True, n)  # noqa: E712 (NaN -> False)
+        return _to_array(_as_bool(_value(node.column, df)).eq(True), n)  # NaN -> False
     raise TypeError(f"not an expression node: {node!r}")
 
 
