@@ -236,6 +236,7 @@ def chi2_two_sample(counts_a, counts_b) -> tuple[float, float, int]:
     concept and covariate tests agree. Categories empty in both samples are dropped; with fewer
     than two categories left the samples cannot differ and ``(0.0, 1.0, 0)`` is returned.
     """
+    # scipy.stats (~1 s to import) only when a table is tested: label shift (BBSE) imports this module without it
     from detectors.univariate import chi2_two_sample as pooled_chi2
 
     a, b = np.asarray(counts_a, dtype=float), np.asarray(counts_b, dtype=float)

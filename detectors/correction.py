@@ -17,6 +17,7 @@ from typing import Callable, Sequence, TypeVar
 import numpy as np
 
 from detectors.base import check_in, check_probabilities, renamed_parameters
+from detectors.decision import decide
 
 __all__ = ["benjamini_hochberg", "holm", "bonferroni", "adjust_pvalues", "CORRECTIONS", "is_shift", "readjust"]
 
@@ -82,8 +83,6 @@ def adjust_pvalues(p_values, correction: str = "bh") -> np.ndarray:
 
 def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor):
     """The one decision rule (:func:`detectors.decision.decide`), elementwise on arrays."""
-    from detectors.decision import decide
-
     return np.asarray(decide(p_value_adjusted, effect_size, alpha=alpha, effect_floor=effect_floor))
 
 

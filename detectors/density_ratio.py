@@ -64,7 +64,7 @@ def density_ratio_weights(benchmark: pd.DataFrame, production: pd.DataFrame, *, 
     -------
     weights : array of shape (n_b,), mean 1, or None when the columns give nothing to fit on.
     """
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # scikit-learn (~0.5 s to import) only when weights are fitted
 
     if list(benchmark.columns) != list(production.columns):
         raise ValueError("benchmark and production must have the same columns.")

@@ -40,6 +40,7 @@ from detectors.base import (
     renamed_parameters,
 )
 from detectors.correction import readjust
+from detectors.decision import check_tests
 from detectors.intervals import wilson_interval
 from detectors.mmd import MMDDetector
 from slicelang import equals, in_range
@@ -106,10 +107,6 @@ class EmbeddingShiftResult(Result):
 
     def with_tests(self, tests) -> "EmbeddingShiftResult":
         """A copy holding re-corrected ``tests`` (order of :attr:`tests`), ``is_shift`` re-derived."""
-        from dataclasses import replace
-
-        from detectors.decision import check_tests
-
         tests = check_tests(self, tests)
         regions = tuple(replace(r, test=t, is_novel=bool(t.drifted)) for r, t in zip(self.regions, tests[1:]))
         return replace(self, test=tests[0], regions=regions, is_shift=any(t.drifted for t in tests))
