@@ -28,7 +28,7 @@ context mix? A permutation test within cells.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -215,7 +215,7 @@ def attribute_performance(benchmark_cells, benchmark_values, production_cells, p
         confidence=float(confidence))
 
 
-def _bootstrap(nb, kb, npr, kp, labelled: bool, n_bootstrap: int, rng):
+def _bootstrap(nb, kb, npr, kp, labelled: bool, n_bootstrap: int, rng) -> tuple[Any, Any, Any, Any]:
     """Multinomial resampling of (cell x outcome) counts; values in (0, 1) are split by their mean."""
     def draw(n, k):
         probs = np.concatenate([k, n - k]) / n.sum()

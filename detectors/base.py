@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -185,7 +185,7 @@ class Result:
     """
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
+        for f in dataclasses.fields(cast(Any, self)):  # every subclass is a dataclass
             value = getattr(self, f.name)
             frozen = freeze(value)
             if frozen is not value:

@@ -232,7 +232,9 @@ class ClassifierTwoSampleDetector(EncodedReferenceDetector):
                 scores = model.predict_proba(features[held_out])[:, 1]
                 is_current = labels[held_out] == 1
                 auc, z, se = mann_whitney_auc(scores[~is_current], scores[is_current])
-                aucs.append(auc), zs.append(z), ses.append(se)
+                aucs.append(auc)
+                zs.append(z)
+                ses.append(se)
         return aucs, zs, ses
 
     def _result_insufficient(self, n: int, m: int) -> ClassifierTestResult:

@@ -160,7 +160,7 @@ def two_proportion_pvalue(k1, n1, k2, n2) -> tuple[float, float]:
     Returns ``(statistic, p_value)``; the statistic is z (NaN for Fisher).
     """
     # The audit's one chi-square on the 2 x 2 table (z^2 = chi2); Fisher's exact p when sparse.
-    outcome = pooled_chi2([k1, n1 - k1], [k2, n2 - k2])
+    outcome = pooled_chi2(np.array([k1, n1 - k1]), np.array([k2, n2 - k2]))
     if outcome.p_method == "fisher_exact":
         return float("nan"), float(outcome.p_value)
     if outcome.dof == 0:

@@ -12,6 +12,8 @@ with confidence intervals and tests no hypothesis.
 """
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
@@ -269,13 +271,14 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         Rows with the same scores and prediction have the same calibrated class probability
         under every replicate's map, so their drawn labels are one binomial count per cell: the
         same distribution as one draw per row, at the cost of the distinct scores."""
-        c = self.bootstrap_calibrators_[0][0][0]  # the calibrated (positive) column
+        replicates = cast(list, self.bootstrap_calibrators_)  # calibrating, so fitted
+        c = replicates[0][0][0]  # the calibrated (positive) column
         scores, inverse = np.unique(proba_sub[:, c], return_inverse=True)
         cell = inverse.ravel() * 2 + pred_sub
         counts = np.bincount(cell, minlength=2 * len(scores))
         used = np.flatnonzero(counts)
         rows, score_of, pred_of = counts[used], used // 2, used % 2
-        for b, maps in enumerate(self.bootstrap_calibrators_):
+        for b, maps in enumerate(replicates):
             _, x, y = maps[0]
             calibrated = np.clip(np.interp(scores, x, y), 0.0, 1.0)
             p_one = calibrated[score_of] if c == 1 else 1.0 - calibrated[score_of]  # P(drawn label = class 1)
@@ -291,5 +294,6 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
                 raise DetectorInputError(f"y_pred has {len(pred)} rows but scores has {len(proba)}.")
             return encode(pred, self.classes_, "y_pred")
         if np.ndim(raw_scores) == 1 and not hasattr(raw_scores, "columns"):
-            return np.where(proba[:, self.pos_] >= self.threshold, self.pos_, 1 - self.pos_)
+            pos = cast(int, self.pos_)  # 1-D scores are checked to be binary with a positive class
+            return np.where(proba[:, pos] >= self.threshold, pos, 1 - pos)
         return proba.argmax(1)

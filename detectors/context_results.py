@@ -103,7 +103,8 @@ class ContextShiftResult(Result):
         k, s = len(self.contexts), len(self.slice_shares)
         shares = tuple(replace(sh, test=t) for sh, t in zip(self.slice_shares, tests[k:k + s]))
         decided = tests[k + s:]
-        claimed, not_claimed = [], list(self.too_small)
+        claimed: list[UntestedContext] = []
+        not_claimed = list(self.too_small)
         for u, t in zip(self.candidates, decided):
             u = replace(u, claimed=bool(t.drifted), p_value=t.p_value, p_value_adjusted=t.p_value_adjusted,
                         reason=claim_reason(t, self.alpha))

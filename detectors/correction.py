@@ -16,7 +16,7 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from detectors.base import check_in, check_probabilities, renamed_parameters
+from detectors.base import ShiftTest, check_in, check_probabilities, renamed_parameters
 from detectors.decision import decide
 
 __all__ = ["benjamini_hochberg", "holm", "bonferroni", "adjust_pvalues", "CORRECTIONS", "is_shift", "readjust"]
@@ -86,7 +86,7 @@ def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor):
     return np.asarray(decide(p_value_adjusted, effect_size, alpha=alpha, effect_floor=effect_floor))
 
 
-T = TypeVar("T")
+T = TypeVar("T", bound=ShiftTest)  # or a subclass
 
 
 @renamed_parameters(method="correction")

@@ -224,7 +224,7 @@ class CovariateShiftDetector:
         """
         self._check_params()
         reference = check_frame(reference, role="reference")
-        counts = {}
+        counts: dict[str, pd.Series] = {}
         types = infer_column_types(reference, categorical_max_unique=self.categorical_max_unique,
                                    discrete_max_unique=self.discrete_max_unique, counts=counts)
         matrix = finite_matrix(reference, types.numeric, role="reference")

@@ -237,7 +237,7 @@ def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int =
     significant = testable & (p_adj < alpha) & (rate - rest >= min_gap)
     keep = _prune(cand, significant, rate, min_gap)
     order = sorted(np.flatnonzero(keep), key=lambda i: -(rate[i] - rest[i]) * counts[i])[:max_results]
-    slices = tuple(_describe(i, rank, cand.key(i), encoded, counts, errs, n, total_errors, z, p, p_adj)
+    slices = tuple(_describe(i, rank, cand.key(int(i)), encoded, counts, errs, n, total_errors, z, p, p_adj)
                    for rank, i in enumerate(order, start=1))
     return DiscoveryResult(slices, int(testable.sum()), int(significant.sum()), n,
                            total_errors / n if n else float("nan"), float(alpha))
@@ -289,7 +289,7 @@ def _prune(cand: _Candidates, significant: np.ndarray, rate: np.ndarray, min_gap
     """Drop conjunctions that are not worse than each sub-conjunction by ``min_gap``."""
     keep = significant.copy()
     for i in np.flatnonzero(significant):
-        key = cand.key(i)
+        key = cand.key(int(i))
         subs = [cand.index(sub) for r in range(1, len(key)) for sub in itertools.combinations(key, r)]
         if any(rate[i] - rate[j] < min_gap for j in subs):
             keep[i] = False

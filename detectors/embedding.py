@@ -277,7 +277,7 @@ def _kmeans(x: np.ndarray, k: int, rng, n_init: int = 3, n_iter: int = 100) -> n
     Written out because scikit-learn's threaded KMeans costs ~0.1 s per fit on small data
     when the machine's cores are busy; this one is single-threaded, vectorised and seeded.
     """
-    best, best_inertia = None, np.inf
+    best, best_inertia = x[:0], np.inf  # n_init >= 1: replaced by the first try
     for _ in range(n_init):
         centres = x[[rng.integers(len(x))]]
         for _ in range(1, k):  # k-means++: next centre with probability proportional to d^2

@@ -43,6 +43,7 @@ effect measure in :mod:`detectors.prior_effect`. ``solve_priors``, ``ridge_for_c
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
@@ -297,7 +298,7 @@ class LabelShiftEstimator(CountsFitting):
             mu = rng.multinomial(n_production, mu, size=B) / n_production
         else:
             joint = bootstrap_soft_joint(self.joint_, self._benchmark_rows, B, rng)
-            mu = bootstrap_row_means(rows, B, rng)
+            mu = bootstrap_row_means(cast(np.ndarray, rows), B, rng)  # probabilities: rows were kept
         return joint, mu, solve_priors(joint, mu, lam)
 
     def _result(self, q, q_boot, mu, p_value, effect, drifted, n_p, test, status) -> LabelShiftResult:

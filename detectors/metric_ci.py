@@ -105,6 +105,9 @@ def metric_from_confusion(name: str, cm: np.ndarray, pos: int | None = None, cls
     if name in ("recall", "precision"):
         fn = recall_from_confusion if name == "recall" else precision_from_confusion
         return fn(cm)[..., cls]
+    check_in("metric", name, METRICS)
+    if pos is None:
+        raise DetectorInputError(f"metric {name!r} needs positive=<class label>.")
     if name == "sensitivity":
         return recall_from_confusion(cm)[..., pos]
     if name == "f1":
@@ -118,17 +121,19 @@ def metric_from_confusion(name: str, cm: np.ndarray, pos: int | None = None, cls
     raise AssertionError(f"metric {name!r} is known but has no formula")
 
 
-def _wilson_counts(name: str, cm: np.ndarray, pos: int | None, cls: int | None) -> tuple[float, float]:
-    """Successes and trials of the proportion metrics."""
+def _wilson_counts(name: str, cm: np.ndarray, pos: int | None, cls: int | None) -> tuple[Any, Any]:
+    """Successes and trials of the proportion metrics (NumPy scalars, or arrays for a batch)."""
     if name == "accuracy":
         return np.trace(cm), cm.sum()
     idx = cls if name in NEEDS_CLASS else pos
+    if idx is None:
+        raise DetectorInputError(f"metric {name!r} needs positive=<class label>.")
     if name in ("sensitivity", "recall"):
         return cm[idx, idx], cm[idx].sum()
     if name == "precision":
         return cm[idx, idx], cm[:, idx].sum()
-    negatives = np.delete(cm, pos, axis=0)
-    fp, n_neg = negatives[:, pos].sum(), negatives.sum()
+    negatives = np.delete(cm, idx, axis=0)  # specificity, fpr: idx is the positive class
+    fp, n_neg = negatives[:, idx].sum(), negatives.sum()
     return (n_neg - fp, n_neg) if name == "specificity" else (fp, n_neg)
 
 

@@ -117,6 +117,17 @@ def compare_performance(estimate: PerformanceEstimate, observed: ObservedPerform
 class _ConfusionEstimator:
     """Shared scoring: metrics from an expected confusion matrix and its replicates."""
 
+    # parameters and learned state of the estimators this is mixed into
+    metrics: Any
+    n_bootstrap: int
+    confidence: float
+    min_samples: int
+    random_state: int
+    positive: Any
+    classes_: np.ndarray
+    pos_: int | None
+    n_benchmark_: int
+
     def _check_common_params(self) -> None:
         """``metrics``, ``n_bootstrap``, ``confidence``, ``min_samples``, ``random_state``."""
         check_names("metrics", self.metrics, ESTIMATED_METRICS)
@@ -136,7 +147,8 @@ class _ConfusionEstimator:
     def _summarise(self, method: str, expected_cm: np.ndarray, cm_boot: np.ndarray, n_p: int) -> PerformanceEstimate:
         z = z_value(self.confidence)
         out = []
-        keys = [(m, None) for m in self._default_metrics()] + [("recall", c) for c in range(len(self.classes_))]
+        keys: list[tuple[str, int | None]] = [(m, None) for m in self._default_metrics()]
+        keys += [("recall", c) for c in range(len(self.classes_))]
         for name, cls in keys:
             value = float(metric_from_confusion(name, expected_cm, self.pos_, cls))
             reps = metric_from_confusion(name, cm_boot, self.pos_, cls)

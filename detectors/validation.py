@@ -41,8 +41,8 @@ def _is_real(value: Any) -> bool:
 
 def check_int(name: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> None:
     """An integer (not a bool) in ``[minimum, maximum]``."""
-    ok = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and value >= minimum
-    if not (ok and (maximum is None or value <= maximum)):
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and int(value) >= minimum
+    if not (ok and (maximum is None or int(value) <= maximum)):
         _refuse(name, f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]",
                 value)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, NoReturn, Union
 
 from slicelang import COMPARATORS as _COMPARATORS, KEYWORDS as _KEYWORDS
 
@@ -50,7 +50,7 @@ def _caret(problem: Problem, text: str) -> str:
 @dataclass(frozen=True)
 class Token:
     kind: str  # NAME, NUMBER, STRING, OP, KEYWORD, END
-    value: object
+    value: Any
     position: int
 
 
@@ -191,7 +191,7 @@ class _Parser:
     def tok(self) -> Token:
         return self.tokens[self.i]
 
-    def fail(self, message: str, token: Token | None = None):
+    def fail(self, message: str, token: Token | None = None) -> NoReturn:
         token = token or self.tok
         raise ExpressionError(Problem(message, token.position), self.text)
 
@@ -237,7 +237,7 @@ class _Parser:
         t = self.accept("KEYWORD", "not")
         if t:
             self.nest(t)
-            node = Not(self.not_expr(), t.position)
+            node: Node = Not(self.not_expr(), t.position)
             self.depth -= 1
             return node
         t = self.accept("OP", "(")

@@ -212,10 +212,10 @@ class _Validator:
             self.type_of(node.operand)
         elif isinstance(node, Between):
             self.needs_column(node.operand, node.position)
-            for part in (node.operand, node.low, node.high):
-                t = self.type_of(part)
+            for operand in (node.operand, node.low, node.high):
+                t = self.type_of(operand)
                 if t not in (None, "numeric"):
-                    self.problem(f"'between' needs numeric values, not {_describe(part, t)}", node.position)
+                    self.problem(f"'between' needs numeric values, not {_describe(operand, t)}", node.position)
         elif isinstance(node, Truthy):
             t = self.type_of(node.column)
             if t not in (None, "boolean"):
