@@ -14,8 +14,7 @@ import operator
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import slicelang as sl
 from detectors.attribution import context_cells
