@@ -220,7 +220,7 @@ class _Validator:
             t = self.type_of(node.column)
             if t not in (None, "boolean"):
                 self.problem(f"{_describe(node.column, t)} is not boolean; compare it, e.g. "
-                             f"{node.column.name} == ...", node.position)
+                             f"{name_text(node.column.name)} == ...", node.position)
 
     def needs_column(self, operand, position: int) -> None:
         if isinstance(operand, Literal):
