@@ -13,6 +13,7 @@ COPY detectors ./detectors
 COPY domains ./domains
 COPY reports ./reports
 COPY imagecontext ./imagecontext
+COPY slicelang ./slicelang
 RUN pip install --no-cache-dir . \
     && useradd --system --uid 10001 --home-dir /var/lib/contextshift --create-home contextshift
 
