@@ -9,10 +9,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY service ./service
+COPY audit ./audit
 COPY detectors ./detectors
 COPY domains ./domains
 COPY reports ./reports
 COPY imagecontext ./imagecontext
+COPY slicelang ./slicelang
 RUN pip install --no-cache-dir . \
     && useradd --system --uid 10001 --home-dir /var/lib/contextshift --create-home contextshift
 

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test demo bench clean
+.PHONY: install run lint test demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,13 @@ install: $(STAMP)
 run: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 143 ] || [ $$status -eq 130 ] || exit $$status
+
+# ruff (pycodestyle, pyflakes, import order) and mypy on the packages that pass them; the settings,
+# and mypy's list of packages, are in pyproject.toml
+LINTED := detectors domains slicelang
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/mypy
 
 # Two worker processes, a test file per worker at a time (module fixtures are built once);
 # PYTEST_WORKERS=0 runs everything in this one process.

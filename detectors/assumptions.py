@@ -112,7 +112,8 @@ class UncoveredPopulation(Result):
     source: str  # "untested_context" or "novel_region"
 
 
-def uncovered_populations(candidates, *, share_floor: float = POPULATION_SHARE_FLOOR) -> tuple[UncoveredPopulation, ...]:
+def uncovered_populations(candidates, *,
+                          share_floor: float = POPULATION_SHARE_FLOOR) -> tuple[UncoveredPopulation, ...]:
     """Populations of production that break BBSE's premise, largest first.
 
     BBSE reads production predictions through the benchmark's confusion matrix ``P(yhat | y)``. A
@@ -139,7 +140,8 @@ def _critical(alpha: float, n_tests: int) -> float:
 
 
 def _chi2_p(b: pd.Series, p: pd.Series) -> float:
-    table = pd.crosstab(np.r_[np.zeros(len(b)), np.ones(len(p))], np.r_[b.astype(str).to_numpy(), p.astype(str).to_numpy()])
+    table = pd.crosstab(np.r_[np.zeros(len(b)), np.ones(len(p))],
+                        np.r_[b.astype(str).to_numpy(), p.astype(str).to_numpy()])
     if table.shape[1] < 2:
         return 1.0
     return float(stats.chi2_contingency(table.to_numpy(), correction=False)[1])

@@ -28,15 +28,18 @@ context mix? A permutation test within cells.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from detectors.base import DetectorInputError, Result, renamed_parameters
-from detectors.conditional import (CONDITIONAL_EFFECT_FLOORS, ConditionalShiftDetector,  # noqa: F401 (re-export)
-                                   ConditionalShiftResult)
-from detectors.context import literal_text
+from detectors.base import DetectorInputError, Result, check_probabilities, renamed_parameters
+from detectors.conditional import (  # re-exported (__all__)
+    CONDITIONAL_EFFECT_FLOORS,
+    ConditionalShiftDetector,
+    ConditionalShiftResult,
+)
+from slicelang import equals, in_range, is_missing
 
 __all__ = ["context_cells", "CellAttribution", "PerformanceAttribution", "attribute_performance",
            "ConditionalShiftDetector", "ConditionalShiftResult", "CONDITIONAL_EFFECT_FLOORS"]
@@ -51,22 +54,14 @@ def _column_codes(b: pd.Series, p: pd.Series, n_bins: int, discrete_max_unique: 
         v = both.to_numpy(float)
         codes = np.where(np.isnan(v), len(edges) + 1, np.searchsorted(edges, np.nan_to_num(v), side="right"))
         bounds = [None, *edges.tolist(), None]
-        labels = [_range_text(b.name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
-        labels.append(f"{b.name} is missing")
+        labels = [in_range(b.name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
+        labels.append(is_missing(b.name))
     else:
         # one hashing pass: codes in order of first appearance, missing values last
         codes, uniques = pd.factorize(both if both.dtype == object else both.astype(object))
         codes = np.where(codes < 0, len(uniques), codes)
-        labels = [f"{b.name} == {literal_text(v)}" for v in uniques] + [f"{b.name} is missing"]
+        labels = [equals(b.name, v) for v in uniques] + [is_missing(b.name)]
     return codes[: len(b)], codes[len(b):], labels
-
-
-def _range_text(name, low, high) -> str:
-    if low is None:
-        return f"{name} < {literal_text(high)}"
-    if high is None:
-        return f"{name} >= {literal_text(low)}"
-    return f"{literal_text(low)} <= {name} < {literal_text(high)}"
 
 
 def context_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns: Sequence[str], *,
@@ -188,8 +183,9 @@ def attribute_performance(benchmark_cells, benchmark_values, production_cells, p
     vp = None if production_values is None else np.asarray(production_values, dtype=float)
     if vb.shape != cb.shape or (vp is not None and vp.shape != cp.shape) or not len(cb) or not len(cp):
         raise DetectorInputError("cells and values must be non-empty 1-D arrays of matching lengths.")
-    if ((vb < 0) | (vb > 1)).any() or (vp is not None and ((vp < 0) | (vp > 1)).any()):
-        raise DetectorInputError("per-row metric values must lie in [0, 1].")
+    for values in (vb, vp):
+        if values is not None:
+            check_probabilities("per-row metric values", values)
     n_cells = int(max(cb.max(), cp.max())) + 1
     nb, kb = _cell_stats(cb, vb, n_cells)
     npr, kp = _cell_stats(cp, vp, n_cells)
@@ -219,7 +215,7 @@ def attribute_performance(benchmark_cells, benchmark_values, production_cells, p
         confidence=float(confidence))
 
 
-def _bootstrap(nb, kb, npr, kp, labelled: bool, n_bootstrap: int, rng):
+def _bootstrap(nb, kb, npr, kp, labelled: bool, n_bootstrap: int, rng) -> tuple[Any, Any, Any, Any]:
     """Multinomial resampling of (cell x outcome) counts; values in (0, 1) are split by their mean."""
     def draw(n, k):
         probs = np.concatenate([k, n - k]) / n.sum()

@@ -5,8 +5,9 @@ Conventions every public detector and estimator follows (checked by
 ``tests/detectors/test_api_contract.py``):
 
 * parameters are keyword-only, stored as given by ``__init__`` and validated in ``fit`` (and
-  again in ``test``) with the ``check_*`` functions below, whose messages name the parameter,
-  its value and what is allowed (:class:`DetectorInputError`, a ``ValueError``);
+  again in ``test``) with the ``check_*`` functions of :mod:`detectors.validation` (importable
+  from here too), whose messages name the parameter, its value and what is allowed
+  (:class:`DetectorInputError`, a ``ValueError``);
 * the same names everywhere: ``alpha``, ``correction``, ``random_state``, ``n_bootstrap``;
 * results derive from :class:`Result` and are immutable all the way down: their nested
   containers are frozen on construction (:func:`freeze`).
@@ -16,14 +17,31 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import numbers
 import warnings
 from collections.abc import Mapping
-from enum import Enum
-from typing import Any
 from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, cast
 
 import numpy as np
+
+# the parameter checks live in detectors.validation; every detector imports them from here
+from detectors.validation import (
+    CORRECTION_NAMES,
+    DetectorInputError,
+    check_alpha,
+    check_bool,
+    check_correction,
+    check_distinct,
+    check_effect_floors,
+    check_fraction,
+    check_in,
+    check_int,
+    check_names,
+    check_number,
+    check_probabilities,
+    check_random_state,
+)
 
 __all__ = [
     "DetectorInputError",
@@ -38,6 +56,10 @@ __all__ = [
     "check_bool",
     "check_random_state",
     "check_effect_floors",
+    "check_names",
+    "check_distinct",
+    "check_probabilities",
+    "CORRECTION_NAMES",
     "renamed_parameters",
     "FrozenDict",
     "freeze",
@@ -45,10 +67,6 @@ __all__ = [
     "ShiftTest",
     "to_jsonable",
 ]
-
-
-class DetectorInputError(ValueError):
-    """Raised when data handed to a detector cannot be tested (wrong shape, NaN, empty...)."""
 
 
 class NotFittedError(RuntimeError):
@@ -62,100 +80,17 @@ def check_fitted(estimator: Any, attribute: str) -> None:
         raise NotFittedError(f"{name} is not fitted yet: call {name}.fit(...) first.")
 
 
-def check_alpha(alpha: Any) -> None:
-    """Raise :class:`DetectorInputError` unless ``0 < alpha < 1``."""
-    check_fraction("alpha", alpha)
-
-
-# The multiple-testing corrections :mod:`detectors.correction` implements (it checks it has each one);
-# named here so that validating a parameter does not import the corrections (no import cycle).
-CORRECTION_NAMES = ("bh", "bonferroni", "holm")
-
-
-def check_correction(correction: Any) -> None:
-    """Raise :class:`DetectorInputError` unless ``correction`` names a known correction."""
-    check_in("correction", correction, sorted(CORRECTION_NAMES))
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
-def check_int(name: str, value: Any, *, minimum: int = 1) -> None:
-    """Raise :class:`DetectorInputError` unless ``value`` is an integer ``>= minimum``."""
-    if not (isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and value >= minimum):
-        raise DetectorInputError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-
-
-def check_number(name: str, value: Any, *, minimum: float | None = None, maximum: float | None = None,
-                 open_low: bool = False, open_high: bool = False) -> None:
-    """Raise :class:`DetectorInputError` unless ``value`` is a finite real number within the bounds."""
-    ok = _is_real(value) and math.isfinite(value)
-    if ok and minimum is not None:
-        ok = value > minimum if open_low else value >= minimum
-    if ok and maximum is not None:
-        ok = value < maximum if open_high else value <= maximum
-    if not ok:
-        where = ""
-        if (minimum, maximum) != (None, None):
-            low = "(-inf" if minimum is None else f"{'(' if open_low else '['}{minimum:g}"
-            high = "inf)" if maximum is None else f"{maximum:g}{')' if open_high else ']'}"
-            where = f" in {low}, {high}"
-        raise DetectorInputError(f"{name} must be a finite number{where}, got {value!r}.")
-
-
-def check_fraction(name: str, value: Any, *, closed: bool = False) -> None:
-    """Raise :class:`DetectorInputError` unless ``0 < value < 1`` (``closed``: ``0 <= value <= 1``)."""
-    check_number(name, value, minimum=0, maximum=1, open_low=not closed, open_high=not closed)
-
-
-def check_in(name: str, value: Any, allowed) -> None:
-    """Raise :class:`DetectorInputError` unless ``value`` is one of ``allowed``."""
-    allowed = list(allowed)
-    try:  # True == 1, but True is not an allowed 1
-        ok = any(isinstance(value, bool) == isinstance(a, bool) and bool(value == a) for a in allowed)
-    except (TypeError, ValueError):  # e.g. an array compared elementwise
-        ok = False
-    if not ok:
-        raise DetectorInputError(f"{name} must be one of {allowed}, got {value!r}.")
-
-
-def check_bool(name: str, value: Any) -> None:
-    """Raise :class:`DetectorInputError` unless ``value`` is ``True`` or ``False``."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise DetectorInputError(f"{name} must be True or False, got {value!r}.")
-
-
-def check_random_state(random_state: Any) -> None:
-    """Raise :class:`DetectorInputError` unless ``random_state`` is a seed: an integer ``>= 0``."""
-    check_int("random_state", random_state, minimum=0)
-
-
-def check_effect_floors(name: str, value: Any, known) -> None:
-    """Raise :class:`DetectorInputError` unless ``value`` is None or a mapping of known effect
-    names to finite non-negative floors."""
-    if value is None:
-        return
-    if not isinstance(value, Mapping):
-        raise DetectorInputError(f"{name} must be None or a mapping effect name -> floor, got {value!r}.")
-    unknown = sorted(set(value) - set(known), key=str)
-    if unknown:
-        raise DetectorInputError(f"{name} has unknown effect names {unknown}; known: {sorted(known)}.")
-    for key, floor in value.items():
-        check_number(f"{name}[{key!r}]", floor, minimum=0)
-
-
 def renamed_parameters(**renames: str):
-    """Decorator: accept the old keyword ``old=new`` names of a function's parameters, with a
-    :class:`DeprecationWarning` (e.g. ``n_boot`` -> ``n_bootstrap``, ``seed`` -> ``random_state``)."""
+    """Decorator: accept the old keyword ``old=new`` names of a function's (or method's) parameters,
+    with a :class:`DeprecationWarning` (e.g. ``n_boot`` -> ``n_bootstrap``, ``benchmark`` -> ``reference``)."""
     def wrap(fn):
         @functools.wraps(fn)
         def inner(*args, **kwargs):
             for old, new in renames.items():
                 if old in kwargs:
                     if new in kwargs:
-                        raise TypeError(f"{fn.__name__}() got both {old!r} and its new name {new!r}.")
-                    warnings.warn(f"{fn.__name__}({old}=...) is deprecated; use {new}=...", DeprecationWarning,
+                        raise TypeError(f"{fn.__qualname__}() got both {old!r} and its new name {new!r}.")
+                    warnings.warn(f"{fn.__qualname__}({old}=...) is deprecated; use {new}=...", DeprecationWarning,
                                   stacklevel=2)
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
@@ -250,7 +185,7 @@ class Result:
     """
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
+        for f in dataclasses.fields(cast(Any, self)):  # every subclass is a dataclass
             value = getattr(self, f.name)
             frozen = freeze(value)
             if frozen is not value:

@@ -37,8 +37,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction,
-                            check_effect_floors, check_fitted, check_int, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_distinct,
+    check_effect_floors,
+    check_fitted,
+    check_int,
+    check_random_state,
+)
 from detectors.covariate import CovariateShiftDetector
 from detectors.decision import check_tests
 
@@ -172,11 +182,7 @@ class OutputShiftDetector:
         check_correction(self.correction)
         check_effect_floors("effect_floors", self.effect_floors, OUTPUT_EFFECT_FLOORS)
         check_int("min_samples", self.min_samples, minimum=1)
-        classes = self.classes
-        if classes is not None and (isinstance(classes, (str, bytes)) or not hasattr(classes, "__len__")
-                                    or len(classes) < 2 or len(set(map(str, classes))) != len(classes)):
-            raise DetectorInputError(f"classes must be None or a sequence of at least two distinct class names, "
-                                     f"got {classes!r}.")
+        check_distinct("classes", self.classes, min_length=2)
         check_random_state(self.random_state)
 
     def _inner(self) -> CovariateShiftDetector:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from detectors.base import DetectorInputError
+from detectors.base import check_in, check_number
 from detectors.confusion import EXACT_BOOTSTRAP_ROWS, bootstrap_row_means
 
 __all__ = ["solve_priors", "ridge_for_condition", "check_regularization", "choose_regularization", "soft_joint",
@@ -60,10 +60,10 @@ def ridge_for_condition(A: np.ndarray, max_condition: float) -> tuple[float, flo
 
 def check_regularization(value) -> None:
     """Raise :class:`DetectorInputError` unless ``value`` is ``"auto"``, ``"none"`` or a number >= 0."""
-    if not (value in ("auto", "none") if isinstance(value, str) else
-            isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_))
-            and np.isfinite(value) and value >= 0):
-        raise DetectorInputError(f"regularization must be 'auto', 'none' or a number >= 0, got {value!r}.")
+    if isinstance(value, str):
+        check_in("regularization", value, ("auto", "none"))
+    else:
+        check_number("regularization", value, minimum=0)
 
 
 def choose_regularization(regularization, ridge: float) -> tuple[float, str]:
@@ -76,14 +76,11 @@ def choose_regularization(regularization, ridge: float) -> tuple[float, str]:
     ridge : float
         The ``"auto"`` ridge, from :func:`ridge_for_condition`.
     """
-    if isinstance(regularization, str):
-        if regularization == "none":
-            return 0.0, "bbse"
-        if regularization == "auto":
-            return ridge, ("rlls" if ridge > 0 else "bbse")
-        raise DetectorInputError(f"regularization must be 'auto', 'none' or a number, got {regularization!r}.")
-    if not np.isfinite(float(regularization)) or float(regularization) < 0:
-        raise DetectorInputError(f"regularization must be non-negative, got {regularization!r}.")
+    check_regularization(regularization)
+    if regularization == "none":
+        return 0.0, "bbse"
+    if regularization == "auto":
+        return ridge, ("rlls" if ridge > 0 else "bbse")
     return float(regularization), ("rlls" if float(regularization) > 0 else "bbse")
 
 

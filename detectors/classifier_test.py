@@ -24,16 +24,28 @@ floor, while the fitting cost grows with n.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+from threadpoolctl import threadpool_limits
 
-from detectors.decision import SingleTestMixin
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_fitted, check_in, check_int,
-                            check_number, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_fitted,
+    check_in,
+    check_int,
+    check_number,
+    check_random_state,
+)
 from detectors.column_types import TabularEncoder, check_frame, check_same_columns, infer_column_types
+from detectors.decision import SingleTestMixin
 from detectors.intervals import z_value
 
 __all__ = ["ClassifierTwoSampleDetector", "ClassifierTestResult", "mann_whitney_auc"]
@@ -82,7 +94,49 @@ def subsample(frame: pd.DataFrame, cap: int, rng: np.random.Generator) -> pd.Dat
     return frame.iloc[rows].reset_index(drop=True)
 
 
-class ClassifierTwoSampleDetector:
+class EncodedReferenceDetector:
+    """What the two detectors on an encoded, subsampled reference share (this classifier test and
+    :class:`detectors.mmd.MMDDetector`): ``fit`` keeps a seeded subsample of at most ``max_samples``
+    reference rows and an encoder fitted on it; ``test`` checks and subsamples ``current`` the same way.
+
+    A subclass has the parameters ``max_samples``, ``max_categories`` and ``random_state`` and a
+    ``_check_params()``.
+    """
+
+    max_samples: int
+    max_categories: int
+    random_state: int
+    reference_: pd.DataFrame
+    encoder_: TabularEncoder
+    feature_names_in_: tuple
+
+    def _check_params(self) -> None:
+        raise NotImplementedError
+
+    def fit(self, reference: pd.DataFrame) -> Self:
+        """Keep a (subsampled) reference and learn its encoding.
+
+        Parameters
+        ----------
+        reference : DataFrame of shape (n_reference, n_columns)
+        """
+        self._check_params()
+        reference, self.reference_, self.encoder_ = encoded_reference(
+            reference, max_samples=self.max_samples, max_categories=self.max_categories,
+            random_state=self.random_state)
+        self.feature_names_in_ = tuple(reference.columns)
+        return self
+
+    def _checked_current(self, current: pd.DataFrame) -> pd.DataFrame:
+        """``current`` checked against the fitted reference and subsampled (seeded) to ``max_samples`` rows."""
+        check_fitted(self, "encoder_")
+        self._check_params()
+        current = check_frame(current, role="current")
+        check_same_columns(self.feature_names_in_, current)
+        return subsample(current, int(self.max_samples), np.random.default_rng(self.random_state + 1))
+
+
+class ClassifierTwoSampleDetector(EncodedReferenceDetector):
     """Cross-fitted classifier two-sample test with a valid p-value and an AUC interval.
 
     Parameters
@@ -134,35 +188,17 @@ class ClassifierTwoSampleDetector:
         check_int("max_categories", self.max_categories, minimum=1)
         check_random_state(self.random_state)
 
-    def fit(self, reference: pd.DataFrame) -> "ClassifierTwoSampleDetector":
-        """Keep a (subsampled) reference and learn its encoding.
-
-        Parameters
-        ----------
-        reference : DataFrame of shape (n_reference, n_columns)
-        """
-        self._check_params()
-        reference, self.reference_, self.encoder_ = encoded_reference(
-            reference, max_samples=self.max_samples, max_categories=self.max_categories,
-            random_state=self.random_state)
-        self.feature_names_in_ = tuple(reference.columns)
-        return self
-
     def _model(self):
         if self.classifier == "logistic":
-            from sklearn.linear_model import LogisticRegression
+            from sklearn.linear_model import LogisticRegression  # sklearn: ~0.5 s to import, paid only when run
             return LogisticRegression(C=1.0, max_iter=500)
-        from sklearn.ensemble import HistGradientBoostingClassifier
+        from sklearn.ensemble import HistGradientBoostingClassifier  # sklearn: ~0.5 s to import, paid only when run
         return HistGradientBoostingClassifier(max_iter=100, max_leaf_nodes=15, early_stopping=False,
                                               random_state=self.random_state)
 
     def test(self, current: pd.DataFrame) -> ClassifierTestResult:
         """Test ``current`` (same columns as the reference) for any multivariate shift."""
-        check_fitted(self, "encoder_")
-        self._check_params()
-        current = check_frame(current, role="current")
-        check_same_columns(self.feature_names_in_, current)
-        current = subsample(current, int(self.max_samples), np.random.default_rng(self.random_state + 1))
+        current = self._checked_current(current)
         n, m = len(self.reference_), len(current)
         if min(n, m) < max(int(self.min_samples), 2 * int(self.n_folds)):
             return self._result_insufficient(n, m)
@@ -182,10 +218,7 @@ class ClassifierTwoSampleDetector:
         return ClassifierTestResult(drifted, test, auc, ci, tuple(aucs), self.classifier, int(self.n_folds), n, m)
 
     def _cross_fit(self, features: np.ndarray, labels: np.ndarray):
-        import contextlib
-
-        from sklearn.model_selection import StratifiedKFold
-        from threadpoolctl import threadpool_limits
+        from sklearn.model_selection import StratifiedKFold  # sklearn: ~0.5 s to import, paid only when run
 
         folds = StratifiedKFold(n_splits=int(self.n_folds), shuffle=True, random_state=self.random_state)
         # One OpenMP thread for gradient boosting: audits run detectors in parallel workers,
@@ -199,7 +232,9 @@ class ClassifierTwoSampleDetector:
                 scores = model.predict_proba(features[held_out])[:, 1]
                 is_current = labels[held_out] == 1
                 auc, z, se = mann_whitney_auc(scores[~is_current], scores[is_current])
-                aucs.append(auc), zs.append(z), ses.append(se)
+                aucs.append(auc)
+                zs.append(z)
+                ses.append(se)
         return aucs, zs, ses
 
     def _result_insufficient(self, n: int, m: int) -> ClassifierTestResult:

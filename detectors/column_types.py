@@ -187,8 +187,11 @@ def infer_column_types(frame: pd.DataFrame, *, categorical_max_unique: int = 100
     When ``counts`` is a dict, the value counts computed along the way (for every
     categorical and boolean column) are stored in it, so callers need not count twice.
     """
-    numeric, categorical, boolean, excluded = [], [], [], []
-    found = {}
+    numeric: list[str] = []
+    categorical: list[str] = []
+    boolean: list[str] = []
+    excluded: list[ExcludedColumn] = []
+    found: dict[str, pd.Series] = {}
     for name in frame.columns:
         column = frame[name]
         dtype = column.dtype
@@ -200,7 +203,7 @@ def infer_column_types(frame: pd.DataFrame, *, categorical_max_unique: int = 100
             excluded.append(ExcludedColumn(name, "datetime"))
         elif ptypes.is_numeric_dtype(dtype) and not ptypes.is_complex_dtype(dtype):
             # A prefix with many distinct values settles it without hashing the whole column.
-            if _distinct_count(column.iloc[:256]) > discrete_max_unique:
+            if (_distinct_count(column.iloc[:256]) or 0) > discrete_max_unique:
                 numeric.append(name)
                 continue
             values = category_counts(column)

@@ -31,12 +31,26 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
-                            check_fraction, check_int, check_number, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+)
 from detectors.confusion import as_label_array, chi2_two_sample, encode, sorted_classes
 from detectors.correction import readjust
 from detectors.decision import check_tests, decide
-from detectors.intervals import newcombe_interval, wilson_interval
+from detectors.intervals import newcombe_interval, wilson_interval, z_value
+from detectors.label_shift import prior_shift_effect
+from detectors.metric_ci import observed_performance
+from detectors.performance import compare_performance
+from detectors.univariate import chi2_two_sample as pooled_chi2
 
 __all__ = ["GroupChange", "ConceptShiftResult", "ConceptShiftDetector", "proportion_change",
            "group_performance_change", "two_proportion_pvalue", "observed_label_shift", "PerformanceDeparture",
@@ -111,10 +125,6 @@ def performance_departures(expected, y_true, y_pred, *, alpha=0.05, effect_floor
 
     Accuracy and per-class recall are tested (``keys`` overrides). Returns PerformanceDeparture records.
     """
-    from detectors.intervals import z_value
-    from detectors.metric_ci import observed_performance
-    from detectors.performance import compare_performance
-
     observed = observed_performance(y_true, y_pred, metrics=["accuracy"], confidence=confidence)
     z_ci = z_value(expected.confidence)
     out = []
@@ -149,10 +159,8 @@ def two_proportion_pvalue(k1, n1, k2, n2) -> tuple[float, float]:
 
     Returns ``(statistic, p_value)``; the statistic is z (NaN for Fisher).
     """
-    from detectors.univariate import chi2_two_sample as pooled_chi2
-
     # The audit's one chi-square on the 2 x 2 table (z^2 = chi2); Fisher's exact p when sparse.
-    outcome = pooled_chi2([k1, n1 - k1], [k2, n2 - k2])
+    outcome = pooled_chi2(np.array([k1, n1 - k1]), np.array([k2, n2 - k2]))
     if outcome.p_method == "fisher_exact":
         return float("nan"), float(outcome.p_value)
     if outcome.dof == 0:
@@ -226,8 +234,6 @@ def observed_label_shift(y_ref, y_cur, classes, *, alpha=0.05, effect_floor=0.05
     Effect: the prior change relative to its floors (:func:`detectors.label_shift.prior_shift_effect`:
     total variation against ``effect_floor`` or a class ratio against ``ratio_floor``; ``>= 1`` passes).
     """
-    from detectors.label_shift import prior_shift_effect
-
     k = len(classes)
     c_ref = np.bincount(encode(y_ref, classes, "y_true"), minlength=k)
     c_cur = np.bincount(encode(y_cur, classes, "y_true_production"), minlength=k)

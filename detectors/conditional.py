@@ -21,8 +21,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction,
-                            check_effect_floors, check_fitted, check_int, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_effect_floors,
+    check_fitted,
+    check_int,
+    check_random_state,
+)
 from detectors.correction import readjust
 from detectors.decision import check_tests
 
@@ -165,7 +174,9 @@ class ConditionalShiftDetector:
         # the kept values sorted (or one-hot encoded) once for every chunk of permutations
         stat_fn = (_ks_statistics if numeric else _tvd_statistics)(values[keep])
         # the kept rows chosen before the choice of contributions: the same values, one (chunk x rows) array less
-        contrib = lambda labels: np.where(labels[..., keep], c_prod, c_bench[keep])  # noqa: E731
+        def contrib(labels):
+            return np.where(labels[..., keep], c_prod, c_bench[keep])
+
         observed = float(stat_fn(contrib(is_prod)[None, :])[0])
         unweighted = float(stat_fn(np.where(is_prod, 1 / is_prod.sum(), -1 / (~is_prod).sum())[None, keep])[0])
         null = np.concatenate([stat_fn(contrib(chunk)) for chunk in perms])

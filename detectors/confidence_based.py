@@ -12,10 +12,19 @@ with confidence intervals and tests no hypothesis.
 """
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from sklearn.isotonic import isotonic_regression
 
-from detectors.base import DetectorInputError, check_bool, check_fitted, check_fraction
+from detectors.base import (
+    DetectorInputError,
+    check_bool,
+    check_fitted,
+    check_fraction,
+    check_probabilities,
+    renamed_parameters,
+)
 from detectors.confusion import as_label_array, encode, parse_predictions, sorted_classes
 from detectors.performance import PerformanceEstimate, _ConfusionEstimator, _insufficient_estimate
 
@@ -140,9 +149,9 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         arr = np.asarray(scores, dtype=float) if not hasattr(scores, "columns") else None
         if arr is not None and arr.ndim == 1:
             if len(self.classes_) != 2 or self.pos_ is None:
-                raise DetectorInputError(f"1-D {name} are binary positive-class scores: need two classes and positive=.")
-            if not np.isfinite(arr).all() or (arr < 0).any() or (arr > 1).any():
-                raise DetectorInputError(f"{name} must be finite probabilities in [0, 1].")
+                raise DetectorInputError(f"1-D {name} are binary positive-class scores: "
+                                         "need two classes and positive=.")
+            check_probabilities(name, arr, allow_nan=False)
             proba = np.empty((len(arr), 2))
             proba[:, self.pos_], proba[:, 1 - self.pos_] = arr, 1 - arr
             return proba
@@ -225,15 +234,17 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         # Rows calibrated to all zeros keep their raw probabilities rather than dividing by 0.
         return np.where(total > 0, out / np.where(total > 0, total, 1), proba)
 
-    def estimate(self, scores_production, y_pred=None) -> PerformanceEstimate:
-        """Estimate metrics of production predictions ``y_pred`` (default: argmax / threshold)."""
+    @renamed_parameters(scores_production="scores")
+    def estimate(self, scores, y_pred=None) -> PerformanceEstimate:
+        """Estimate metrics of production predictions ``y_pred`` (default: argmax / threshold) from
+        production's ``scores`` (``scores_production=`` is the deprecated name)."""
         check_fitted(self, "proba_")
         self._check_params()
-        proba = self._as_proba(scores_production, "scores_production")
+        proba = self._as_proba(scores, "scores")
         n_p = len(proba)
         if n_p == 0:
-            raise DetectorInputError("scores_production is empty.")
-        pred = self._predicted_codes(proba, scores_production, y_pred)
+            raise DetectorInputError("scores is empty.")
+        pred = self._predicted_codes(proba, scores, y_pred)
         if n_p < self.min_samples:
             return _insufficient_estimate("confidence_based", self, n_p)
         k = len(self.classes_)
@@ -260,13 +271,14 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         Rows with the same scores and prediction have the same calibrated class probability
         under every replicate's map, so their drawn labels are one binomial count per cell: the
         same distribution as one draw per row, at the cost of the distinct scores."""
-        c = self.bootstrap_calibrators_[0][0][0]  # the calibrated (positive) column
+        replicates = cast(list, self.bootstrap_calibrators_)  # calibrating, so fitted
+        c = replicates[0][0][0]  # the calibrated (positive) column
         scores, inverse = np.unique(proba_sub[:, c], return_inverse=True)
         cell = inverse.ravel() * 2 + pred_sub
         counts = np.bincount(cell, minlength=2 * len(scores))
         used = np.flatnonzero(counts)
         rows, score_of, pred_of = counts[used], used // 2, used % 2
-        for b, maps in enumerate(self.bootstrap_calibrators_):
+        for b, maps in enumerate(replicates):
             _, x, y = maps[0]
             calibrated = np.clip(np.interp(scores, x, y), 0.0, 1.0)
             p_one = calibrated[score_of] if c == 1 else 1.0 - calibrated[score_of]  # P(drawn label = class 1)
@@ -279,8 +291,9 @@ class ConfidenceBasedEstimator(_ConfusionEstimator):
         if y_pred is not None:
             pred = as_label_array(y_pred, "y_pred")
             if len(pred) != len(proba):
-                raise DetectorInputError(f"y_pred has {len(pred)} rows but scores_production has {len(proba)}.")
+                raise DetectorInputError(f"y_pred has {len(pred)} rows but scores has {len(proba)}.")
             return encode(pred, self.classes_, "y_pred")
         if np.ndim(raw_scores) == 1 and not hasattr(raw_scores, "columns"):
-            return np.where(proba[:, self.pos_] >= self.threshold, self.pos_, 1 - self.pos_)
+            pos = cast(int, self.pos_)  # 1-D scores are checked to be binary with a positive class
+            return np.where(proba[:, pos] >= self.threshold, pos, 1 - pos)
         return proba.argmax(1)

@@ -12,11 +12,13 @@ bootstrap replicates are scored in one vectorised call.
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from detectors.base import DetectorInputError
 
@@ -64,7 +66,10 @@ class _FrozenLabelMemo:
         ident = id(arr)
         entry = self._entries.get(ident)
         if entry is None or entry[0]() is not arr:
-            entry = (weakref.ref(arr, lambda _, i=ident: self._entries.pop(i, None)), {})
+            def forget(_: object, i: int = ident) -> None:
+                self._entries.pop(i, None)
+
+            entry = (weakref.ref(arr, forget), {})
             self._entries[ident] = entry
         if key not in entry[1]:
             entry[1][key] = compute()
@@ -85,7 +90,8 @@ def as_label_array(values: Any, name: str) -> np.ndarray:
     return arr
 
 
-def parse_predictions(y_pred: Any, classes: Any = None, name: str = "y_pred") -> tuple[str, np.ndarray, np.ndarray | None]:
+def parse_predictions(y_pred: Any, classes: Any = None,
+                      name: str = "y_pred") -> tuple[str, np.ndarray, np.ndarray | None]:
     """Split model outputs into ``("labels", labels, None)`` or ``("proba", matrix, column_classes)``.
 
     Probabilities come as an ``(n, k)`` array (class order from ``classes``) or a DataFrame
@@ -97,17 +103,20 @@ def parse_predictions(y_pred: Any, classes: Any = None, name: str = "y_pred") ->
             cols = [c[len("proba_"):] for c in cols]
         column_classes = np.array(cols, dtype=object) if classes is None else np.asarray(classes, dtype=object)
         if len(column_classes) != y_pred.shape[1]:
-            raise DetectorInputError(f"{name}: {y_pred.shape[1]} probability columns but {len(column_classes)} classes.")
+            raise DetectorInputError(f"{name}: {y_pred.shape[1]} probability columns but "
+                                     f"{len(column_classes)} classes.")
         return "proba", check_proba(y_pred.to_numpy(dtype=float), name), column_classes
     arr = np.asarray(y_pred)
     if arr.ndim == 1:
         return "labels", as_label_array(arr, name), None
     if arr.ndim != 2:
         raise DetectorInputError(f"{name} must be 1-D labels or an (n, k) probability matrix, got shape {arr.shape}.")
-    column_classes = None if classes is None else np.asarray(classes, dtype=object)
-    if column_classes is not None and len(column_classes) != arr.shape[1]:
-        raise DetectorInputError(f"{name}: {arr.shape[1]} probability columns but {len(column_classes)} classes.")
-    return "proba", check_proba(arr.astype(float), name), column_classes
+    if classes is None:
+        return "proba", check_proba(arr.astype(float), name), None
+    named = np.asarray(classes, dtype=object)
+    if len(named) != arr.shape[1]:
+        raise DetectorInputError(f"{name}: {arr.shape[1]} probability columns but {len(named)} classes.")
+    return "proba", check_proba(arr.astype(float), name), named
 
 
 def check_proba(proba: np.ndarray, name: str) -> np.ndarray:
@@ -129,7 +138,7 @@ def match_columns(column_classes: np.ndarray, true_classes: np.ndarray) -> np.nd
 
 def sorted_classes(*arrays: np.ndarray) -> np.ndarray:
     """Sorted union of labels as Python scalars; falls back to sorting by ``str`` for mixed types."""
-    arrays = [np.asarray(a) for a in arrays]
+    arrays = tuple(np.asarray(a) for a in arrays)
     kinds = {a.dtype.kind for a in arrays if a.size}
     if kinds and (kinds <= set("biuf") or kinds == {"U"}):
         # Fast path for numeric or string arrays: no object conversion of millions of rows.
@@ -140,8 +149,8 @@ def sorted_classes(*arrays: np.ndarray) -> np.ndarray:
     # object arrays are hashed as they are (astype(object) would copy every row), each on its own:
     # the distinct values of the concatenation, in order of first appearance, are those of the
     # concatenated distinct values of each array (and a read-only array's are kept)
-    parts = [_FROZEN.get(a, "unique", lambda a=a: pd.unique(a)) if a.dtype == object else pd.unique(a.astype(object))
-             for a in arrays]
+    parts = [_FROZEN.get(a, "unique", functools.partial(pd.unique, a)) if a.dtype == object
+             else pd.unique(a.astype(object)) for a in arrays]
     values = (parts[0] if len(parts) == 1 else pd.unique(np.concatenate(parts))) if parts else np.array([])
     try:
         ordered = sorted(values)
@@ -151,7 +160,7 @@ def sorted_classes(*arrays: np.ndarray) -> np.ndarray:
     return np.array([v.item() if isinstance(v, np.generic) else v for v in ordered], dtype=object)
 
 
-def encode(values: np.ndarray, classes: Sequence, name: str) -> np.ndarray:
+def encode(values: ArrayLike, classes: Sequence[Any] | np.ndarray, name: str) -> np.ndarray:
     """Integer codes of ``values`` in ``classes``; unknown labels raise with their names."""
     values = np.asarray(values)
     classes = list(classes)
@@ -163,7 +172,8 @@ def encode(values: np.ndarray, classes: Sequence, name: str) -> np.ndarray:
     return codes
 
 
-def confusion_counts(true_codes: np.ndarray, pred_codes: np.ndarray, k_true: int, k_pred: int | None = None) -> np.ndarray:
+def confusion_counts(true_codes: np.ndarray, pred_codes: np.ndarray, k_true: int,
+                     k_pred: int | None = None) -> np.ndarray:
     """Counts ``cm[t, p]`` of rows with true class ``t`` predicted ``p``; shape ``(k_true, k_pred)``."""
     k_pred = k_true if k_pred is None else k_pred
     flat = np.bincount(true_codes * k_pred + pred_codes, minlength=k_true * k_pred)
@@ -233,6 +243,7 @@ def chi2_two_sample(counts_a, counts_b) -> tuple[float, float, int]:
     concept and covariate tests agree. Categories empty in both samples are dropped; with fewer
     than two categories left the samples cannot differ and ``(0.0, 1.0, 0)`` is returned.
     """
+    # scipy.stats (~1 s to import) only when a table is tested: label shift (BBSE) imports this module without it
     from detectors.univariate import chi2_two_sample as pooled_chi2
 
     a, b = np.asarray(counts_a, dtype=float), np.asarray(counts_b, dtype=float)

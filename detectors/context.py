@@ -57,14 +57,36 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_correction, check_effect_floors,
-                            check_fitted, check_int, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_effect_floors,
+    check_fitted,
+    check_in,
+    check_int,
+    check_random_state,
+    renamed_parameters,
+)
+
 # result types and pure helpers live in detectors.context_results and detectors.context_tests; they
 # stay importable from here (exceedance_pvalue, literal_text and _share_stats are used elsewhere)
 from detectors.context_results import ContextShiftResult, SliceShare, UntestedContext
-from detectors.context_tests import (MISSING, _as_mask, _numbers, _share_stats, declared_kind, exceedance_pvalue,
-                                     literal_text, pool_rare_categories, rarity_pvalue, rarity_test,
-                                     untested_ranges, untested_values)
+from detectors.context_tests import (
+    MISSING,
+    _as_mask,
+    _numbers,
+    _share_stats,
+    declared_kind,
+    exceedance_pvalue,
+    literal_text,
+    pool_rare_categories,
+    rarity_pvalue,
+    rarity_test,
+    untested_ranges,
+    untested_values,
+)
 from detectors.correction import readjust
 from detectors.covariate import categorical_shift_test
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
@@ -136,29 +158,30 @@ class ContextShiftDetector:
     def _floor(self, name: str) -> float:
         return float({**CONTEXT_EFFECT_FLOORS, **(self.effect_floors or {})}[name])
 
-    def fit(self, benchmark: pd.DataFrame, *, column_types: Mapping[str, str] | None = None):
+    @renamed_parameters(benchmark="reference")
+    def fit(self, reference: pd.DataFrame, *, column_types: Mapping[str, str] | None = None):
         """Learn the benchmark context mix.
 
         Parameters
         ----------
-        benchmark : DataFrame of shape (n_benchmark, n_context_columns)
-            Context columns only.
+        reference : DataFrame of shape (n_benchmark, n_context_columns)
+            The benchmark's context columns only (``benchmark=`` is the deprecated name).
         column_types : mapping name -> "numeric" | "categorical" | "boolean", optional
             Declared types (e.g. from a domain pack); inferred from dtypes otherwise.
         """
         self._check_params()
-        if not isinstance(benchmark, pd.DataFrame) or benchmark.shape[0] == 0:
-            raise DetectorInputError("benchmark must be a non-empty DataFrame of context columns.")
+        if not isinstance(reference, pd.DataFrame) or reference.shape[0] == 0:
+            raise DetectorInputError("reference must be a non-empty DataFrame of context columns.")
         types = {}
-        for name in benchmark.columns:
+        for name in reference.columns:
             declared = (column_types or {}).get(name)
-            if declared is not None and declared not in ("numeric", "categorical", "boolean"):
-                raise DetectorInputError(f"column {name!r}: unknown type {declared!r}.")
-            types[name] = declared_kind(benchmark[name], declared, self.discrete_max_unique)
+            if declared is not None:
+                check_in(f"column_types[{name!r}]", declared, ("numeric", "categorical", "boolean"))
+            types[name] = declared_kind(reference[name], declared, self.discrete_max_unique)
         self.column_types_ = types
-        self.benchmark_counts_ = {c: self._counts(benchmark[c]) for c, t in types.items() if t == "categorical"}
-        self.benchmark_sorted_ = {c: np.sort(_numbers(benchmark[c])) for c, t in types.items() if t == "numeric"}
-        self.n_benchmark_ = int(benchmark.shape[0])
+        self.benchmark_counts_ = {c: self._counts(reference[c]) for c, t in types.items() if t == "categorical"}
+        self.benchmark_sorted_ = {c: np.sort(_numbers(reference[c])) for c, t in types.items() if t == "numeric"}
+        self.n_benchmark_ = int(reference.shape[0])
         return self
 
     @staticmethod
@@ -170,40 +193,42 @@ class ContextShiftDetector:
             counts = counts.groupby(level=0, sort=False).sum()
         return counts
 
-    def test(self, production: pd.DataFrame, *, slices: Mapping[str, tuple] | None = None,
+    @renamed_parameters(production="current")
+    def test(self, current: pd.DataFrame, *, slices: Mapping[str, tuple] | None = None,
              counts: "ContextCounts | None" = None) -> ContextShiftResult:
         """Compare the production context mix with the benchmark.
 
         Parameters
         ----------
-        production : DataFrame of shape (n_production, n_context_columns)
-            Must hold every column seen in :meth:`fit`.
+        current : DataFrame of shape (n_production, n_context_columns)
+            Production's context columns; must hold every column seen in :meth:`fit` (``production=``
+            is the deprecated name).
         slices : mapping name -> (benchmark_mask, production_mask), optional
             Boolean masks of shapes ``(n_benchmark,)`` and ``(n_production,)``.
         counts : ContextCounts, optional
-            Exact counts of every row when ``fit`` and ``production`` saw uniform samples of data
+            Exact counts of every row when ``fit`` and ``current`` saw uniform samples of data
             too large for memory: they replace the samples' in the categorical-column, unseen-value
             and slice-share tests (numeric columns stay on the samples).
         """
         check_fitted(self, "column_types_")
         self._check_params()
-        missing = [c for c in self.column_types_ if c not in getattr(production, "columns", [])]
+        missing = [c for c in self.column_types_ if c not in getattr(current, "columns", [])]
         if missing:
-            raise DetectorInputError(f"production lacks the context columns {missing}.")
-        n_rows = int(production.shape[0])
+            raise DetectorInputError(f"current lacks the context columns {missing}.")
+        n_rows = int(current.shape[0])
         if n_rows == 0:
-            raise DetectorInputError("production has no rows.")
+            raise DetectorInputError("current has no rows.")
         # rows the counts describe (every row with ``counts``; numeric columns stay on the sample)
         n1 = self.n_benchmark_ if counts is None else counts.n_benchmark
         n2 = n_rows if counts is None else counts.n_production
         columns, untested, ranges = [], [], []
         for name, kind in self.column_types_.items():
             if kind == "numeric":
-                values = _numbers(production[name])
+                values = _numbers(current[name])
                 columns.append(self._numeric_test(name, values))
                 ranges += self._untested_range(name, pd.Series(values), n_rows)
             else:
-                found = self._counts(production[name]) if counts is None else counts.production[name]
+                found = self._counts(current[name]) if counts is None else counts.production[name]
                 reference = self.benchmark_counts_[name] if counts is None else counts.benchmark[name]
                 columns.append(self._categorical_test(name, found, reference))
                 untested += untested_values(name, reference, found, n2, min_slice_size=self.min_slice_size,
@@ -256,8 +281,8 @@ class ContextShiftDetector:
         effect = wasserstein / scale if scale > 0 else 0.0
         details = {"ks_method": ks_method, "wasserstein": wasserstein, "median_benchmark": float(np.median(ref)),
                    "median_production": float(np.median(cur)), "std_benchmark": float(ref.std())}
-        return ShiftTest(name, "ks" if tied is None else ks_method, ks, p, p, effect, "wasserstein_normed", self._floor("wasserstein_normed"),
-                         ref.size, cur.size, False, kind="context", details=details)
+        return ShiftTest(name, "ks" if tied is None else ks_method, ks, p, p, effect, "wasserstein_normed",
+                         self._floor("wasserstein_normed"), ref.size, cur.size, False, kind="context", details=details)
 
     def _untested_range(self, name: str, values: pd.Series, n2: int) -> list[tuple[UntestedContext, ShiftTest]]:
         """Candidate untested ranges of a numeric column with their tests (:func:`untested_ranges`)."""

@@ -103,12 +103,16 @@ class ContextShiftResult(Result):
         k, s = len(self.contexts), len(self.slice_shares)
         shares = tuple(replace(sh, test=t) for sh, t in zip(self.slice_shares, tests[k:k + s]))
         decided = tests[k + s:]
-        claimed, not_claimed = [], list(self.too_small)
+        claimed: list[UntestedContext] = []
+        not_claimed = list(self.too_small)
         for u, t in zip(self.candidates, decided):
             u = replace(u, claimed=bool(t.drifted), p_value=t.p_value, p_value_adjusted=t.p_value_adjusted,
                         reason=claim_reason(t, self.alpha))
             (claimed if t.drifted else not_claimed).append(u)
-        order = lambda u: (-u.production_share, u.name)  # noqa: E731
+
+        def order(u):
+            return (-u.production_share, u.name)
+
         return replace(self, contexts=tests[:k], slice_shares=shares, candidate_tests=decided,
                        untested_contexts=tuple(sorted(claimed, key=order)),
                        not_claimed_contexts=tuple(sorted(not_claimed, key=order)),

@@ -1,10 +1,9 @@
 """Pure helpers of :class:`detectors.context.ContextShiftDetector`: the exact exceedance and rarity
-p-values, slice-expression literals, slice-share statistics, mask checks, untested numeric ranges and
+p-values, slice-share statistics, mask checks, untested numeric ranges and
 untested category values (rare values of one column pooled into one candidate)."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ from scipy import stats
 from detectors.base import DetectorInputError, ShiftTest
 from detectors.context_results import UntestedContext
 from detectors.intervals import newcombe_interval, wilson_interval
+from slicelang import compare, equals, literal_text
 
 __all__ = ["exceedance_pvalue", "rarity_pvalue", "literal_text", "untested_ranges", "untested_values", "rarity_test",
            "pool_rare_categories", "declared_kind"]
@@ -49,16 +49,6 @@ def rarity_pvalue(k_benchmark, k_production, n_benchmark: int, n_production: int
     n1, n2 = int(n_benchmark), int(n_production)
     return np.clip(stats.hypergeom.cdf(k1, n1 + n2, k1 + k2, n1), 0.0, 1.0)
 
-
-def literal_text(value: Any) -> str:
-    """``value`` as a literal of the slice-expression language (strings double-quoted)."""
-    if isinstance(value, (bool, np.bool_)):
-        return "true" if value else "false"
-    if isinstance(value, (int, np.integer)):
-        return str(int(value))
-    if isinstance(value, (float, np.floating)):
-        return repr(int(value)) if float(value).is_integer() else repr(float(value))
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 def _share_stats(k1: np.ndarray, n1: int, k2: np.ndarray, n2: int) -> list[dict]:
     """Shares with Wilson CIs and their difference with a Newcombe CI, for all slices at once."""
@@ -102,7 +92,7 @@ def untested_ranges(name: str, reference: np.ndarray, values, n_production: int,
         k2 = int(np.count_nonzero(beyond))
         if k2 < min_count:
             continue
-        label = f"{name} {sign} {float(bound):g}"
+        label = compare(name, sign, float(f"{float(bound):.6g}"))  # the bound to six digits: a readable name
         p = exceedance_pvalue(ref.size, n_valid, k2)
         test = ShiftTest(label, "exceedance_exact", float(k2), p, p, k2 / n2, "beyond_range_share", floor,
                          int(ref.size), n_valid, False, kind="untested_range",
@@ -120,7 +110,8 @@ def rarity_test(u: UntestedContext, n_benchmark: int, n_production: int, *, floo
     expected = (u.n_benchmark + u.n_production) * n_benchmark / max(n_benchmark + n_production, 1)
     return ShiftTest(u.name, "hypergeometric_exact", float(u.n_benchmark), p, p, u.production_share,
                      "untested_share", floor, int(n_benchmark), int(n_production), False, kind="untested_context",
-                     details={"column": u.column, "k_benchmark": int(u.n_benchmark), "k_production": int(u.n_production),
+                     details={"column": u.column, "k_benchmark": int(u.n_benchmark),
+                              "k_production": int(u.n_production),
                               "expected_benchmark_by_chance": float(expected), "n_values": int(u.n_values)})
 
 
@@ -148,11 +139,11 @@ def untested_values(name: str, reference: pd.Series, counts: pd.Series, n_produc
     # the pool is chosen symmetrically (few rows in both datasets), so it is not selected for rarity
     pooled = rare & ~single
     present = pooled & (k2 >= min_production_count)
-    out = [(f"{name} == {literal_text(v)}", "unseen_value" if a == 0 else "rare_value", _native(v), int(a), int(b), 1, ())
+    out = [(equals(name, v), "unseen_value" if a == 0 else "rare_value", _native(v), int(a), int(b), 1, ())
            for v, a, b in zip(labels[single], k1[single], k2[single])]
     if present.sum() == 1 and pooled.sum() == 1:
         (i,) = np.flatnonzero(present)
-        out.append((f"{name} == {literal_text(labels[i])}", "unseen_value" if k1[i] == 0 else "rare_value",
+        out.append((equals(name, labels[i]), "unseen_value" if k1[i] == 0 else "rare_value",
                     _native(labels[i]), int(k1[i]), int(k2[i]), 1, ()))
     elif present.any():
         idx = np.flatnonzero(pooled)

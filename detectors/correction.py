@@ -16,7 +16,8 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from detectors.base import renamed_parameters
+from detectors.base import ShiftTest, check_in, check_probabilities, renamed_parameters
+from detectors.decision import decide
 
 __all__ = ["benjamini_hochberg", "holm", "bonferroni", "adjust_pvalues", "CORRECTIONS", "is_shift", "readjust"]
 
@@ -25,8 +26,7 @@ def _prepare(p_values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     p = np.asarray(p_values, dtype=float)
     flat = p.ravel()
     mask = ~np.isnan(flat)
-    if np.any((flat[mask] < 0) | (flat[mask] > 1)):
-        raise ValueError("p-values must lie in [0, 1].")
+    check_probabilities("p-values", flat[mask])
     return p, flat, mask
 
 
@@ -77,21 +77,16 @@ CORRECTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 @renamed_parameters(method="correction")
 def adjust_pvalues(p_values, correction: str = "bh") -> np.ndarray:
     """Adjust ``p_values`` with the correction named ``correction`` (``bh``, ``holm``, ``bonferroni``)."""
-    try:
-        adjust = CORRECTIONS[correction]
-    except (KeyError, TypeError):
-        raise ValueError(f"correction must be one of {sorted(CORRECTIONS)}, got {correction!r}.") from None
-    return adjust(p_values)
+    check_in("correction", correction, sorted(CORRECTIONS))
+    return CORRECTIONS[correction](p_values)
 
 
 def is_shift(p_value_adjusted, effect_size, *, alpha: float, effect_floor):
     """The one decision rule (:func:`detectors.decision.decide`), elementwise on arrays."""
-    from detectors.decision import decide
-
     return np.asarray(decide(p_value_adjusted, effect_size, alpha=alpha, effect_floor=effect_floor))
 
 
-T = TypeVar("T")
+T = TypeVar("T", bound=ShiftTest)  # or a subclass
 
 
 @renamed_parameters(method="correction")

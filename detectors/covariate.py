@@ -36,17 +36,43 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction,
-                            check_effect_floors, check_fitted, check_in, check_int, check_number,
-                            check_random_state)
-from detectors.column_types import (ExcludedColumn, category_counts, check_frame, check_same_columns,
-                                    finite_columns, finite_matrix, infer_column_types)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_effect_floors,
+    check_fitted,
+    check_in,
+    check_int,
+    check_number,
+    check_random_state,
+)
+from detectors.column_types import (
+    ExcludedColumn,
+    category_counts,
+    check_frame,
+    check_same_columns,
+    finite_columns,
+    finite_matrix,
+    infer_column_types,
+)
 from detectors.correction import readjust
 from detectors.decision import check_tests
 from detectors.intervals import newcombe_interval, z_value
-from detectors.univariate import (balanced_cramers_v, chi2_two_sample, cramers_v, cvm_pvalue, ecdf_gap_statistics,
-                                  jensen_shannon_distance, ks_test, ks_tied_test, missing_rate_test,
-                                  population_stability_index)
+from detectors.univariate import (
+    balanced_cramers_v,
+    chi2_two_sample,
+    cramers_v,
+    cvm_pvalue,
+    ecdf_gap_statistics,
+    jensen_shannon_distance,
+    ks_test,
+    ks_tied_test,
+    missing_rate_test,
+    population_stability_index,
+)
 
 __all__ = ["CovariateShiftDetector", "CovariateResult", "DEFAULT_EFFECT_FLOORS", "categorical_shift_test",
            "category_counts", "categorical_feature_test", "covariate_result", "effect_floor", "insufficient_test",
@@ -198,7 +224,7 @@ class CovariateShiftDetector:
         """
         self._check_params()
         reference = check_frame(reference, role="reference")
-        counts = {}
+        counts: dict[str, pd.Series] = {}
         types = infer_column_types(reference, categorical_max_unique=self.categorical_max_unique,
                                    discrete_max_unique=self.discrete_max_unique, counts=counts)
         matrix = finite_matrix(reference, types.numeric, role="reference")

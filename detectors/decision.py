@@ -21,7 +21,7 @@ False
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, Sequence, cast, runtime_checkable
 
 import numpy as np
 
@@ -72,10 +72,12 @@ def check_tests(result, tests: Sequence) -> tuple:
 class SingleTestMixin:
     """``tests``/``with_tests`` for a frozen result with one ``test`` field and ``is_shift``."""
 
+    test: Any  # a field of the dataclass this is mixed into (a ShiftTest)
+
     @property
     def tests(self) -> tuple:
         return (self.test,)
 
     def with_tests(self, tests: Sequence):
         (test,) = check_tests(self, tests)
-        return replace(self, test=test, is_shift=bool(test.drifted))
+        return replace(cast(Any, self), test=test, is_shift=bool(test.drifted))

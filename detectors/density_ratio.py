@@ -65,7 +65,7 @@ def domain_scores(benchmark: pd.DataFrame, production: pd.DataFrame, *,
     (scores_b, scores_p) : arrays of shape (n_b,) and (n_p,), or None when the columns give nothing to
     fit on. Their difference of distributions is the joint shift of the columns seen along one direction.
     """
-    from sklearn.linear_model import LogisticRegression  # ~0.4 s of import, only when a joint shift is re-tested
+    from sklearn.linear_model import LogisticRegression  # scikit-learn (~0.5 s to import) only when weights are fitted
 
     if list(benchmark.columns) != list(production.columns):
         raise ValueError("benchmark and production must have the same columns.")

@@ -7,23 +7,25 @@ every column declared numeric) binned at quantiles of the ``reference`` data —
 which stays fixed across a monitor's runs — rounded to three significant digits
 (``q1 <= col < q2``), and missing values (``col is missing``). Edges taken from each run's own
 rows would move with every draw, so the same population would get a new definition (and key)
-in every audit; edges from the reference give it the same one. Candidates are all single conditions and all conjunctions of up to
-``max_conditions`` conditions on distinct columns. Their sizes and error counts come from
+in every audit; edges from the reference give it the same one. Candidates are all single conditions and
+all conjunctions of up to ``max_conditions`` conditions on distinct columns. Their sizes and error counts come from
 one ``np.bincount`` per column combination — no loop over rows or over candidates.
 
 Each candidate with at least ``min_support`` rows inside and outside is tested one-sided,
 "error rate in the slice > error rate in the rest", with the exact conditional test (Fisher's:
 given the total error count, the slice's errors are hypergeometric under "errors do not
 depend on the slice"; the normal approximation is anti-conservative for small slices with
-rare errors); ``statistic`` is the pooled two-proportion z, for reading. Benjamini–Hochberg controls the false discovery rate across **all** tested candidates.
+rare errors); ``statistic`` is the pooled two-proportion z, for reading. Benjamini–Hochberg controls the
+false discovery rate across **all** tested candidates.
 A candidate is *significant* when its adjusted p-value is below ``alpha`` and its error rate
 exceeds the rest by at least ``min_gap``. Among significant candidates a conjunction is
 reported only if it is worse than each of its sub-conjunctions by at least ``min_gap``
 (otherwise a simpler slice already explains it). Reported slices are ranked by excess
 errors, ``(error_rate - rest_error_rate) * n``.
 
-Definitions are written in the slice-expression language of :mod:`domains.expressions`
-(strings double-quoted, ranges as chained comparisons), and every slice can rebuild its mask
+Definitions are written in the slice-expression language of :mod:`domains.expressions` by
+:mod:`slicelang` (names that are keywords or not plain identifiers in backticks, strings
+double-quoted, ranges as chained comparisons), and every slice can rebuild its mask
 on any frame with the same columns (:meth:`DiscoveredSlice.mask`).
 
 Note: the slices are found on the data given; re-testing them on the same rows is
@@ -39,10 +41,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result
-from detectors.context import literal_text
+from detectors.base import DetectorInputError, Result, check_alpha, check_correction, check_in, check_int, check_number
 from detectors.correction import adjust_pvalues
 from detectors.intervals import newcombe_interval, wilson_interval
+from slicelang import all_of, equals, in_range, is_missing
 
 __all__ = ["Condition", "DiscoveredSlice", "DiscoveryResult", "discover_weak_slices"]
 
@@ -59,16 +61,12 @@ class Condition(Result):
 
     @property
     def text(self) -> str:
-        col = self.column if self.column.isidentifier() else f"`{self.column}`"
+        """The condition in the slice language (:mod:`slicelang` quotes names and values)."""
         if self.op == "missing":
-            return f"{col} is missing"
+            return is_missing(self.column)
         if self.op == "==":
-            return f"{col} == {literal_text(self.value)}"
-        if self.low is None:
-            return f"{col} < {literal_text(self.high)}"
-        if self.high is None:
-            return f"{col} >= {literal_text(self.low)}"
-        return f"{literal_text(self.low)} <= {col} < {literal_text(self.high)}"
+            return equals(self.column, self.value)
+        return in_range(self.column, self.low, self.high)
 
     def mask(self, frame: pd.DataFrame) -> np.ndarray:
         s = frame[self.column]
@@ -152,7 +150,8 @@ def _native(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _encode_bins(series: pd.Series, missing: np.ndarray, n_bins: int, edges_from: np.ndarray) -> tuple[np.ndarray, list]:
+def _encode_bins(series: pd.Series, missing: np.ndarray, n_bins: int,
+                 edges_from: np.ndarray) -> tuple[np.ndarray, list]:
     """Bins at the quantiles of ``edges_from`` (the reference's values), rounded (:func:`_round_edge`)."""
     v = series.to_numpy(float)
     if edges_from.size == 0:
@@ -199,11 +198,19 @@ def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int =
     """
     e = np.asarray(errors)
     if not isinstance(context, pd.DataFrame) or e.shape != (len(context),):
-        raise DetectorInputError(f"errors must have shape ({len(getattr(context, 'index', []))},) like the context rows.")
+        rows = len(getattr(context, "index", []))
+        raise DetectorInputError(f"errors must have shape ({rows},) like the context rows.")
     if not np.isin(e, [0, 1]).all():
         raise DetectorInputError("errors must be boolean or 0/1 (1 = the model was wrong).")
-    if max_conditions not in (1, 2, 3):
-        raise DetectorInputError("max_conditions must be 1, 2 or 3.")
+    check_in("max_conditions", max_conditions, (1, 2, 3))
+    check_int("min_support", min_support, minimum=1)
+    check_int("n_bins", n_bins, minimum=1)
+    check_int("max_categories", max_categories, minimum=1)
+    check_int("discrete_max_unique", discrete_max_unique, minimum=0)
+    check_number("min_gap", min_gap, minimum=0, maximum=1)
+    check_alpha(alpha)
+    check_correction(correction)
+    check_int("max_results", max_results, minimum=1)
     if len(e) == 0 or context.shape[1] == 0:
         raise DetectorInputError("discovery needs at least one row and one context column.")
     e = e.astype(float)
@@ -230,7 +237,7 @@ def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int =
     significant = testable & (p_adj < alpha) & (rate - rest >= min_gap)
     keep = _prune(cand, significant, rate, min_gap)
     order = sorted(np.flatnonzero(keep), key=lambda i: -(rate[i] - rest[i]) * counts[i])[:max_results]
-    slices = tuple(_describe(i, rank, cand.key(i), encoded, counts, errs, n, total_errors, z, p, p_adj)
+    slices = tuple(_describe(i, rank, cand.key(int(i)), encoded, counts, errs, n, total_errors, z, p, p_adj)
                    for rank, i in enumerate(order, start=1))
     return DiscoveryResult(slices, int(testable.sum()), int(significant.sum()), n,
                            total_errors / n if n else float("nan"), float(alpha))
@@ -282,7 +289,7 @@ def _prune(cand: _Candidates, significant: np.ndarray, rate: np.ndarray, min_gap
     """Drop conjunctions that are not worse than each sub-conjunction by ``min_gap``."""
     keep = significant.copy()
     for i in np.flatnonzero(significant):
-        key = cand.key(i)
+        key = cand.key(int(i))
         subs = [cand.index(sub) for r in range(1, len(key)) for sub in itertools.combinations(key, r)]
         if any(rate[i] - rate[j] < min_gap for j in subs):
             keep[i] = False
@@ -295,7 +302,7 @@ def _describe(i, rank, key, encoded, counts, errs, n, total_errors, z, p, p_adj)
     k_out, n_out = total_errors - k_in, n - n_in
     rate, rest = k_in / n_in, k_out / n_out
     return DiscoveredSlice(
-        name=f"discovered_{rank}", definition=" and ".join(c.text for c in conditions), conditions=conditions,
+        name=f"discovered_{rank}", definition=all_of(c.text for c in conditions), conditions=conditions,
         n=int(n_in), support=n_in / n, error_rate=rate, error_rate_ci=wilson_interval(k_in, n_in),
         rest_error_rate=rest, gap=rate - rest, gap_ci=newcombe_interval(k_out, n_out, k_in, n_in),
         statistic=float(z[i]), p_value=float(p[i]), p_value_adjusted=float(p_adj[i]),

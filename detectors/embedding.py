@@ -26,12 +26,24 @@ from scipy import stats
 from sklearn.neighbors import NearestNeighbors
 from threadpoolctl import threadpool_limits
 
-from detectors.base import (DetectorInputError, Result, ShiftTest, check_alpha, check_correction, check_fitted,
-                            check_fraction, check_int, check_number, check_random_state)
-from detectors.context import literal_text
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
 from detectors.correction import readjust
+from detectors.decision import check_tests
 from detectors.intervals import wilson_interval
 from detectors.mmd import MMDDetector
+from slicelang import equals, in_range
 
 __all__ = ["EmbeddingShiftDetector", "EmbeddingShiftResult", "NovelRegion", "ContextDescription", "embedding_matrix"]
 
@@ -95,10 +107,6 @@ class EmbeddingShiftResult(Result):
 
     def with_tests(self, tests) -> "EmbeddingShiftResult":
         """A copy holding re-corrected ``tests`` (order of :attr:`tests`), ``is_shift`` re-derived."""
-        from dataclasses import replace
-
-        from detectors.decision import check_tests
-
         tests = check_tests(self, tests)
         regions = tuple(replace(r, test=t, is_novel=bool(t.drifted)) for r, t in zip(self.regions, tests[1:]))
         return replace(self, test=tests[0], regions=regions, is_shift=any(t.drifted for t in tests))
@@ -162,10 +170,12 @@ class EmbeddingShiftDetector:
         check_int("min_region_size", self.min_region_size, minimum=1)
         check_random_state(self.random_state)
 
-    def fit(self, benchmark) -> "EmbeddingShiftDetector":
-        """Learn the benchmark embeddings, shape (n_b, d) (array or frame with ``emb_*`` columns)."""
+    @renamed_parameters(benchmark="reference")
+    def fit(self, reference) -> "EmbeddingShiftDetector":
+        """Learn the benchmark embeddings ``reference``, shape (n_b, d) (array or frame with ``emb_*``
+        columns; ``benchmark=`` is the deprecated name)."""
         self._check_params()
-        x = embedding_matrix(benchmark)
+        x = embedding_matrix(reference)
         rng = np.random.default_rng(self.random_state)
         self.benchmark_ = x
         self.reference_ = x[rng.choice(len(x), self.max_rows, replace=False)] if len(x) > self.max_rows else x
@@ -177,11 +187,13 @@ class EmbeddingShiftDetector:
         self.distance_threshold_ = float(np.quantile(own[:, -1], self.novelty_quantile))
         return self
 
-    def test(self, production, *, context: pd.DataFrame | None = None) -> EmbeddingShiftResult:
-        """Test production embeddings (n_p, d); ``context`` (n_p rows) describes the regions."""
+    @renamed_parameters(production="current")
+    def test(self, current, *, context: pd.DataFrame | None = None) -> EmbeddingShiftResult:
+        """Test production embeddings ``current`` (n_p, d; ``production=`` is the deprecated name);
+        ``context`` (n_p rows) describes the regions."""
         check_fitted(self, "mmd_")
         self._check_params()
-        x = embedding_matrix(production)
+        x = embedding_matrix(current)
         if x.shape[1] != self.benchmark_.shape[1]:
             raise DetectorInputError(f"production embeddings have {x.shape[1]} dimensions, benchmark "
                                      f"{self.benchmark_.shape[1]}.")
@@ -240,7 +252,8 @@ class EmbeddingShiftDetector:
         se = np.sqrt(pooled * (1 - pooled) * (1 / n_b + 1 / n_p))
         z = (k_p / n_p - k_b / n_b) / se if se > 0 else 0.0
         if min(n_b, n_p) * min(pooled, 1 - pooled) < 5:
-            p, method = stats.fisher_exact([[k_p, n_p - k_p], [k_b, n_b - k_b]], alternative="greater").pvalue, "fisher_exact"
+            table = [[k_p, n_p - k_p], [k_b, n_b - k_b]]
+            p, method = stats.fisher_exact(table, alternative="greater").pvalue, "fisher_exact"
         else:
             p, method = stats.norm.sf(z), "z_one_sided"
         effect = 1 - (k_b / n_b) / (k_p / n_p)
@@ -264,12 +277,13 @@ def _kmeans(x: np.ndarray, k: int, rng, n_init: int = 3, n_iter: int = 100) -> n
     Written out because scikit-learn's threaded KMeans costs ~0.1 s per fit on small data
     when the machine's cores are busy; this one is single-threaded, vectorised and seeded.
     """
-    best, best_inertia = None, np.inf
+    best, best_inertia = x[:0], np.inf  # n_init >= 1: replaced by the first try
     for _ in range(n_init):
         centres = x[[rng.integers(len(x))]]
         for _ in range(1, k):  # k-means++: next centre with probability proportional to d^2
             d2 = ((x[:, None, :] - centres[None]) ** 2).sum(-1).min(1)
-            centres = np.vstack([centres, x[rng.choice(len(x), p=d2 / d2.sum()) if d2.sum() > 0 else rng.integers(len(x))]])
+            pick = rng.choice(len(x), p=d2 / d2.sum()) if d2.sum() > 0 else rng.integers(len(x))
+            centres = np.vstack([centres, x[pick]])
         for _ in range(n_iter):
             labels = _nearest(x, centres)
             onehot = np.eye(k)[labels]  # (n, k): centre sums by one matrix product
@@ -300,10 +314,10 @@ class _ContextProfile:
                 edges = np.unique(np.quantile(s.dropna(), [0.25, 0.5, 0.75]))
                 codes = np.where(s.isna(), -1, np.searchsorted(edges, s.to_numpy(float), side="right"))
                 bounds = [None, *edges.tolist(), None]
-                texts = [_range(name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
+                texts = [in_range(name, bounds[i], bounds[i + 1]) for i in range(len(edges) + 1)]
             else:
                 codes, uniques = pd.factorize(s)
-                texts = [f"{name} == {literal_text(v)}" for v in uniques]
+                texts = [equals(name, v) for v in uniques]
             counts = np.bincount(codes[codes >= 0], minlength=len(texts))
             self.columns.append((str(name), codes, texts, counts / max(len(codes), 1)))
 
@@ -318,11 +332,3 @@ class _ContextProfile:
                                               float(shares[i] / overall[i])))
         out.sort(key=lambda d: (-d.lift, -d.share_in_region))
         return tuple(out[:top])
-
-
-def _range(name, low, high) -> str:
-    if low is None:
-        return f"{name} < {literal_text(high)}"
-    if high is None:
-        return f"{name} >= {literal_text(low)}"
-    return f"{literal_text(low)} <= {name} < {literal_text(high)}"

@@ -11,14 +11,13 @@ from typing import Callable
 
 import numpy as np
 
-from detectors.base import renamed_parameters
+from detectors.base import check_fraction, renamed_parameters
 
 __all__ = ["wilson_interval", "newcombe_interval", "bootstrap_interval", "z_value"]
 
 
 def z_value(confidence: float) -> float:
-    if not 0 < confidence < 1:
-        raise ValueError("confidence must be in (0, 1).")
+    check_fraction("confidence", confidence)
     # the standard library's quantile (Wichura's AS241, ~1e-16): no scipy import on a cron run's start-up
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 

@@ -187,8 +187,8 @@ def annotator_shares(annotations: pd.DataFrame, *, cap: float = 0.2, columns=COL
     counts = frame[columns[1]].value_counts()
     n = int(counts.sum())
     lo, hi = wilson_interval(counts.to_numpy(), np.full(len(counts), n), confidence=confidence)
-    return tuple(AnnotatorShare(_native(a), int(c), float(c / n), float(l), float(h), bool(c / n > cap))
-                 for a, c, l, h in zip(counts.index, counts.to_numpy(), lo, hi))
+    return tuple(AnnotatorShare(_native(a), int(c), float(c / n), float(low), float(high), bool(c / n > cap))
+                 for a, c, low, high in zip(counts.index, counts.to_numpy(), lo, hi))
 
 
 def _consensus_credit(others: np.ndarray) -> np.ndarray:
@@ -273,7 +273,8 @@ def disagreement_by_slice(annotations: pd.DataFrame, slices: Mapping | pd.Series
     out = []
     for name, member in _slice_items(slices, items, frame, columns).items():
         inside, rest = member & multi, ~member & multi
-        n_in, k_in, n_rest, k_rest = int(inside.sum()), int(disagree[inside].sum()), int(rest.sum()), int(disagree[rest].sum())
+        n_in, k_in = int(inside.sum()), int(disagree[inside].sum())
+        n_rest, k_rest = int(rest.sum()), int(disagree[rest].sum())
         nan = float("nan")
         lo, hi = wilson_interval(k_in, n_in, confidence=confidence) if n_in else (nan, nan)
         rate = k_in / n_in if n_in else nan
@@ -346,7 +347,8 @@ def assess_label_quality(annotations: pd.DataFrame, *, cap: float = 0.2, slices=
     shares = annotator_shares(frame, cap=cap, columns=columns, confidence=confidence)
     people = annotator_reliability(frame, alpha=alpha, kappa_floor=kappa_floor, min_items=min_items,
                                    columns=columns, confidence=confidence, random_state=random_state) if multi else ()
-    per_slice = disagreement_by_slice(frame, slices, columns=columns, confidence=confidence) if slices is not None else ()
+    per_slice = (disagreement_by_slice(frame, slices, columns=columns, confidence=confidence)
+                 if slices is not None else ())
     return LabelQualityResult(agreement, shares, people, per_slice, float(cap),
                               tuple(s.annotator for s in shares if s.over_cap),
                               tuple(r.annotator for r in people if r.near_chance),

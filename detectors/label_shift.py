@@ -43,15 +43,39 @@ effect measure in :mod:`detectors.prior_effect`. ``solve_priors``, ``ridge_for_c
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_fitted, check_fraction, check_int,
-                            check_number, check_random_state)
-from detectors.bbse_solver import (bootstrap_soft_joint, check_regularization, choose_regularization,
-                                   ridge_for_condition, soft_joint, solve_priors)
-from detectors.confusion import (as_label_array, bootstrap_row_means, chi2_two_sample, confusion_counts, encode,
-                                 match_columns, parse_predictions, sorted_classes)
+from detectors.base import (
+    DetectorInputError,
+    ShiftTest,
+    check_alpha,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
+from detectors.bbse_solver import (
+    bootstrap_soft_joint,
+    check_regularization,
+    choose_regularization,
+    ridge_for_condition,
+    soft_joint,
+    solve_priors,
+)
+from detectors.confusion import (
+    as_label_array,
+    bootstrap_row_means,
+    chi2_two_sample,
+    confusion_counts,
+    encode,
+    match_columns,
+    parse_predictions,
+    sorted_classes,
+)
 from detectors.decision import decide
 from detectors.label_shift_counts import CountsFitting
 from detectors.label_shift_result import INTERVAL_NOTE, LabelShiftResult, insufficient_result, prior_result
@@ -187,7 +211,7 @@ class LabelShiftEstimator(CountsFitting):
         self.benchmark_pred_counts_ = np.bincount(proba.argmax(1), minlength=len(self.pred_classes_))
 
     # ------------------------------------------------------------- estimate
-    def production_outputs(self, y_pred_production) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    def production_outputs(self, y_pred) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Validate production outputs of the kind seen in ``fit``.
 
         Returns ``(mu, counts, rows)``: the mean output (predicted-class distribution), the
@@ -195,14 +219,14 @@ class LabelShiftEstimator(CountsFitting):
         ``(m, k)`` rows (hard labels need nothing beyond their counts).
         """
         check_fitted(self, "joint_")
-        kind, pred, column_classes = parse_predictions(y_pred_production, None, "y_pred_production")
+        kind, pred, column_classes = parse_predictions(y_pred, None, "y_pred")
         if kind != self.kind_:
             raise DetectorInputError(f"Benchmark predictions were {self.kind_} but production ones are {kind}.")
         if len(pred) == 0:
-            raise DetectorInputError("y_pred_production is empty.")
+            raise DetectorInputError("y_pred (production) is empty.")
         k_p = len(self.pred_classes_)
         if kind == "labels":
-            counts = np.bincount(encode(pred, self.pred_classes_, "y_pred_production"), minlength=k_p)
+            counts = np.bincount(encode(pred, self.pred_classes_, "y_pred"), minlength=k_p)
             return counts / counts.sum(), counts, None
         rows = self._align_proba(pred, column_classes)
         return rows.mean(0), np.bincount(rows.argmax(1), minlength=k_p), rows
@@ -217,14 +241,16 @@ class LabelShiftEstimator(CountsFitting):
         order = encode(names, self.pred_classes_, "production probability columns")
         return proba[:, np.argsort(order)]
 
-    def estimate(self, y_pred_production) -> LabelShiftResult:
+    @renamed_parameters(y_pred_production="y_pred")
+    def estimate(self, y_pred) -> LabelShiftResult:
         """Estimate production priors from production outputs of the same kind as in ``fit``.
 
         Parameters
         ----------
-        y_pred_production : array-like of shape (m,) or (m, k)
+        y_pred : array-like of shape (m,) or (m, k)
+            Production's predicted labels or probabilities (``y_pred_production=`` is the deprecated name).
         """
-        mu, prod_counts, rows = self.production_outputs(y_pred_production)
+        mu, prod_counts, rows = self.production_outputs(y_pred)
         self._check_params()
         rng = np.random.default_rng(self.random_state)
         n_p = int(prod_counts.sum())
@@ -272,7 +298,7 @@ class LabelShiftEstimator(CountsFitting):
             mu = rng.multinomial(n_production, mu, size=B) / n_production
         else:
             joint = bootstrap_soft_joint(self.joint_, self._benchmark_rows, B, rng)
-            mu = bootstrap_row_means(rows, B, rng)
+            mu = bootstrap_row_means(cast(np.ndarray, rows), B, rng)  # probabilities: rows were kept
         return joint, mu, solve_priors(joint, mu, lam)
 
     def _result(self, q, q_boot, mu, p_value, effect, drifted, n_p, test, status) -> LabelShiftResult:

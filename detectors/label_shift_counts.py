@@ -4,10 +4,13 @@ class) counts and production's predicted-class counts, e.g. summaries of data th
 in memory, with optional paired bootstrap replicates of those counts."""
 from __future__ import annotations
 
+from typing import Any, Callable, Self
+
 import numpy as np
 
 from detectors.base import DetectorInputError, check_fitted
 from detectors.bbse_solver import solve_priors
+from detectors.label_shift_result import LabelShiftResult
 
 __all__ = ["CountsFitting"]
 
@@ -17,7 +20,18 @@ class CountsFitting:
     from counts (hard labels only); the estimator supplies ``_fit_joint``, ``_estimate`` and
     ``bootstrap_priors``."""
 
-    def fit_counts(self, joint_counts, *, classes, pred_classes) -> "LabelShiftEstimator":
+    # parameters, learned state and steps of the estimator this is mixed into
+    min_samples: int
+    random_state: int
+    classes_: np.ndarray
+    pred_classes_: np.ndarray
+    _benchmark_rows: np.ndarray | tuple | None  # probability rows kept for the bootstrap (None: hard labels)
+    _check_params: Callable[[], None]
+    _fit_joint: Callable[[], Any]
+    _estimate: Callable[..., LabelShiftResult]
+    bootstrap_priors: Callable[..., Any]
+
+    def fit_counts(self, joint_counts, *, classes, pred_classes) -> Self:
         """:meth:`fit` from benchmark counts of hard labels, e.g. summaries of data beyond memory.
 
         Parameters

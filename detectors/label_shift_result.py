@@ -26,7 +26,8 @@ class LabelShiftResult(Result):
     Dicts are keyed by class label. ``weights`` are importance weights
     ``production prior / benchmark prior``. ``effect_size`` is the total variation distance
     between ``benchmark_prior`` and ``priors``; ``is_shift`` is ``test.drifted``: ``p_value < alpha``
-    and a TV of at least ``effect_floor`` or a class prior ratio of at least the ratio floor. With ``status == "insufficient_data"`` estimates are NaN.
+    and a TV of at least ``effect_floor`` or a class prior ratio of at least the ratio floor. With
+    ``status == "insufficient_data"`` estimates are NaN.
     """
 
     priors: dict

@@ -30,12 +30,20 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_int, check_number
+from detectors.base import DetectorInputError, Result, ShiftTest, check_alpha, check_in, check_int, check_number
 from detectors.confusion import as_label_array, confusion_counts, encode, sorted_classes
 from detectors.decision import SingleTestMixin, decide
 from detectors.intervals import newcombe_interval, z_value
-from detectors.metric_ci import (METRICS, NEEDS_CLASS, NEEDS_POSITIVE, WILSON_METRICS,
-                                 _wilson_counts, delong_auc, infer_positive, metric_from_confusion)
+from detectors.metric_ci import (
+    METRICS,
+    NEEDS_CLASS,
+    NEEDS_POSITIVE,
+    WILSON_METRICS,
+    _wilson_counts,
+    delong_auc,
+    infer_positive,
+    metric_from_confusion,
+)
 
 __all__ = ["MetricChange", "metric_change_test"]
 
@@ -81,8 +89,7 @@ def metric_change_test(metric: str, y_true_b, y_pred_b, y_true_p, y_pred_p, *, s
     -------
     MetricChange
     """
-    if metric not in METRICS:
-        raise DetectorInputError(f"metric must be one of {list(METRICS)}, got {metric!r}.")
+    check_in("metric", metric, METRICS)
     check_alpha(alpha)
     check_number("effect_floor", effect_floor, minimum=0)
     check_int("min_samples", min_samples)

@@ -18,10 +18,19 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result, renamed_parameters
-from detectors.confusion import (accuracy_from_confusion, as_label_array, balanced_accuracy_from_confusion,
-                                 confusion_counts, encode, f1_from_confusion, macro_f1_from_confusion,
-                                 precision_from_confusion, recall_from_confusion, sorted_classes)
+from detectors.base import DetectorInputError, Result, check_in, renamed_parameters
+from detectors.confusion import (
+    accuracy_from_confusion,
+    as_label_array,
+    balanced_accuracy_from_confusion,
+    confusion_counts,
+    encode,
+    f1_from_confusion,
+    macro_f1_from_confusion,
+    precision_from_confusion,
+    recall_from_confusion,
+    sorted_classes,
+)
 from detectors.intervals import wilson_interval, z_value
 
 __all__ = ["MetricEstimate", "ObservedPerformance", "metric_with_ci", "metric_with_ci_of_codes", "observed_performance",
@@ -96,6 +105,9 @@ def metric_from_confusion(name: str, cm: np.ndarray, pos: int | None = None, cls
     if name in ("recall", "precision"):
         fn = recall_from_confusion if name == "recall" else precision_from_confusion
         return fn(cm)[..., cls]
+    check_in("metric", name, METRICS)
+    if pos is None:
+        raise DetectorInputError(f"metric {name!r} needs positive=<class label>.")
     if name == "sensitivity":
         return recall_from_confusion(cm)[..., pos]
     if name == "f1":
@@ -105,20 +117,23 @@ def metric_from_confusion(name: str, cm: np.ndarray, pos: int | None = None, cls
         with np.errstate(invalid="ignore", divide="ignore"):
             fpr = negatives[..., pos].sum(-1) / negatives.sum((-2, -1))
         return 1 - fpr if name == "specificity" else fpr
-    raise DetectorInputError(f"Unknown metric {name!r}; choose one of {list(METRICS)}.")
+    check_in("metric", name, METRICS)
+    raise AssertionError(f"metric {name!r} is known but has no formula")
 
 
-def _wilson_counts(name: str, cm: np.ndarray, pos: int | None, cls: int | None) -> tuple[float, float]:
-    """Successes and trials of the proportion metrics."""
+def _wilson_counts(name: str, cm: np.ndarray, pos: int | None, cls: int | None) -> tuple[Any, Any]:
+    """Successes and trials of the proportion metrics (NumPy scalars, or arrays for a batch)."""
     if name == "accuracy":
         return np.trace(cm), cm.sum()
     idx = cls if name in NEEDS_CLASS else pos
+    if idx is None:
+        raise DetectorInputError(f"metric {name!r} needs positive=<class label>.")
     if name in ("sensitivity", "recall"):
         return cm[idx, idx], cm[idx].sum()
     if name == "precision":
         return cm[idx, idx], cm[:, idx].sum()
-    negatives = np.delete(cm, pos, axis=0)
-    fp, n_neg = negatives[:, pos].sum(), negatives.sum()
+    negatives = np.delete(cm, idx, axis=0)  # specificity, fpr: idx is the positive class
+    fp, n_neg = negatives[:, idx].sum(), negatives.sum()
     return (n_neg - fp, n_neg) if name == "specificity" else (fp, n_neg)
 
 
@@ -173,8 +188,7 @@ def metric_with_ci(name: str, y_true, y_pred=None, scores=None, *, positive=None
         Wilson interval for proportions, bootstrap over confusion cells for
         balanced_accuracy / macro_f1 / f1, DeLong for auc.
     """
-    if name not in METRICS:
-        raise DetectorInputError(f"Unknown metric {name!r}; choose one of {list(METRICS)}.")
+    check_in("metric", name, METRICS)
     y_true = as_label_array(y_true, "y_true")
     if name == "auc":
         return _auc_with_ci(y_true, scores, positive, confidence, min_samples)
@@ -191,7 +205,8 @@ def metric_with_ci_of_codes(name: str, true_codes, pred_codes, n_classes: int, *
     present = np.flatnonzero(cm.sum(axis=0) + cm.sum(axis=1))
     classes = np.array(present.tolist(), dtype=object)  # as sorted_classes gives them: Python ints
     return _metric_of_confusion(name, classes, cm[np.ix_(present, present)], positive=positive, cls=cls,
-                                confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state, min_samples=1)
+                                confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state,
+                                min_samples=1)
 
 
 def _labelled_confusion(y_true: np.ndarray, y_pred) -> tuple[np.ndarray, np.ndarray]:
@@ -281,7 +296,8 @@ def _auc_with_ci(y_true, scores, positive, confidence, min_samples) -> MetricEst
 
 @renamed_parameters(n_boot="n_bootstrap")
 def observed_performance(y_true, y_pred, scores=None, *, metrics: Sequence[str] | None = None, positive=None,
-                         confidence: float = 0.95, n_bootstrap: int = 500, random_state: int | None = 0) -> ObservedPerformance:
+                         confidence: float = 0.95, n_bootstrap: int = 500,
+                         random_state: int | None = 0) -> ObservedPerformance:
     """Observed metrics plus per-class recall, each with a CI.
 
     Default metrics: accuracy, balanced_accuracy, macro_f1; with a known positive class also
@@ -297,8 +313,7 @@ def observed_performance(y_true, y_pred, scores=None, *, metrics: Sequence[str] 
             metrics += ["sensitivity", "specificity", "fpr", "f1"] + (["auc"] if scores is not None else [])
     kw = dict(positive=positive, confidence=confidence, n_bootstrap=n_bootstrap, random_state=random_state)
     for m in metrics:
-        if m not in METRICS:
-            raise DetectorInputError(f"Unknown metric {m!r}; choose one of {list(METRICS)}.")
+        check_in("metric", m, METRICS)
     out = [metric_with_ci(m, y_true, y_pred, scores, **kw) if m == "auc" else
            _metric_of_confusion(m, classes, cm, cls=None, min_samples=1, **kw) for m in metrics]
     # the classes y_true holds, sorted as sorted_classes(y_true) sorts them, without a second pass over the rows

@@ -26,11 +26,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from detectors.base import (
+    Result,
+    ShiftTest,
+    check_alpha,
+    check_int,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
+from detectors.classifier_test import EncodedReferenceDetector
 from detectors.decision import SingleTestMixin
-from detectors.base import (Result, ShiftTest, check_alpha, check_fitted, check_int, check_number, check_random_state,
-                            renamed_parameters)
-from detectors.classifier_test import encoded_reference, subsample
-from detectors.column_types import check_frame, check_same_columns
 
 __all__ = ["MMDDetector", "MMDResult", "mmd_permutation_test"]
 
@@ -96,7 +102,7 @@ def mmd_permutation_test(reference: np.ndarray, current: np.ndarray, *, n_permut
     return float(values[0]), (1 + exceed) / (1 + n_permutations), bandwidth
 
 
-class MMDDetector:
+class MMDDetector(EncodedReferenceDetector):
     """Maximum mean discrepancy two-sample test with a permutation p-value.
 
     Parameters
@@ -146,27 +152,9 @@ class MMDDetector:
         check_int("max_categories", self.max_categories, minimum=1)
         check_random_state(self.random_state)
 
-    def fit(self, reference: pd.DataFrame) -> "MMDDetector":
-        """Keep a (subsampled) reference and learn its encoding.
-
-        Parameters
-        ----------
-        reference : DataFrame of shape (n_reference, n_columns)
-        """
-        self._check_params()
-        reference, self.reference_, self.encoder_ = encoded_reference(
-            reference, max_samples=self.max_samples, max_categories=self.max_categories,
-            random_state=self.random_state)
-        self.feature_names_in_ = tuple(reference.columns)
-        return self
-
     def test(self, current: pd.DataFrame) -> MMDResult:
         """Test ``current`` (same columns as the reference) for any distribution shift."""
-        check_fitted(self, "encoder_")
-        self._check_params()
-        current = check_frame(current, role="current")
-        check_same_columns(self.feature_names_in_, current)
-        current = subsample(current, int(self.max_samples), np.random.default_rng(self.random_state + 1))
+        current = self._checked_current(current)
         n, m = len(self.reference_), len(current)
         floor = float(self.effect_floor)
         if min(n, m) < max(int(self.min_samples), 2):
@@ -179,5 +167,6 @@ class MMDDetector:
                                                         bandwidth=self.bandwidth, random_state=self.random_state)
         drifted = bool(p_value < self.alpha and mmd2 >= floor)
         test = ShiftTest("mmd", "mmd_permutation", mmd2, p_value, p_value, mmd2, "mmd2", floor, n, m, drifted,
-                         kind="multivariate", details={"bandwidth": bandwidth, "n_permutations": int(self.n_permutations)})
+                         kind="multivariate",
+                         details={"bandwidth": bandwidth, "n_permutations": int(self.n_permutations)})
         return MMDResult(drifted, test, mmd2, bandwidth, int(self.n_permutations), n, m)

@@ -45,7 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
-from detectors.base import DetectorInputError, Result
+from detectors.base import DetectorInputError, Result, check_alpha, check_number, check_probabilities
 from detectors.intervals import newcombe_interval
 
 __all__ = ["OnlineDecisions", "ProportionGain", "gamma_sequence", "lord_plus_plus", "proportion_gain"]
@@ -111,14 +111,12 @@ def lord_plus_plus(p_values: Sequence[float | None], *, alpha: float = 0.05,
     -------
     OnlineDecisions
     """
-    if not 0 < alpha < 1:
-        raise DetectorInputError(f"alpha must be in (0, 1), got {alpha!r}.")
-    w0 = alpha / 2 if w0 is None else float(w0)
-    if not 0 < w0 <= alpha:
-        raise DetectorInputError(f"w0 must be in (0, alpha], got {w0!r} with alpha {alpha!r}.")
+    check_alpha(alpha)
+    w0 = alpha / 2 if w0 is None else w0
+    check_number("w0", w0, minimum=0, maximum=alpha, open_low=True)
+    w0 = float(w0)
     p = np.array([np.nan if v is None else float(v) for v in p_values], dtype=float)
-    if np.any((p < 0) | (p > 1)):
-        raise DetectorInputError("p_values must lie in [0, 1].")
+    check_probabilities("p_values", p)
     gamma = gamma_sequence(len(p) + 1)
     levels, rejected, wealth = [], [], []
     rejections: list[int] = []  # 1-based test numbers of the rejections so far

@@ -26,7 +26,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 
@@ -52,8 +52,8 @@ def _reindex(values: np.ndarray, old: tuple, new: tuple, axes: int) -> np.ndarra
     position = {c: i for i, c in enumerate(new)}
     index = np.array([position[c] for c in old], dtype=np.intp)
     out = np.zeros(values.shape[: values.ndim - axes] + (len(new),) * axes, dtype=values.dtype)
-    grid = np.ix_(*([index] * axes))
-    out[(Ellipsis, *grid)] = values
+    grid: tuple[np.ndarray, ...] = np.ix_(*([index] * axes))
+    out[(Ellipsis, *grid)] = values  # type: ignore[index]  # numpy's stubs do not type a starred index
     return out
 
 
@@ -62,7 +62,7 @@ class _ClassCounts:
     """Counts over classes (``_AXES`` class axes) plus optional Poisson-bootstrap replicates."""
 
     classes: tuple = ()
-    counts: np.ndarray = field(default=None)
+    counts: np.ndarray = field(default=None)  # type: ignore[arg-type]  # required; every constructor sets it
     replicates: np.ndarray | None = None
     _AXES = 1
 
@@ -120,7 +120,10 @@ class _ClassCounts:
         if lost:
             raise DetectorInputError(f"{what} has classes unseen in the benchmark: {lost[:10]}.")
         kept = np.array([i for i, c in enumerate(self.classes) if c in classes], dtype=np.intp)
-        sub = lambda a: a[(Ellipsis, *np.ix_(*([kept] * self._AXES)))]  # noqa: E731
+
+        def sub(a):
+            return a[(Ellipsis, *np.ix_(*([kept] * self._AXES)))]
+
         old = tuple(self.classes[i] for i in kept)
         reps = None if self.replicates is None else _reindex(sub(self.replicates), old, classes, self._AXES)
         return type(self)(classes, _reindex(sub(self.counts), old, classes, self._AXES), reps)
@@ -141,10 +144,10 @@ class _ClassCounts:
         if type(other) is not type(self):
             return NotImplemented
         same_reps = (self.replicates is None) == (other.replicates is None) and (
-            self.replicates is None or np.array_equal(self.replicates, other.replicates))
+            self.replicates is None or np.array_equal(self.replicates, cast(np.ndarray, other.replicates)))
         return self.classes == other.classes and np.array_equal(self.counts, other.counts) and same_reps
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal summaries of arrays: not hashable
 
 
 def _poisson(counts: np.ndarray, n_bootstrap: int, random_state) -> np.ndarray | None:

@@ -5,7 +5,8 @@ which every metric follows (:func:`detectors.metric_ci.metric_from_confusion`):
 
 * ``ConfidenceBasedEstimator`` (:mod:`detectors.confidence_based`, like NannyML's CBPE):
   benchmark scores are calibrated with isotonic regression, and the calibrated ``P(y | x)``
-  of each production row gives its expected true class. Valid under covariate shift (``P(y | x)`` fixed), NOT under label shift.
+  of each production row gives its expected true class. Valid under covariate shift (``P(y | x)``
+  fixed), NOT under label shift.
 * :class:`PriorReweightedEstimator`: benchmark ``P(yhat | y)`` with BBSE production priors
   gives ``P(y | yhat)`` in production. Valid under label shift (``P(x | y)`` fixed).
 
@@ -25,13 +26,28 @@ from typing import Any
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, Result, check_fitted, check_fraction, check_int, check_number,
-                            check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    Result,
+    check_fitted,
+    check_fraction,
+    check_int,
+    check_names,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
 from detectors.confusion import as_label_array, encode, match_columns, parse_predictions, sorted_classes
 from detectors.intervals import z_value
 from detectors.label_shift import LabelShiftEstimator, check_regularization, solve_priors
-from detectors.metric_ci import (MetricEstimate, ObservedPerformance, infer_positive, metric_from_confusion,
-                                 metric_with_ci, observed_performance)
+from detectors.metric_ci import (
+    MetricEstimate,
+    ObservedPerformance,
+    infer_positive,
+    metric_from_confusion,
+    metric_with_ci,
+    observed_performance,
+)
 
 __all__ = ["PriorReweightedEstimator", "PerformanceEstimate",
            "PerformanceComparison", "MetricComparison", "compare_performance", "metric_with_ci",
@@ -101,13 +117,20 @@ def compare_performance(estimate: PerformanceEstimate, observed: ObservedPerform
 class _ConfusionEstimator:
     """Shared scoring: metrics from an expected confusion matrix and its replicates."""
 
+    # parameters and learned state of the estimators this is mixed into
+    metrics: Any
+    n_bootstrap: int
+    confidence: float
+    min_samples: int
+    random_state: int
+    positive: Any
+    classes_: np.ndarray
+    pos_: int | None
+    n_benchmark_: int
+
     def _check_common_params(self) -> None:
         """``metrics``, ``n_bootstrap``, ``confidence``, ``min_samples``, ``random_state``."""
-        metrics = self.metrics
-        if metrics is not None and (isinstance(metrics, str) or not hasattr(metrics, "__len__")
-                                    or not all(isinstance(m, str) and m in ESTIMATED_METRICS for m in metrics)):
-            raise DetectorInputError(f"metrics must be None or a list of names from {list(ESTIMATED_METRICS)}, "
-                                     f"got {metrics!r}.")
+        check_names("metrics", self.metrics, ESTIMATED_METRICS)
         check_int("n_bootstrap", self.n_bootstrap, minimum=1)
         check_fraction("confidence", self.confidence)
         check_int("min_samples", self.min_samples, minimum=1)
@@ -124,7 +147,8 @@ class _ConfusionEstimator:
     def _summarise(self, method: str, expected_cm: np.ndarray, cm_boot: np.ndarray, n_p: int) -> PerformanceEstimate:
         z = z_value(self.confidence)
         out = []
-        keys = [(m, None) for m in self._default_metrics()] + [("recall", c) for c in range(len(self.classes_))]
+        keys: list[tuple[str, int | None]] = [(m, None) for m in self._default_metrics()]
+        keys += [("recall", c) for c in range(len(self.classes_))]
         for name, cls in keys:
             value = float(metric_from_confusion(name, expected_cm, self.pos_, cls))
             reps = metric_from_confusion(name, cm_boot, self.pos_, cls)
@@ -203,14 +227,15 @@ class PriorReweightedEstimator(_ConfusionEstimator):
         self.pos_ = self._positive_index()
         return self
 
-    def estimate(self, y_pred_production) -> PerformanceEstimate:
-        """Estimate the metrics of production predictions (labels or probabilities, as in ``fit``)."""
+    @renamed_parameters(y_pred_production="y_pred")
+    def estimate(self, y_pred) -> PerformanceEstimate:
+        """Estimate the metrics of production predictions ``y_pred`` (labels or probabilities, as in
+        ``fit``; ``y_pred_production=`` is the deprecated name)."""
         check_fitted(self, "label_shift_")
         self._check_params()
         ls = self.label_shift_
-        y_pred_production, _ = _hard_labels(y_pred_production, None, "y_pred_production", ls.pred_classes_,
-                                            self.proba_classes_)
-        mu, counts, rows = ls.production_outputs(y_pred_production)
+        y_pred, _ = _hard_labels(y_pred, None, "y_pred", ls.pred_classes_, self.proba_classes_)
+        mu, counts, rows = ls.production_outputs(y_pred)
         n_p = int(counts.sum())
         if n_p < self.min_samples:
             return _insufficient_estimate("prior_reweighted", self, n_p)

@@ -132,7 +132,7 @@ def improvement(metric: str, before: Estimate, after: Estimate, rows_before=None
 
 def _bootstrap_gain(metric, rows_before, rows_after, sign, positive, seed) -> Improvement:
     rng = np.random.default_rng(seed)
-    point = [_statistic(metric, *rows, positive) for rows in (rows_before, rows_after)]
+    point = [_statistic(metric, y, y_pred, scores, positive) for y, y_pred, scores in (rows_before, rows_after)]
     reps = np.empty(N_BOOT // 2)
     for b in range(reps.size):  # each round resampled on its own: the rounds are independent samples
         values = []

@@ -44,19 +44,44 @@ True
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, cast
 
 import numpy as np
 
-from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_correction, check_effect_floors,
-                            check_fraction, check_int, check_number, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_effect_floors,
+    check_fraction,
+    check_int,
+    check_number,
+    check_random_state,
+)
 from detectors.column_types import ExcludedColumn
-from detectors.covariate import (DEFAULT_EFFECT_FLOORS, CovariateResult, categorical_feature_test, covariate_result,
-                                 effect_floor, insufficient_test, mean_difference, missing_rate_tests, missing_rates,
-                                 wasserstein_effect)
+from detectors.covariate import (
+    DEFAULT_EFFECT_FLOORS,
+    CovariateResult,
+    categorical_feature_test,
+    covariate_result,
+    effect_floor,
+    insufficient_test,
+    mean_difference,
+    missing_rate_tests,
+    missing_rates,
+    wasserstein_effect,
+)
 from detectors.label_shift import PRIOR_RATIO_FLOOR, LabelShiftEstimator, LabelShiftResult
-from detectors.metric_ci import (METRICS, NEEDS_CLASS, NEEDS_POSITIVE, MetricEstimate, infer_positive,
-                                 metric_from_confusion, metric_from_counts)
+from detectors.metric_ci import (
+    METRICS,
+    NEEDS_CLASS,
+    NEEDS_POSITIVE,
+    MetricEstimate,
+    infer_positive,
+    metric_from_confusion,
+    metric_from_counts,
+)
 from detectors.summaries import CategorySummary, ConfusionSummary, NumericSummary, PredictionSummary
 from detectors.univariate import ks_pvalue, ks_test, ks_tied_pvalue
 
@@ -125,7 +150,10 @@ def level_ks_test(name: str, reference: NumericSummary, current: NumericSummary,
     "ks"``) without ties, the tie-correct permutation p-value (``"ks_permutation_ties"``, drawn
     from the same multivariate hypergeometric law) with ties.
     """
-    (ref_values, ref_counts), (cur_values, cur_counts) = reference.level_counts(), current.level_counts()
+    ref_levels, cur_levels = reference.level_counts(), current.level_counts()
+    if ref_levels is None or cur_levels is None:
+        raise ValueError("level_ks_test needs the exact value counts of both summaries (levels).")
+    (ref_values, ref_counts), (cur_values, cur_counts) = ref_levels, cur_levels
     values = np.union1d(ref_values, cur_values)
     cum_ref = np.cumsum(_aligned(values, ref_values, ref_counts))
     cum_cur = np.cumsum(_aligned(values, cur_values, cur_counts))
@@ -207,15 +235,16 @@ def summary_covariate(reference: Mapping[str, NumericSummary | CategorySummary],
     features, j = [], 0
     for name, ref in reference.items():
         cur = current[name]
-        if isinstance(ref, NumericSummary):
+        if isinstance(ref, NumericSummary) and isinstance(cur, NumericSummary):  # _check_summaries: both or neither
             floor = effect_floor("wasserstein_normed", effect_floors)
             # the seed of the in-memory detector's permutation test for its j-th numeric column
             features.append(sketch_ks_test(name, ref, cur, floor=floor, min_samples=min_samples,
                                            random_state=random_state + j))
             j += 1
             continue
-        details = missing_rates(ref.n_missing, n_reference, cur.n_missing, n_current)
-        features.append(categorical_feature_test(name, ref.to_series(), cur.to_series(), details=details,
+        ref_c, cur_c = cast(CategorySummary, ref), cast(CategorySummary, cur)  # _check_summaries: the same kind
+        details = missing_rates(ref_c.n_missing, n_reference, cur_c.n_missing, n_current)
+        features.append(categorical_feature_test(name, ref_c.to_series(), cur_c.to_series(), details=details,
                                                  floor=effect_floor("cramers_v", effect_floors),
                                                  min_samples=min_samples, min_expected=min_expected))
     missing = missing_rate_tests(list(reference), {c: s.n_missing for c, s in reference.items()},

@@ -16,6 +16,8 @@ def _proportion_counts(name: str, cm: np.ndarray, pos: int | None) -> dict:
     total, correct = int(cm.sum()), int(np.trace(cm))
     if name in ("accuracy", "error_rate"):
         k, n = (correct, total) if name == "accuracy" else (total - correct, total)
+    elif pos is None:
+        raise DetectorInputError(f"metric {name!r} needs positive=<class label>.")
     elif name == "sensitivity":
         k, n = int(cm[pos, pos]), int(cm[pos].sum())
     elif name == "precision":
@@ -33,12 +35,12 @@ def _auc_summary(codes: np.ndarray, scores: np.ndarray, pos: int | None) -> dict
         raise DetectorInputError("metric 'auc' needs positive=<class label>.")
     is_pos = codes == pos
     s = np.asarray(scores, dtype=float)
-    pos, neg = s[is_pos], s[~is_pos]
-    m, n = pos.size, neg.size
+    positives, negatives = s[is_pos], s[~is_pos]
+    m, n = positives.size, negatives.size
     if min(m, n) < 2:
         return {"value": float("nan"), "n": min(m, n), "se": float("nan"), "method": "delong"}
-    ranks = stats.rankdata(np.concatenate([pos, neg]))
-    v10 = (ranks[:m] - stats.rankdata(pos)) / n
-    v01 = 1 - (ranks[m:] - stats.rankdata(neg)) / m
+    ranks = stats.rankdata(np.concatenate([positives, negatives]))
+    v10 = (ranks[:m] - stats.rankdata(positives)) / n
+    v01 = 1 - (ranks[m:] - stats.rankdata(negatives)) / m
     se = float(np.sqrt(v10.var(ddof=1) / m + v01.var(ddof=1) / n))
     return {"value": float(v10.mean()), "n": min(m, n), "se": se, "method": "delong"}

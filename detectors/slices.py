@@ -21,24 +21,41 @@ dataset keep their values and CIs there but are not tested (``status="insufficie
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from typing import Mapping
 
 import numpy as np
 from scipy import stats
 
-from detectors.base import (DetectorInputError, ShiftTest, check_alpha, check_correction, check_fitted, check_fraction,
-                            check_in, check_int, check_number, check_random_state)
+from detectors.base import (
+    DetectorInputError,
+    ShiftTest,
+    check_alpha,
+    check_correction,
+    check_fitted,
+    check_fraction,
+    check_in,
+    check_int,
+    check_number,
+    check_random_state,
+    renamed_parameters,
+)
 from detectors.confusion import confusion_counts, encode, sorted_classes
 from detectors.correction import readjust
 from detectors.intervals import newcombe_interval, z_value
-from detectors.metric_ci import (MetricEstimate, infer_positive, metric_from_confusion, metric_from_counts,
-                                 metric_with_ci_of_codes)
+from detectors.metric_ci import (
+    MetricEstimate,
+    infer_positive,
+    metric_from_confusion,
+    metric_from_counts,
+    metric_with_ci_of_codes,
+)
+
 # result types, metric names and count helpers live in detectors.slice_results and
 # detectors.slice_counts; they stay importable from here
 from detectors.slice_counts import _PROPORTIONS, _auc_summary, _proportion_counts
-from detectors.slice_results import (METRIC_ALIASES, SLICE_METRICS, Outcomes, SliceEvaluation,
-                                     SliceResult, _worse)
+from detectors.slice_results import METRIC_ALIASES, SLICE_METRICS, Outcomes, SliceEvaluation, SliceResult
 from detectors.univariate import missing_rate_test
 
 __all__ = ["Outcomes", "SliceResult", "SliceEvaluation", "SliceEvaluator", "SLICE_METRICS", "METRIC_ALIASES"]
@@ -61,7 +78,7 @@ class SliceEvaluator:
         Fewest rows behind the metric (e.g. positives for sensitivity) in each group to test.
     confidence, n_bootstrap, random_state : CI level, bootstrap replicates, seed
 
-    ``fit(benchmark)`` remembers the labelled benchmark :class:`Outcomes`; ``test(production,
+    ``fit(reference)`` remembers the labelled benchmark :class:`Outcomes`; ``test(current,
     slices=...)`` evaluates and tests every slice (masks on both datasets, as
     :meth:`detectors.ContextShiftDetector.test` takes them).
 
@@ -114,41 +131,44 @@ class SliceEvaluator:
     def _name(self) -> str:
         return METRIC_ALIASES.get(self.metric, self.metric)
 
-    def fit(self, benchmark: Outcomes) -> "SliceEvaluator":
-        """Remember the benchmark :class:`Outcomes`; they need labels (``y_true``)."""
+    @renamed_parameters(benchmark="reference")
+    def fit(self, reference: Outcomes) -> "SliceEvaluator":
+        """Remember the benchmark's :class:`Outcomes` (``reference``; ``benchmark=`` is the deprecated
+        name); they need labels (``y_true``)."""
         self._check_params()
-        if not isinstance(benchmark, Outcomes):
-            raise DetectorInputError(f"benchmark must be an Outcomes(y_pred, y_true, scores), "
-                                     f"got {type(benchmark).__name__}.")
-        if not benchmark.labelled:
+        if not isinstance(reference, Outcomes):
+            raise DetectorInputError(f"reference must be an Outcomes(y_pred, y_true, scores), "
+                                     f"got {type(reference).__name__}.")
+        if not reference.labelled:
             raise DetectorInputError("the benchmark needs labels (y_true) to evaluate slices.")
-        self._check_scores(benchmark, "benchmark")
-        self.benchmark_ = benchmark
+        self._check_scores(reference, "benchmark")
+        self.benchmark_ = reference
         return self
 
     def evaluate(self, slices: Mapping[str, tuple], benchmark: Outcomes, production: Outcomes, *,
                  definitions: Mapping[str, str] | None = None,
                  sources: Mapping[str, str] | None = None) -> SliceEvaluation:
         """Deprecated: ``fit(benchmark).test(production, slices=slices, ...)``."""
-        import warnings
-
         warnings.warn("SliceEvaluator.evaluate(slices, benchmark, production) is deprecated; use "
                       "fit(benchmark).test(production, slices=slices)", DeprecationWarning, stacklevel=2)
         return self.fit(benchmark).test(production, slices=slices, definitions=definitions, sources=sources)
 
-    def test(self, production: Outcomes, *, slices: Mapping[str, tuple],
+    @renamed_parameters(production="current")
+    def test(self, current: Outcomes, *, slices: Mapping[str, tuple],
              definitions: Mapping[str, str] | None = None,
              sources: Mapping[str, str] | None = None) -> SliceEvaluation:
-        """Evaluate every slice of ``production`` (:class:`Outcomes`, labelled or not) against the
-        benchmark; ``slices`` maps name -> (benchmark_mask (n_b,), production_mask (n_p,))."""
+        """Evaluate every slice of production's :class:`Outcomes` (``current``, labelled or not;
+        ``production=`` is the deprecated name) against the benchmark; ``slices`` maps name ->
+        (benchmark_mask (n_b,), production_mask (n_p,))."""
         check_fitted(self, "benchmark_")
         self._check_params()
-        if not isinstance(production, Outcomes):
-            raise DetectorInputError(f"production must be an Outcomes(y_pred, y_true, scores), "
-                                     f"got {type(production).__name__}.")
-        self._check_scores(production, "production")
-        benchmark = self.benchmark_
-        ys = [benchmark.y_true, benchmark.y_pred, production.y_pred] + ([production.y_true] if production.labelled else [])
+        if not isinstance(current, Outcomes):
+            raise DetectorInputError(f"current must be an Outcomes(y_pred, y_true, scores), "
+                                     f"got {type(current).__name__}.")
+        self._check_scores(current, "production")
+        benchmark, production = self.benchmark_, current
+        ys = [benchmark.y_true, benchmark.y_pred, production.y_pred]
+        ys += [production.y_true] if production.labelled else []
         self.classes_ = sorted_classes(*ys)
         positive = self.positive if self.positive is not None else infer_positive(self.classes_.tolist())
         self.positive_ = positive
@@ -163,14 +183,16 @@ class SliceEvaluator:
         for name, masks in slices.items():
             b, p = (np.asarray(m, dtype=bool) for m in masks)
             if b.shape != (benchmark.n,) or p.shape != (production.n,):
-                raise DetectorInputError(f"slice {name!r}: masks must have shapes ({benchmark.n},) and ({production.n},).")
+                raise DetectorInputError(f"slice {name!r}: masks must have shapes ({benchmark.n},) and "
+                                         f"({production.n},).")
             result, perf, gap = self._one(name, b, p, benchmark, production, overall_b, overall_p)
             result = replace(result, definition=(definitions or {}).get(name, name),
                              source=(sources or {}).get(name, "expert"))
             results.append(result)
             tests += [perf, gap]
         adjusted = readjust(tests, alpha=self.alpha, correction=self.correction)
-        evaluation = SliceEvaluation(self.metric, overall_b, overall_p, tuple(results), tuple(adjusted), float(self.alpha))
+        evaluation = SliceEvaluation(self.metric, overall_b, overall_p, tuple(results), tuple(adjusted),
+                                     float(self.alpha))
         return evaluation.with_tests(adjusted)
 
     # ------------------------------------------------------------------ one slice
@@ -190,7 +212,8 @@ class SliceEvaluator:
         result = SliceResult(
             name=name, definition=name, source="expert", n_benchmark=nb, n_production=np_, metric=self.metric,
             benchmark_value=est_b.value, benchmark_ci=(est_b.ci_low, est_b.ci_high),
-            production_value=est_p.value if est_p else nan, production_ci=(est_p.ci_low, est_p.ci_high) if est_p else (nan, nan),
+            production_value=est_p.value if est_p else nan,
+            production_ci=(est_p.ci_low, est_p.ci_high) if est_p else (nan, nan),
             p_value=perf.p_value, p_value_adjusted=perf.p_value_adjusted,
             benchmark_share=nb / benchmark.n, production_share=np_ / production.n,
             gap_dataset="production" if production.labelled else "benchmark",
@@ -201,7 +224,9 @@ class SliceEvaluator:
         return result, perf, gap
 
     def _encoded(self, data: Outcomes) -> Outcomes:
-        codes = lambda y, what: None if y is None else encode(y, self.classes_, what)  # noqa: E731
+        def codes(y, what):
+            return None if y is None else encode(y, self.classes_, what)
+
         return Outcomes(codes(data.y_pred, "y_pred"), codes(data.y_true, "y_true"),
                         None if data.scores is None else np.asarray(data.scores, dtype=float))
 

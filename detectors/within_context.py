@@ -40,6 +40,9 @@ from scipy import stats
 
 from detectors.base import DetectorInputError, Result, ShiftTest
 from detectors.decision import decide
+from detectors.metric_ci import MetricEstimate
+from detectors.performance import PerformanceEstimate
+from detectors.univariate import balanced_cramers_v
 
 __all__ = ["Strata", "make_strata", "within_context_change", "WithinContextChange", "TESTED_METRIC",
            "context_strata_cells", "rank_context_columns", "stratified_expected", "covered_rows", "label_codes"]
@@ -304,8 +307,6 @@ def rank_context_columns(benchmark: pd.DataFrame, production: pd.DataFrame, colu
     Categorical: sample-balanced Cramér's V of the value shares; numeric: the KS distance.
     Crossing more columns makes strata too thin to compare, so only the most moved are used.
     """
-    from detectors.univariate import balanced_cramers_v
-
     scores = []
     for c in columns:
         b, p = benchmark[c], production[c]
@@ -362,9 +363,6 @@ def stratified_expected(y_true_b, y_pred_b, y_true_p, strata: Strata, *, confide
     Returns a :class:`detectors.performance.PerformanceEstimate` (method ``"stratified_reweighted"``)
     for :func:`detectors.performance.compare_performance`.
     """
-    from detectors.metric_ci import MetricEstimate
-    from detectors.performance import PerformanceEstimate
-
     yb, pb, yp = (np.asarray(a).astype(str) for a in (y_true_b, y_pred_b, y_true_p))
     z = stats.norm.ppf(0.5 + confidence / 2)
     n_strata = int(max(strata.benchmark.max(initial=0), strata.production.max(initial=0))) + 1

@@ -4,8 +4,17 @@ Imports nothing else of ours.
 """
 from domains.examples import EXAMPLE_DOMAINS, PLANTED, PlantedShift, make_example
 from domains.expressions import ExpressionError, check, columns_used, evaluate, parse, to_text, validate
-from domains.loader import (BUILTIN_ALIASES, PackError, aliases_of, builtin_name, is_builtin, list_builtin,
-                            load_builtin, load_pack_dict, load_pack_yaml)
+from domains.loader import (
+                            BUILTIN_ALIASES,
+                            PackError,
+                            aliases_of,
+                            builtin_name,
+                            is_builtin,
+                            list_builtin,
+                            load_builtin,
+                            load_pack_dict,
+                            load_pack_yaml,
+)
 from domains.packs import KNOWN_METRICS, ContextColumn, DomainPack, ExpertSlice
 
 __all__ = [

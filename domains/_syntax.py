@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, NoReturn, Union
+
+from slicelang import COMPARATORS as _COMPARATORS, KEYWORDS as _KEYWORDS
 
 __all__ = [
     "ExpressionError", "Problem", "Token", "Node", "Operand", "Column", "Literal", "Abs", "Compare",
     "InList", "IsMissing", "Between", "Truthy", "And", "Or", "Not", "tokenize", "parse",
 ]
 
-_COMPARATORS = ("==", "!=", "<=", ">=", "<", ">")
-_KEYWORDS = {"and", "or", "not", "in", "is", "missing", "between", "abs", "true", "false"}
 # nesting of (...), not and abs(...): the parser recurses once per level (and every AST walk
 # after it), so the depth is checked rather than left to Python's recursion limit
 MAX_DEPTH = 64
@@ -50,7 +50,7 @@ def _caret(problem: Problem, text: str) -> str:
 @dataclass(frozen=True)
 class Token:
     kind: str  # NAME, NUMBER, STRING, OP, KEYWORD, END
-    value: object
+    value: Any
     position: int
 
 
@@ -58,7 +58,7 @@ _TOKEN_RE = re.compile(r"""
     (?P<space>\s+)
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-  | (?P<quoted>`[^`]+`)
+  | (?P<quoted>`(?:[^`]|``)+`)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op>==|!=|<=|>=|<|>|\(|\)|\[|\]|,|-)
 """, re.VERBOSE)
@@ -81,7 +81,7 @@ def tokenize(text: str) -> list[Token]:
         elif kind == "string":
             tokens.append(Token("STRING", re.sub(r"\\(.)", r"\1", raw[1:-1]), pos))
         elif kind == "quoted":
-            tokens.append(Token("NAME", raw[1:-1], pos))
+            tokens.append(Token("NAME", raw[1:-1].replace("``", "`"), pos))  # a doubled backtick is one
         elif kind == "name":
             low = raw.lower()
             tokens.append(Token("KEYWORD", low, pos) if low in _KEYWORDS else Token("NAME", raw, pos))
@@ -191,7 +191,7 @@ class _Parser:
     def tok(self) -> Token:
         return self.tokens[self.i]
 
-    def fail(self, message: str, token: Token | None = None):
+    def fail(self, message: str, token: Token | None = None) -> NoReturn:
         token = token or self.tok
         raise ExpressionError(Problem(message, token.position), self.text)
 
@@ -237,7 +237,7 @@ class _Parser:
         t = self.accept("KEYWORD", "not")
         if t:
             self.nest(t)
-            node = Not(self.not_expr(), t.position)
+            node: Node = Not(self.not_expr(), t.position)
             self.depth -= 1
             return node
         t = self.accept("OP", "(")

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from domains.loader import BUILTIN_ALIASES, builtin_name
+from slicelang import all_of, equals
 
 __all__ = ["PlantedShift", "PLANTED", "EXAMPLE_DOMAINS", "make_example"]
 
@@ -60,13 +61,13 @@ class PlantedShift:
 
     @property
     def hidden_expression(self) -> str:
-        return " and ".join(f'{c} == "{v}"' for c, v in self.hidden_conditions)
+        return all_of(equals(c, v) for c, v in self.hidden_conditions)
 
     def describe(self) -> str:
         return (f"SYNTHETIC planted shift: weak slice {self.weak_slice} ({self.weak_expression}, "
                 f"-{self.weak_drop:.0%} accuracy, {self.weak_share_benchmark:.0%} of benchmark, "
                 f"{self.weak_share_production:.0%} of production); untested context "
-                f"{self.untested_column} == {self.untested_value!r} ({self.untested_share_production:.0%} of "
+                f"{equals(self.untested_column, self.untested_value)} ({self.untested_share_production:.0%} of "
                 f"production, absent from benchmark); hidden weak slice {self.hidden_expression} "
                 f"(-{self.hidden_drop:.0%} accuracy)")
 
@@ -253,7 +254,8 @@ def _features(rng, domain: str, ctx: pd.DataFrame) -> dict:
                 "blur": np.round(rng.gamma(2, 0.5, n) + heavy, 3),
                 "duration_s": np.round(rng.lognormal(np.log(20), 0.7, n), 1)}
     return {"lesion_diameter_mm": np.round(rng.lognormal(np.log(6), 0.4, n), 1),
-            "image_brightness": np.round(np.clip(rng.normal(0.6 - 0.05 * ctx["fitzpatrick"].to_numpy(), 0.08), 0, 1), 3),
+            "image_brightness": np.round(np.clip(rng.normal(0.6 - 0.05 * ctx["fitzpatrick"].to_numpy(), 0.08),
+                                                 0, 1), 3),
             "blur_score": np.round(rng.gamma(2, 0.3, n) + (ctx["image_quality"] == "poor").to_numpy(), 3)}
 
 

@@ -12,7 +12,7 @@ Grammar (keywords are case-insensitive; ``#`` is not a comment)::
                 | operand "between" operand "and" operand              # inclusive both ends
                 | column                                                # a boolean column is true
     operand    := column | "abs" "(" operand ")" | literal
-    column     := NAME | `any name in backticks`
+    column     := NAME | `any name in backticks`                        # a backtick inside doubled: ``
     literal    := NUMBER | "-" NUMBER | "string" | 'string' | true | false
 
 Ranges: both ``age between 0 and 17`` (inclusive) and chained comparisons
@@ -27,7 +27,8 @@ Nothing is ever passed to ``eval``: text is tokenised, parsed by recursive desce
 frozen dataclasses, and evaluated with vectorised pandas operations.
 
 >>> import pandas as pd
->>> df = pd.DataFrame({"fitzpatrick": [1, 5, 6, None], "modality": ["clinical", "smartphone", "smartphone", "smartphone"]})
+>>> df = pd.DataFrame({"fitzpatrick": [1, 5, 6, None],
+...                    "modality": ["clinical", "smartphone", "smartphone", "smartphone"]})
 >>> evaluate(parse('fitzpatrick in [5, 6] and modality == "smartphone"'), df).tolist()
 [False, True, True, False]
 >>> parse("age >")  # doctest: +ELLIPSIS
@@ -47,9 +48,26 @@ import numpy as np
 import pandas as pd
 
 from domains._syntax import (
-    Abs, And, Between, Column, Compare, ExpressionError, InList, IsMissing, Literal, Node, Not,
-    Operand, Or, Problem, Token, Truthy, parse, tokenize,
+    Abs,
+    And,
+    Between,
+    Column,
+    Compare,
+    ExpressionError,
+    InList,
+    IsMissing,
+    Literal,
+    Node,
+    Not,
+    Operand,
+    Or,
+    Problem,
+    Token,
+    Truthy,
+    parse,
+    tokenize,
 )
+from slicelang import literal_text, name_text
 
 ExpressionError.__module__ = __name__  # users see domains.expressions.ExpressionError
 
@@ -194,15 +212,15 @@ class _Validator:
             self.type_of(node.operand)
         elif isinstance(node, Between):
             self.needs_column(node.operand, node.position)
-            for part in (node.operand, node.low, node.high):
-                t = self.type_of(part)
+            for operand in (node.operand, node.low, node.high):
+                t = self.type_of(operand)
                 if t not in (None, "numeric"):
-                    self.problem(f"'between' needs numeric values, not {_describe(part, t)}", node.position)
+                    self.problem(f"'between' needs numeric values, not {_describe(operand, t)}", node.position)
         elif isinstance(node, Truthy):
             t = self.type_of(node.column)
             if t not in (None, "boolean"):
                 self.problem(f"{_describe(node.column, t)} is not boolean; compare it, e.g. "
-                             f"{node.column.name} == ...", node.position)
+                             f"{name_text(node.column.name)} == ...", node.position)
 
     def needs_column(self, operand, position: int) -> None:
         if isinstance(operand, Literal):
@@ -343,7 +361,7 @@ def _eval(node, df: pd.DataFrame) -> np.ndarray:
         high = Compare("<=", node.operand, node.high, node.position)
         return _compare(low, df) & _compare(high, df)
     if isinstance(node, Truthy):
-        return _to_array(_as_bool(_value(node.column, df)) == True, n)  # noqa: E712 (NaN -> False)
+        return _to_array(_as_bool(_value(node.column, df)).eq(True), n)  # NaN -> False
     raise TypeError(f"not an expression node: {node!r}")
 
 
@@ -358,20 +376,10 @@ def evaluate(node: Node | str, df: pd.DataFrame) -> pd.Series:
 
 def _operand_text(operand) -> str:
     if isinstance(operand, Literal):
-        v = operand.value
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        return repr(v)
+        return literal_text(operand.value)
     if isinstance(operand, Abs):
         return f"abs({_operand_text(operand.operand)})"
-    name = operand.name
-    plain = name.isidentifier() and name.lower() not in _KEYWORD_NAMES
-    return name if plain else f"`{name}`"
-
-
-_KEYWORD_NAMES = {"and", "or", "not", "in", "is", "missing", "between", "abs", "true", "false"}
+    return name_text(operand.name)
 
 
 def to_text(node: Node) -> str:

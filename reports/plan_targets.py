@@ -22,6 +22,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from slicelang import equals
+
 from reports.findings_base import untested_name
 from reports.findings_data import slice_gap, slice_shares
 from reports.formatting import fmt_share, lower_is_better
@@ -137,7 +139,7 @@ def untested_targets(audit: AuditEvidence, slices: list[Target], min_size: int,
             by_name[name] = twin.renamed(name, u.definition)
             slices.append(by_name[name])
         n_bench, share = u.n_benchmark, u.production_share
-        definition = u.definition or (f"{u.column} == {u.value!r}" if u.column else None)
+        definition = u.definition or (equals(u.column, u.value) if u.column else None)
         target = by_name.get(name) or Target(name, "untested_context", definition, "", n_bench, u.n_production, share)
         target.kind, target.need = "untested_context", max(0, min_size - n_bench)
         target.reason = f"untested: {n_bench:,} benchmark rows, {fmt_share(share)} of production"

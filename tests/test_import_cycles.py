@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-PACKAGES = ("service", "reports", "detectors", "domains")
+PACKAGES = ("service", "audit", "reports", "detectors", "domains", "slicelang")
 
 
 def _cycles(graph) -> list[list[str]]:

@@ -1,6 +1,7 @@
 """The Python API contract of every exported detector and estimator.
 
-* one verb pair: ``fit(reference, ...)`` returns ``self``, then ``test(current, ...)``;
+* one verb pair: ``fit(reference, ...)`` returns ``self``, then ``test(current, ...)``; the former
+  names of those arguments (``benchmark``/``production``) still work with a ``DeprecationWarning``;
   estimators (a quantity with a CI, no hypothesis) use ``fit`` then ``estimate``;
 * keyword-only constructor parameters, stored as given (no validation in ``__init__``);
 * every parameter validated in ``fit``/``test`` with an error naming it (``BAD_VALUES``);
@@ -326,3 +327,64 @@ def test_old_keyword_names_still_work_with_a_deprecation_warning():
                                                  Outcomes(_labels(200, 2)[1], _labels(200, 2)[0]),
                                                  Outcomes(_labels(200, 2, 1)[1], _labels(200, 2, 1)[0]))
     assert ev == use(fit(detectors.SliceEvaluator()))
+
+
+# the data arguments' former names (benchmark/production): old name -> new name, per verb
+OLD_DATA_NAMES = {
+    "ContextShiftDetector": {"fit": ("benchmark", "reference"), "test": ("production", "current")},
+    "SliceEvaluator": {"fit": ("benchmark", "reference"), "test": ("production", "current")},
+    "EmbeddingShiftDetector": {"fit": ("benchmark", "reference"), "test": ("production", "current")},
+    "LabelShiftEstimator": {"estimate": ("y_pred_production", "y_pred")},
+    "PriorReweightedEstimator": {"estimate": ("y_pred_production", "y_pred")},
+    "ConfidenceBasedEstimator": {"estimate": ("scores_production", "scores")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_data_arguments_are_named_reference_and_current(name):
+    cls = getattr(detectors, name)
+    verbs = ("fit", "estimate" if name in ESTIMATORS else "test")
+    for verb in verbs:
+        params = list(inspect.signature(getattr(cls, verb)).parameters)[1:]
+        assert not [p for p in params if p in ("benchmark", "production") or p.endswith("_production")], (verb, params)
+    fit_first = list(inspect.signature(cls.fit).parameters)[1]
+    assert fit_first in ("reference", "y_true", "outputs"), fit_first
+
+
+def _positional_and_renamed(name):
+    """The same data given positionally and by the deprecated keyword."""
+    cls = getattr(detectors, name)
+    kwargs = CASES[name][0]
+    if name in ("ContextShiftDetector", "SliceEvaluator", "EmbeddingShiftDetector"):
+        if name == "ContextShiftDetector":
+            ref, cur, extra = _context(), _context(seed=1), {"slices": _slices(_context(), _context(seed=1))}
+        elif name == "SliceEvaluator":
+            ref = Outcomes(_labels(200, 2)[1], _labels(200, 2)[0])
+            cur = Outcomes(_labels(200, 2, 1)[1], _labels(200, 2, 1)[0])
+            extra = {"slices": _slices(_context(), _context(seed=1))}
+        else:
+            ref, cur = (np.random.default_rng(s).normal(size=(150, 3)) for s in (0, 1))
+            extra = {}
+        new = cls(**kwargs).fit(ref).test(cur, **extra)
+        with pytest.warns(DeprecationWarning, match=r"fit\(benchmark=\.\.\.\) is deprecated; use reference="):
+            det = cls(**kwargs).fit(benchmark=ref)
+        with pytest.warns(DeprecationWarning, match=r"test\(production=\.\.\.\) is deprecated; use current="):
+            old = det.test(production=cur, **extra)
+        return new, old
+    old_name, _ = OLD_DATA_NAMES[name]["estimate"]
+    fit_data = _binary_scores() if name == "ConfidenceBasedEstimator" else _labels()
+    use_data = (_binary_scores(seed=1) if name == "ConfidenceBasedEstimator" else _labels(seed=1))[1]
+    det = cls(**kwargs).fit(*fit_data)
+    new = det.estimate(use_data)
+    with pytest.warns(DeprecationWarning, match=old_name):
+        old = det.estimate(**{old_name: use_data})
+    return new, old
+
+
+@pytest.mark.parametrize("name", sorted(OLD_DATA_NAMES))
+def test_old_data_argument_names_still_work_with_a_deprecation_warning(name):
+    new, old = _positional_and_renamed(name)
+    assert json.dumps(old.to_dict(), sort_keys=True) == json.dumps(new.to_dict(), sort_keys=True)
+    verb, (old_name, new_name) = next(iter(OLD_DATA_NAMES[name].items()))
+    with pytest.raises(TypeError, match="both"):
+        getattr(getattr(detectors, name)(), verb)(**{old_name: None, new_name: None})

@@ -111,7 +111,7 @@ def test_edge_cases_are_insufficient_or_clear_errors():
     assert metric_with_ci("specificity", [0, 0, 0, 0], [0, 1, 0, 0]).value == pytest.approx(0.75)
     assert metric_with_ci("accuracy", [1, 0, 1], [1, 0, 0], min_samples=10).status == "insufficient_data"
     assert metric_with_ci("auc", [1, 1, 1], None, [0.2, 0.3, 0.9]).status == "insufficient_data"
-    with pytest.raises(DetectorInputError, match="Unknown metric"):
+    with pytest.raises(DetectorInputError, match=r"metric must be one of .*got .precision_at_k."):
         metric_with_ci("precision_at_k", [1], [1])
     with pytest.raises(DetectorInputError, match="scores"):
         metric_with_ci("auc", [0, 1], [0, 1])

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from slicelang import compare, equals, is_missing, one_of
 
-from detectors.context import literal_text
 from domains import evaluate
 from reports.selection import has_duplicates
 
@@ -23,16 +23,15 @@ def untested_definition(u: Any, slice_definitions: dict[str, str]) -> str | None
         return slice_definitions.get(u.name)
     if u.column is None:
         return None
-    column = u.column if u.column.isidentifier() else f"`{u.column}`"
     if u.kind == "below_range":
-        return f"{column} < {literal_text(u.value)}"
+        return compare(u.column, "<", u.value)
     if u.kind == "above_range":
-        return f"{column} > {literal_text(u.value)}"
+        return compare(u.column, ">", u.value)
     if u.kind == "pooled_values":  # lists the most frequent values (u.other_values holds the rest)
-        return f"{column} in [{', '.join(literal_text(v) for v in u.value)}]"
+        return one_of(u.column, u.value)
     if u.value == MISSING_VALUE:
-        return f"{column} is missing"
-    return f"{column} == {literal_text(u.value)}"
+        return is_missing(u.column)
+    return equals(u.column, u.value)
 
 
 def target_masks(limitations: list, state: Any) -> dict[str, np.ndarray]:
