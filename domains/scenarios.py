@@ -52,7 +52,8 @@ class Signal(_Frozen):
     def _one_subject(self) -> "Signal":
         subjects = [k for k in ("context", "slice", "feature", "label") if getattr(self, k) is not None]
         if len(subjects) != 1:
-            raise ValueError(f"a signal names exactly one of context, slice, feature or label; got {subjects or 'none'}")
+            named = subjects or "none"
+            raise ValueError(f"a signal names exactly one of context, slice, feature or label; got {named}")
         if self.value is not None and self.context is None:
             raise ValueError("'value' is only for a context signal")
         if self.hurts and self.slice is None:
