@@ -19,6 +19,7 @@ from service.datasets.images import intake as image_intake
 from service.datasets.partitions import PartWriter
 from service.datasets.store import ARROW_FAULTS, arrow_fault
 from service.errors import ValidationFailed
+from service.role_hints import upload_warnings
 from service.models import DatasetRow
 
 
@@ -44,6 +45,7 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
             with ChunkedValidation(expectations(first, column_roles, pack), spill_dir=store.tmp_dir) as checker:
                 _write_all(_chain(first, chunks), checker, writer, tally)
                 report = frame_checks.with_warnings(checker.report(), tally.problems())
+                report["role_warnings"] = upload_warnings(first, column_roles, role)
                 if images is not None:
                     report["images"] = images.metadata  # what was derived, from what, by which version
             if not report["success"]:

@@ -60,3 +60,51 @@ def test_labels_given_to_one_context_only_are_called_not_random(client):
     result = audit(client, b, p)
     assert result["production"]["n_labelled"] == int((prod["passengerClass"] != "3rd").sum())
     assert "the labels were not given at random" in notes(result) and "passengerClass" in notes(result)
+
+
+def test_a_benchmark_with_its_own_names_is_warned_about_at_upload_and_in_the_audit(client):
+    bench, prod = titanic(seed=4)
+    prod = prod.rename(columns={"survived": "label", "predicted": "prediction"})
+    res = upload(client, bench, "own-names-bench", "benchmark")  # no schema: survived, predicted, prob_yes
+    body = res.json()
+    sources = {c["name"]: c["source"] for c in body["columns"]}
+    assert sources["survived"] == "default" and sources["predicted"] == "default"
+    warnings = " ".join(body["warnings"])
+    assert "No column has the role 'label'" in warnings and "'survived'" in warnings
+    assert "'predicted'" in warnings and "'prob_yes'" in warnings and "PATCH /v1/datasets/" in warnings
+    prod_body = upload(client, prod, "own-names-prod", "production").json()
+    assert {c["name"]: c["source"] for c in prod_body["columns"]}["label"] == "inferred from name"
+    assert prod_body["warnings"] == []
+    result = audit(client, body["id"], prod_body["id"])
+    text = notes(result)
+    assert "The benchmark has no column with the role 'label'" in text
+    assert "Production's labels in 'label' are not used" in text and "'survived'" in text
+
+
+def test_roles_changed_with_patch_are_used_by_the_next_audit(client):
+    bench, prod = titanic(seed=4)
+    prod = prod.rename(columns={"survived": "label", "predicted": "prediction"})
+    b = upload(client, bench, "patched-bench", "benchmark").json()["id"]
+    p = upload(client, prod, "patched-prod", "production").json()["id"]
+    bad = client.patch(f"/v1/datasets/{b}", json={"columns": {"survived": "labels"}})
+    assert bad.status_code == 422 and "Unknown column roles" in bad.json()["error"]["message"]
+    res = client.patch(f"/v1/datasets/{b}", json={"columns": {"survived": "label", "predicted": "prediction"}})
+    assert res.status_code == 200, res.text
+    assert {c["name"]: (c["role"], c["source"]) for c in res.json()["columns"]}["survived"] == ("label", "schema")
+    assert res.json()["warnings"] == []
+    result = audit(client, b, p)
+    assert result["columns"]["label"] == "survived" and result["columns"]["production_label"] == "survived"
+    assert result["production"]["labelled"] is True and result["overall"]["production_value"] is not None
+    assert "Production's label column 'label' is compared with the benchmark's 'survived'" in notes(result)
+
+
+def test_re_upload_with_other_roles_answers_409_saying_how_to_change_them(client):
+    bench, _ = titanic(seed=5)
+    first = upload(client, bench, "reupload", "benchmark", SCHEMA).json()
+    same = upload(client, bench, "reupload", "benchmark", SCHEMA, expect=200).json()
+    assert same["id"] == first["id"]
+    other = {"columns": {**SCHEMA["columns"], "age": "context"}}
+    res = upload(client, bench, "reupload", "benchmark", other, expect=409).json()["error"]
+    assert res["code"] == "roles_differ" and f"PATCH /v1/datasets/{first['id']}" in res["message"]
+    assert "'age' is stored as feature, the schema says context" in res["message"]
+    assert res["details"]["patch"] == {"columns": {"age": "context"}}

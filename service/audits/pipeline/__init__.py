@@ -10,7 +10,7 @@ the plan complete it into the :class:`reports.result.AuditResult`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -25,7 +25,7 @@ from reports.limitations import undecided_notes
 from reports.records import RankingContext
 from reports.result import AuditEvidence, AuditResult, Note
 from service.audits.pipeline import mix, overall, reference, slicing, stages
-from service.audits.pipeline.columns import AuditColumns, resolve_columns
+from service.audits.pipeline.columns import AuditColumns, align_named_roles, resolve_columns
 from service.audits.pipeline.facts import one_limitation_per_fact
 from service.audits.pipeline.labelled_rows import (
     LabelledRows, labelled_production, labelled_rows_note, selection_note, set_aside_one_sided,
@@ -35,6 +35,7 @@ from service.audits.pipeline.sections import audit_evidence
 from service.audits.pipeline.targets import candidates_frame, target_masks, untested_definition
 from service.datasets import frame_checks
 from service.errors import InvalidRequest
+from service.role_hints import missing_role_notes
 from service.roles import role_disagreements
 
 Progress = Callable[[float, str], None]
@@ -264,10 +265,15 @@ def check_auditable(columns: AuditColumns) -> None:
 
 
 def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
+    production_roles, production, mapped = align_named_roles(inp.benchmark_roles, inp.production_roles,
+                                                             inp.production)
+    if mapped:
+        inp = replace(inp, production=production, production_roles=production_roles)
     columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
     check_auditable(columns)
 
-    notes: list[dict[str, str]] = role_disagreements(inp.benchmark_roles, inp.production_roles)
+    notes: list[dict[str, str]] = [*mapped, *role_disagreements(inp.benchmark_roles, inp.production_roles)]
+    notes += missing_role_notes(inp.benchmark, inp.production, inp.benchmark_roles, inp.production_roles)
     notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes,
                                                 partial=inp.summaries is None)
