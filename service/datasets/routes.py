@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
 from service.datasets import ingest
+from service.datasets.csv_dialect import parse_dialect
 from service.datasets.register import register_dataset as register
 from service.datasets.upload import store_upload
 from service.deps import DatasetsDep, RuntimeDep
@@ -35,6 +36,10 @@ def upload_dataset(
     domain: Annotated[str | None, Form()] = None,
     schema_text: Annotated[str | None, Form(alias="schema",
                                             description='JSON: {"columns": {"<column>": "<role>"}}')] = None,
+    delimiter: Annotated[str | None, Form(description="CSV: comma, semicolon, tab or pipe; default: sniffed from "
+                                                      "the first lines")] = None,
+    decimal: Annotated[str | None, Form(description="CSV: '.' or ','; default: ',' when the fields are not "
+                                                    "comma-separated and numbers are written with decimal commas")] = None,
 ) -> DatasetOut:
     """Upload a table. Bad input answers 4xx and stores nothing."""
     filename = file.filename or "upload"
@@ -44,6 +49,7 @@ def upload_dataset(
         raise InvalidRequest(f"Unknown dataset role {role!r}; use 'benchmark', 'production' or 'annotations'.",
                              code="invalid_role", details={"field": "role", "allowed": list(DATASET_ROLES)})
     user_schema = _parse_schema_field(schema_text)
+    dialect = parse_dialect(delimiter, decimal)
     pack = resolve_pack(runtime, domain) if domain else None
     ingest.detect_format(filename)
     store = runtime.datasets
@@ -58,7 +64,7 @@ def upload_dataset(
             response.status_code = status.HTTP_200_OK
             return DatasetOut.from_row(existing)
         row, created = store_upload(runtime, spooled, filename=filename, name=name, role=role, pack=pack,
-                                    user_schema=user_schema, sha256=sha256)
+                                    user_schema=user_schema, sha256=sha256, dialect=dialect)
     finally:
         spooled.unlink(missing_ok=True)
     if not created:  # a parallel upload of the same name and content won the race

@@ -24,7 +24,8 @@ from service.models import DatasetRow
 
 
 def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role: str, pack: Any,
-                 user_schema: Any, sha256: str) -> tuple[DatasetRow, bool]:
+                 user_schema: Any, sha256: str,
+                 dialect: tuple[str | None, str | None] = (None, None)) -> tuple[DatasetRow, bool]:
     """Read, type, validate and store the upload at ``spooled``; ``(row, created)`` as
     :meth:`service.datasets.store.DatasetStore.commit`. Any 4xx leaves nothing stored."""
     settings, store = runtime.settings, runtime.datasets
@@ -33,7 +34,7 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
     if images is not None:  # images become derived columns: store that table instead
         spooled, filename, user_schema = images.path, images.filename, images.schema(user_schema)
     chunks = ingest.iter_chunks(spooled, filename, UploadLimits.from_settings(settings),
-                                chunk_cells=settings.upload_chunk_cells)
+                                chunk_cells=settings.upload_chunk_cells, dialect=dialect)
     try:
         with store.staging() as writer:
             first = next(chunks)
