@@ -278,9 +278,13 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes,
                                                 partial=inp.summaries is None)
     columns = set_aside_one_sided(benchmark, inp.production, columns, notes, _derived(inp))
+    derived = set(_derived(inp)["columns"])
     for column in columns.contexts_only_in_production:
-        notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "
-                      "benchmark, so none of its contexts can be evaluated: record it in the next round."})
+        notes.append({"part": f"context {column}", "reason": (
+            f"'{column}' is derived from the images in production only (the benchmark's images give no value for "
+            "it), so none of its contexts can be evaluated against the benchmark." if column in derived else
+            f"'{column}' is recorded in production but not in the benchmark, so none of its contexts can be "
+            "evaluated: record it in the next round.")})
     ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes,
                               summaries=inp.summaries)
     ctx.classes = stages.resolve_classes(ctx)
@@ -299,11 +303,15 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
 
 
 def _derived(inp: AuditInput) -> dict[str, Any]:
-    """The columns the service derived from either side's images."""
-    columns: list[str] = []
+    """The columns the service derived from either side's images: the pack contexts derived, the image
+    values they come from, and every ``img_*`` column of an image upload (the extractor's prefix)."""
+    columns: set[str] = set()
     for ref in (inp.benchmark_ref, inp.production_ref):
-        columns += list((ref.get("derived_context") or {}).get("columns") or ())
-    return {"columns": columns}
+        derived = ref.get("derived_context") or {}
+        columns |= set(derived) | {str(v.get("from")) for v in derived.values() if isinstance(v, dict) and v.get("from")}
+    if columns:
+        columns |= {c for frame in (inp.benchmark, inp.production) for c in frame.columns if str(c).startswith("img_")}
+    return {"columns": sorted(columns)}
 
 
 def _partly_labelled(state: AuditState, inp: AuditInput) -> None:
