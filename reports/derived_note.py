@@ -11,7 +11,7 @@ not recorded by a person.
 >>> audit = AuditEvidence.model_validate({"benchmark": {"derived_context": derived},
 ...                                       "production": {"derived_context": derived}})
 >>> derived_note(audit)
-'Derived from the images (imagecontext version 2), not recorded: illumination (from img_brightness, by imagecontext.pixel_stats) in benchmark and production.'
+'Derived from the images (imagecontext version 2), measured from the pixels rather than entered by a person: illumination (from img_brightness, by imagecontext.pixel_stats) in benchmark and production.'
 """
 from __future__ import annotations
 
@@ -44,4 +44,5 @@ def derived_note(audit: AuditEvidence) -> str | None:
         parts.append(f"{shorten(name, 60)}{f' ({shorten(how, 120)})' if how else ''} in {' and '.join(where)}")
     more = f"; and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
     version = f" (imagecontext version {', '.join(versions)})" if versions else ""
-    return f"Derived from the images{version}, not recorded: {'; '.join(parts)}{more}."
+    return (f"Derived from the images{version}, measured from the pixels rather than entered by a person: "
+            f"{'; '.join(parts)}{more}.")

@@ -84,13 +84,15 @@ def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limita
     mv_flag = mv is not None and (mv.drifted or mv.is_shift)
     if not drifted and not mv_flag and not outputs:
         return []
-    n_features = len(covariate.features)
-    names = [shorten(t.name, 40) for t in drifted[:3]]
+    # a feature's distribution and its missing-value rate are two tests of one column: the column is named once
+    columns = list(dict.fromkeys(t.name for t in drifted))
+    n_features = len({t.name for t in covariate.features} | set(columns))
+    names = [shorten(name, 40) for name in columns[:3]]
     if drifted:
         listed = ", ".join(_feature_phrase(t) for t in drifted[:3])
         more = f" and {len(drifted) - 3:,} more" if len(drifted) > 3 else ""
-        statement = (f"{len(drifted):,} of {n_features:,} input features changed distribution between "
-                     f"benchmark and production: {listed}{more}.")
+        statement = (f"{len(columns):,} of {n_features:,} input features changed between benchmark and production: "
+                     f"{listed}{more}.")
         statement += _index_hint([t for t in drifted if _no_common_values(t)])
         statement += _output_sentence(outputs)
     elif mv_flag:
@@ -109,7 +111,7 @@ def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limita
     measured = ctx.measured
     statement += sentence
     evidence = {
-        "n_drifted": len(drifted), "n_features": n_features,
+        "n_drifted": len(columns), "n_features": n_features,
         "features": [{k: getattr(t, k) for k in ("name", "kind", "method", "effect_name", "effect_size",
                                                  "p_value_adjusted")} for t in drifted[:20]],
         "outputs": [{k: getattr(t, k) for k in ("name", "method", "effect_name", "effect_size", "p_value_adjusted")}

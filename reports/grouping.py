@@ -56,15 +56,30 @@ def _root(key: str, parent_of: dict[str, str]) -> str:
 
 def _sentence(children: list[tuple[Limitation, Relation]]) -> str:
     """One sentence for the restatements of the same rows, one for the side effects this cause explains."""
+    return _sentence_of([(child.title, rel.reason) for child, rel in children])
+
+
+def _sentence_of(pairs: Sequence[tuple[str, str]]) -> str:
+    """:func:`_sentence` from (title, reason) pairs; a title said once per lead, however many relations name it."""
     out = ""
     for explains, lead in ((False, "The same fact also shows as"), (True, "It also explains")):
-        group = [(c, r) for c, r in children if (r.reason in EXPLAINS) == explains]
+        group = list(dict.fromkeys((title, reason) for title, reason in pairs if (reason in EXPLAINS) == explains))
         if not group:
             continue
-        parts = [f"{child.title} ({REASONS.get(rel.reason, rel.reason)})" for child, rel in group[:4]]
+        parts = [f"{title} ({REASONS.get(reason, reason)})" for title, reason in group[:4]]
         more = f" and {len(group) - 4} more" if len(group) > 4 else ""
         out += f" {lead}: {'; '.join(parts)}{more}."
     return out
+
+
+def _with_sentence(head: Limitation, children: list[tuple[Limitation, Relation]]) -> str:
+    """``head``'s statement with its children said: a head folded before (a group folded again) has its
+    sentence rewritten with the new children in it, so each lead appears once in the paragraph."""
+    before = [(str(r.get("title")), str(r.get("reason"))) for r in head.related]
+    said = _sentence_of(before)
+    if before and said and said in head.statement:
+        return head.statement.replace(said, _sentence_of(before + [(c.title, r.reason) for c, r in children]))
+    return head.statement + _sentence(children)
 
 
 def _changed_if_a_member_changed(head: Limitation, kids: Sequence[Limitation]) -> Limitation:
@@ -116,7 +131,7 @@ def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> li
                     f"{member.evidence.get('severity_basis') or round(member.score, 6)}")})
             related = tuple({"key": c.key, "kind": c.kind, "slice": c.slice, "title": c.title, "statement": c.statement,
                              "score": c.score, "reason": rel.reason, "note": rel.note} for c, rel in kids)
-            lim = dataclasses.replace(lim, statement=lim.statement + _sentence(kids), score=round(score, 6),
+            lim = dataclasses.replace(lim, statement=_with_sentence(lim, kids), score=round(score, 6),
                                       severity=severity_label(score), related=lim.related + related)
             lim = _changed_if_a_member_changed(lim, [c for c, _ in kids])
         heads.append(lim)

@@ -251,6 +251,17 @@ def _gap(s: SliceRecord, audit: AuditEvidence) -> float | None:
     return None if value is None or reference is None else sign * (reference - value)
 
 
+TOO_FEW = "too few rows for an interval"
+
+
+def _slice_metric(value, ci, n, min_rows: int) -> str:
+    """A slice's metric with its interval; under the audit's minimum slice size the value alone and why: a
+    bootstrap over 5 rows gives [1.00, 1.00], an interval that claims a certainty 5 rows do not hold."""
+    if value is not None and n is not None and n < min_rows:
+        return f"{fmt_num(value)} (n={n:,}: {TOO_FEW})"
+    return fmt_metric(value, ci, missing=MISSING)
+
+
 def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
     weak = set(map(str, weak_names))
     everything = audit.slices
@@ -260,6 +271,7 @@ def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
                                                 -(gaps[id(s)] if gaps[id(s)] is not None else -9.0)))
     shown, more = capped(ordered)
     overall_metric = audit.overall.metric if audit.overall else None
+    min_rows = audit.parameters.min_slice_size
     rows = [{
         "name": s.title or s.name,
         # a discovered slice is named by its definition: do not print it twice
@@ -267,8 +279,8 @@ def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
         "source": s.source,
         "n_benchmark": _count(s.n_benchmark), "n_production": _count(s.n_production),
         "benchmark_share": fmt_share(s.benchmark_share, ""), "production_share": fmt_share(s.production_share, ""),
-        "benchmark": fmt_metric(s.benchmark_value, s.benchmark_ci, missing=MISSING),
-        "production": fmt_metric(s.production_value, s.production_ci, missing=MISSING),
+        "benchmark": _slice_metric(s.benchmark_value, s.benchmark_ci, s.n_benchmark, min_rows),
+        "production": _slice_metric(s.production_value, s.production_ci, s.n_production, min_rows),
         "gap": fmt_num(gaps[id(s)], missing=MISSING),
         "gap_where": "production" if s.gap_dataset == "production" and s.production_value is not None
         else "benchmark",

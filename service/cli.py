@@ -143,7 +143,7 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
     from reports.result import as_result  # lazy: pydantic models (~0.1 s) that `--help` must not load
 
     result = as_result(outcome.result)
-    print(f"{result.verdict.severity.upper()}: {result.verdict.summary}")
+    print(verdict_line(result.verdict))
     for lim in result.limitations[:5]:
         print(f"  {lim.rank}. [{lim.kind}] {lim.statement}")
     for label, path in (("HTML report", args.html), ("JSON", args.json), ("Markdown", args.markdown)):
@@ -154,6 +154,15 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
         print(f"Failing: the verdict reaches --fail-on {level}.", file=sys.stderr)
         return EXIT_SHIFT
     return EXIT_OK
+
+
+def verdict_line(verdict) -> str:
+    """The verdict as one line: ``MEDIUM: <summary>`` for a severity; an audit with no change or that
+    cannot tell states it in its summary's first words ("No change...", "Inconclusive: ..."), so no
+    severity word ("NONE") precedes them."""
+    if verdict.severity == "none":
+        return verdict.summary
+    return f"{verdict.severity.upper()}: {verdict.summary}"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -181,7 +190,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _write(str(out / "report.md"), outcome.markdown)
     _write(str(out / "audit.json"), json.dumps(outcome.result, indent=2))
     verdict = as_result(outcome.result).verdict
-    print(f"{verdict.severity.upper()}: {verdict.summary}")
+    print(verdict_line(verdict))
     print(f"Report: {(out / 'report.html').resolve()}")
     return EXIT_OK
 

@@ -34,6 +34,7 @@ ROUTE_ROLES: dict[tuple[str, str], str] = {
     ("GET", "/v1/datasets/{dataset_id}"): "read",
     ("POST", "/v1/datasets"): "audit",
     ("POST", "/v1/datasets/register"): "audit",
+    ("PATCH", "/v1/datasets/{dataset_id}"): "audit",  # column roles only; the data is unchanged
     ("DELETE", "/v1/datasets/{dataset_id}"): "admin",
     ("GET", "/v1/audits"): "read",
     ("GET", "/v1/audits/{audit_id}"): "read",

@@ -63,13 +63,40 @@ def _by_convention(name: str) -> str:
     return "feature"
 
 
+# where a stored role came from; only "schema" (given by the user) is kept as stored at audit time
+SOURCES = ("schema", "domain pack", "inferred from name", "default")
+
+
+def role_source(name: str, role: str, given: Iterable[str] = ()) -> str:
+    """``schema``: given in the upload's schema (or by PATCH); ``domain pack``: a context the pack names;
+    ``inferred from name``: a naming convention (``label``, ``proba_<class>``...); ``default``: a feature,
+    because no rule matched."""
+    if name in set(given):
+        return "schema"
+    if role != "feature" and _by_convention(name) == role:
+        return "inferred from name"
+    return "domain pack" if role == "context" else "default"
+
+
 def describe_columns(frame: pd.DataFrame, roles: Mapping[str, str],
                      explicit: Iterable[str] = ()) -> list[dict[str, str]]:
-    """Column records as stored; ``source`` says whether the role was given (``schema``) or inferred,
-    so that an audit can re-infer the inferred ones under its own domain pack."""
+    """Column records as stored; ``source`` (:func:`role_source`) says whether the role was given
+    (``schema``) or inferred, so that an audit can re-infer the inferred ones under its own domain pack."""
     given = set(explicit)
     return [{"name": c, "role": roles[c], "dtype": str(frame[c].dtype),
-             "source": "schema" if c in given else "inferred"} for c in frame.columns]
+             "source": role_source(c, roles[c], given)} for c in frame.columns]
+
+
+def with_roles(columns: Iterable[Mapping[str, Any]], changes: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Stored column records with ``changes`` ({column: role}, validated) applied as given roles."""
+    return [{**c, "role": changes[c["name"]], "source": "schema"} if c["name"] in changes else dict(c)
+            for c in columns]
+
+
+def schema_differs(columns: Iterable[Mapping[str, Any]], schema: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """{column: (stored role, schema role)} where an upload's schema asks for another role than stored."""
+    stored = {str(c["name"]): str(c["role"]) for c in columns}
+    return {c: (stored[c], r) for c, r in schema.items() if c in stored and stored[c] != r}
 
 
 def roles_for_audit(columns: Iterable[Mapping[str, Any]], *, context_columns: Iterable[str] = ()) -> dict[str, str]:

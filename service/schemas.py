@@ -24,6 +24,10 @@ class ColumnOut(BaseModel):
     name: str
     role: ColumnRole
     dtype: str
+    source: str | None = Field(default=None, description=(
+        "Where the role came from: schema (given in the upload's schema or by PATCH), domain pack (a context the "
+        "pack names), inferred from name (a naming convention: label, prediction, score, proba_<class>...), "
+        "default (a feature: no rule matched). Inferred roles are inferred again under the audit's pack."))
 
 
 class ColumnSource(BaseModel):
@@ -86,13 +90,26 @@ class DatasetOut(BaseModel):
     n_partitions: int = Field(default=1, description="Parquet files holding the rows.")
     registered_path: str | None = Field(default=None, description="Registered datasets: the resolved directory "
                                                                   "or glob of the files.")
+    warnings: list[str] = Field(default_factory=list, description=(
+        "What the audit will miss with these roles: a benchmark with no label, a dataset with no model output "
+        "(prediction or score), each naming the likely columns and how to give them their role."))
 
     @classmethod
     def from_row(cls, row: Any) -> "DatasetOut":
         out = cls.model_validate(row, from_attributes=True)
         if out.storage == "registered":
             out.registered_path = row.path
+        out.warnings = [str(w) for w in ((row.validation or {}).get("role_warnings") or [])]
         return out
+
+
+class DatasetRolesPatch(BaseModel):
+    """New roles for some columns of a stored dataset; audits started after it use them."""
+
+    model_config = {"extra": "forbid"}
+
+    columns: dict[str, str] = Field(description='{"<column>": "<role>"}: roles are those of an upload\'s schema.',
+                                    min_length=1)
 
 
 class DatasetRegister(BaseModel):

@@ -12,6 +12,7 @@ streamed upload (:mod:`service.datasets.upload`), :func:`read_table` concatenate
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import hashlib
 import io
@@ -23,6 +24,7 @@ import pandas as pd
 
 from service.datasets.bounded import UploadLimits, check_text_start, open_bounded, open_range
 from service.datasets.coerce import check_text_cells, coerce_columns
+from service.datasets.csv_dialect import HOW, Dialect, sniff_dialect
 from service.datasets.images.sources import ARCHIVE_SUFFIXES
 from service.datasets.ingest_formats import iter_jsonl, iter_parquet
 from service.datasets.line_scan import Scan, encoding_error, scanned, sniff_csv_header
@@ -73,7 +75,7 @@ def spool_to_disk(source: BinaryIO, target: Path, *, max_bytes: int, filename: s
 
 
 def read_table(path: Path, filename: str, limits: UploadLimits | None = None,
-               chunk_cells: int = CHUNK_CELLS) -> pd.DataFrame:
+               chunk_cells: int = CHUNK_CELLS, dialect: tuple[str | None, str | None] = (None, None)) -> pd.DataFrame:
     """Parse the spooled upload at ``path`` into memory; raise a :class:`BadUpload` that names the fault.
 
     Returns
@@ -82,7 +84,7 @@ def read_table(path: Path, filename: str, limits: UploadLimits | None = None,
         String column names; every object column holds one kind of value (see
         :func:`service.datasets.coerce.coerce_columns`).
     """
-    chunks = list(iter_raw(path, filename, limits or UploadLimits(), chunk_cells))
+    chunks = list(iter_raw(path, filename, limits or UploadLimits(), chunk_cells, dialect))
     # chunks infer dtypes on their own; concat widens int+float and int+str as one read would
     frame = pd.concat(chunks, ignore_index=True, copy=False) if len(chunks) > 1 else chunks[0]
     frame = _check_frame(frame, filename)
@@ -90,7 +92,8 @@ def read_table(path: Path, filename: str, limits: UploadLimits | None = None,
 
 
 def iter_chunks(path: Path, filename: str, limits: UploadLimits | None = None,
-                chunk_cells: int = CHUNK_CELLS) -> Iterator[pd.DataFrame]:
+                chunk_cells: int = CHUNK_CELLS,
+                dialect: tuple[str | None, str | None] = (None, None)) -> Iterator[pd.DataFrame]:
     """The upload as typed frames of about ``chunk_cells`` cells each, for streaming to parts.
 
     The first chunk fixes the columns (roles are inferred from it); a later chunk may lack a
@@ -99,7 +102,7 @@ def iter_chunks(path: Path, filename: str, limits: UploadLimits | None = None,
     :mod:`service.datasets.arrow_types`.
     """
     columns: list[str] | None = None
-    for chunk in iter_raw(path, filename, limits or UploadLimits(), chunk_cells):
+    for chunk in iter_raw(path, filename, limits or UploadLimits(), chunk_cells, dialect):
         if columns is None:
             columns = list(_check_frame(chunk, filename).columns)
         elif len(chunk) == 0:
@@ -120,16 +123,17 @@ def _align(chunk: pd.DataFrame, columns: list[str], filename: str) -> pd.DataFra
     return chunk.reindex(columns=columns) if list(chunk.columns) != columns else chunk
 
 
-def iter_raw(path: Path, filename: str, limits: UploadLimits,
-             chunk_cells: int = CHUNK_CELLS) -> Iterator[pd.DataFrame]:
-    """Untyped frames straight from the parser, limits checked; at least one (maybe with no rows)."""
+def iter_raw(path: Path, filename: str, limits: UploadLimits, chunk_cells: int = CHUNK_CELLS,
+             dialect: tuple[str | None, str | None] = (None, None)) -> Iterator[pd.DataFrame]:
+    """Untyped frames straight from the parser, limits checked; at least one (maybe with no rows).
+    ``dialect``: a CSV's (delimiter, decimal mark) as the user named them; None: sniffed."""
     fmt, gzipped = detect_format(filename)
     with open(path, "rb") as fh:
         head = fh.read(4)
     if gzipped and not head.startswith(GZIP_MAGIC):
         raise BadUpload(f"File {filename!r} ends in .gz but is not gzip data.", code="invalid_gzip",
                         details={"file": filename})
-    readers = {"parquet": iter_parquet, "csv": _iter_csv, "jsonl": iter_jsonl}
+    readers = {"parquet": iter_parquet, "csv": functools.partial(_iter_csv, dialect=dialect), "jsonl": iter_jsonl}
     try:
         yield from readers[fmt](path, gzipped, filename, limits, chunk_cells)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
@@ -138,9 +142,10 @@ def iter_raw(path: Path, filename: str, limits: UploadLimits,
 
 
 def _iter_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
-              chunk_cells: int) -> Iterator[pd.DataFrame]:
+              chunk_cells: int, dialect: tuple[str | None, str | None] = (None, None)) -> Iterator[pd.DataFrame]:
     check_text_start(path, gzipped, limits, filename)
-    header = sniff_csv_header(path, gzipped, limits, filename)
+    found = sniff_dialect(path, gzipped, limits, filename, *dialect)
+    header = sniff_csv_header(path, gzipped, limits, filename, found.delimiter)
     duplicates = sorted(c for c, n in pd.Series(header).value_counts().items() if n > 1)
     if duplicates:
         raise BadUpload(f"File {filename!r} has duplicate column names: {duplicates[:20]}.",
@@ -149,11 +154,11 @@ def _iter_csv(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
     # every record's length and the row count, on the bytes: pandas holds a whole line at once
     with scanned(path, gzipped, limits, filename, quoted=True, n_columns=len(header),
                  header_records=1) as (plain, scan):
-        yield from _parse_csv(plain, scan, limits, filename, len(header), chunk_cells)
+        yield from _parse_csv(plain, scan, limits, filename, len(header), chunk_cells, found)
 
 
 def _parse_csv(path: Path, scan: Scan, limits: UploadLimits, filename: str, n_columns: int,
-               chunk_cells: int) -> Iterator[pd.DataFrame]:
+               chunk_cells: int, dialect: Dialect = Dialect()) -> Iterator[pd.DataFrame]:
     """pandas on the plain file that :func:`service.datasets.line_scan.scanned` checked, one byte range
     (split at record ends) at a time, so a chunk holds at most ``chunk_cells`` cells and about
     ``CHUNK_BYTES`` of text. Every range after the first is read behind the header's own bytes:
@@ -166,7 +171,8 @@ def _parse_csv(path: Path, scan: Scan, limits: UploadLimits, filename: str, n_co
         for start, stop in scan.ranges:
             prefix = header if start > 0 else b""
             with open_range(path, start, stop, prefix) as fh:
-                for chunk in pd.read_csv(fh, encoding="utf-8-sig", low_memory=False, chunksize=rows_per_chunk):
+                for chunk in pd.read_csv(fh, encoding="utf-8-sig", low_memory=False, chunksize=rows_per_chunk,
+                                         sep=dialect.delimiter, decimal=dialect.decimal):
                     chunk.index = pd.RangeIndex(n_rows, n_rows + len(chunk))
                     check_text_cells(chunk, limits, filename, first_row=n_rows + 1)
                     n_rows += len(chunk)
@@ -179,22 +185,27 @@ def _parse_csv(path: Path, scan: Scan, limits: UploadLimits, filename: str, n_co
         raise BadUpload(f"File {filename!r} has no columns.", code="empty_file",
                         details={"file": filename}) from None
     except pd.errors.ParserError as exc:
-        raise BadUpload(f"File {filename!r} is not valid CSV: {exc}", code="invalid_csv",
-                        details={"file": filename, "parser": str(exc)}) from None
+        raise BadUpload(f"File {filename!r} is not valid CSV ({dialect.describe()}): {exc}; if that is not the "
+                        f"file's dialect, {HOW}.", code="invalid_csv",
+                        details={"file": filename, "parser": str(exc), "delimiter": dialect.delimiter,
+                                 "decimal": dialect.decimal}) from None
     if has_nulls:  # a short row parses as trailing nulls: find it, name it
-        _check_ragged(path, False, limits, filename, n_columns)
+        _check_ragged(path, False, limits, filename, n_columns, dialect)
 
 
-def _check_ragged(path: Path, gzipped: bool, limits: UploadLimits, filename: str, n_columns: int) -> None:
+def _check_ragged(path: Path, gzipped: bool, limits: UploadLimits, filename: str, n_columns: int,
+                  dialect: Dialect = Dialect()) -> None:
     with open_bounded(path, gzipped, limits, filename) as raw:
-        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
+        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""), delimiter=dialect.delimiter)
         for record in reader:
             if record and len(record) != n_columns:
                 line = reader.line_num
                 raise BadUpload(
                     f"File {filename!r}, line {line}: {len(record)} field(s) where the header has "
-                    f"{n_columns}.", code="ragged_row",
-                    details={"file": filename, "line": line, "fields": len(record), "expected": n_columns})
+                    f"{n_columns} (read with {dialect.describe()}); if that is not the file's dialect, {HOW}.",
+                    code="ragged_row",
+                    details={"file": filename, "line": line, "fields": len(record), "expected": n_columns,
+                             "delimiter": dialect.delimiter, "decimal": dialect.decimal})
 
 
 def _check_frame(frame: pd.DataFrame, filename: str) -> pd.DataFrame:

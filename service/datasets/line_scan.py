@@ -140,7 +140,8 @@ def scanned(path: Path, gzipped: bool, limits: UploadLimits, filename: str,
             copy.unlink(missing_ok=True)
 
 
-def sniff_csv_header(path: Path, gzipped: bool, limits: UploadLimits, filename: str) -> list[str]:
+def sniff_csv_header(path: Path, gzipped: bool, limits: UploadLimits, filename: str,
+                     delimiter: str = ",") -> list[str]:
     """The CSV header's column names, read in small blocks: 422 past ``max_columns`` (counted on
     the bytes, before the names exist), 413 when the header is longer than ``max_line_bytes``,
     422 for a name longer than ``max_column_name_chars``."""
@@ -152,7 +153,7 @@ def sniff_csv_header(path: Path, gzipped: bool, limits: UploadLimits, filename: 
             newline = arr == NEWLINE if mask is None else (arr == NEWLINE) & mask
             ends = np.flatnonzero(newline)
             stop = int(ends[0]) + 1 if len(ends) else len(block)
-            commas = arr[:stop] == COMMA
+            commas = arr[:stop] == (COMMA if delimiter == "," else ord(delimiter))
             columns += int(np.count_nonzero(commas if mask is None else commas & mask[:stop]))
             if columns > limits.max_columns:
                 raise limits.too_many_columns(filename, columns, at_least=True)
@@ -162,18 +163,18 @@ def sniff_csv_header(path: Path, gzipped: bool, limits: UploadLimits, filename: 
                 raise limits.line_too_long(filename, 1)
             if len(ends):
                 break
-    names = _parse_header(b"".join(parts), filename)
+    names = _parse_header(b"".join(parts), filename, delimiter)
     limits.check_columns(filename, names)
     return names
 
 
-def _parse_header(raw: bytes, filename: str) -> list[str]:
+def _parse_header(raw: bytes, filename: str, delimiter: str = ",") -> list[str]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise encoding_error(filename, exc, line=1) from None
     try:
-        return next(csv.reader(io.StringIO(text, newline="")), [])
+        return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
     except csv.Error as exc:
         raise BadUpload(f"File {filename!r} has an unreadable header: {exc}", code="invalid_csv",
                         details={"file": filename, "line": 1}) from None

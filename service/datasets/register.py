@@ -31,6 +31,7 @@ from service.datasets.paths import resolve_inside
 from service.datasets.upload import expectations, validation_failed
 from service.errors import BadUpload, InvalidRequest
 from service.models import DatasetRow
+from service.role_hints import upload_warnings
 
 
 def register_dataset(runtime: Any, *, name: str, role: str, pack: Any, user_schema: Any,
@@ -60,6 +61,7 @@ def register_dataset(runtime: Any, *, name: str, role: str, pack: Any, user_sche
         column_roles[IMAGE_COLUMN] = "ignore"  # not compared: the columns derived from it are
     report = validation.validate(sample, expectations(sample, column_roles, pack))
     report["rows_checked"] = len(sample)
+    report["role_warnings"] = upload_warnings(sample, column_roles, role)
     if images is not None:
         report["images"] = images
     if not report["success"]:

@@ -6,15 +6,19 @@ import json
 import uuid
 from typing import Annotated
 
+import pyarrow.parquet as pq
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
 from service.datasets import ingest
+from service.datasets.csv_dialect import parse_dialect
 from service.datasets.register import register_dataset as register
 from service.datasets.upload import store_upload
 from service.deps import DatasetsDep, RuntimeDep
-from service.errors import InvalidRequest
+from service.errors import Conflict, InvalidRequest
+from service.role_hints import upload_warnings
+from service.roles import parse_schema, roles_for_audit, schema_differs, with_roles
 from service.packs.registry import resolve_pack
-from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut, DatasetRegister
+from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut, DatasetRegister, DatasetRolesPatch
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
 DATASET_ROLES = ("benchmark", "production", "annotations")
@@ -32,6 +36,10 @@ def upload_dataset(
     domain: Annotated[str | None, Form()] = None,
     schema_text: Annotated[str | None, Form(alias="schema",
                                             description='JSON: {"columns": {"<column>": "<role>"}}')] = None,
+    delimiter: Annotated[str | None, Form(description="CSV: comma, semicolon, tab or pipe; default: sniffed from "
+                                                      "the first lines")] = None,
+    decimal: Annotated[str | None, Form(description="CSV: '.' or ','; default: ',' when the fields are not "
+                                                    "comma-separated and numbers are written with decimal commas")] = None,
 ) -> DatasetOut:
     """Upload a table. Bad input answers 4xx and stores nothing."""
     filename = file.filename or "upload"
@@ -41,6 +49,7 @@ def upload_dataset(
         raise InvalidRequest(f"Unknown dataset role {role!r}; use 'benchmark', 'production' or 'annotations'.",
                              code="invalid_role", details={"field": "role", "allowed": list(DATASET_ROLES)})
     user_schema = _parse_schema_field(schema_text)
+    dialect = parse_dialect(delimiter, decimal)
     pack = resolve_pack(runtime, domain) if domain else None
     ingest.detect_format(filename)
     store = runtime.datasets
@@ -51,10 +60,11 @@ def upload_dataset(
                                          filename=filename)
         existing = store.find_duplicate(name, sha256)
         if existing is not None:
+            _same_roles(existing, user_schema)
             response.status_code = status.HTTP_200_OK
             return DatasetOut.from_row(existing)
         row, created = store_upload(runtime, spooled, filename=filename, name=name, role=role, pack=pack,
-                                    user_schema=user_schema, sha256=sha256)
+                                    user_schema=user_schema, sha256=sha256, dialect=dialect)
     finally:
         spooled.unlink(missing_ok=True)
     if not created:  # a parallel upload of the same name and content won the race
@@ -75,6 +85,24 @@ def register_dataset(runtime: RuntimeDep, response: Response, body: DatasetRegis
     if not created:
         response.status_code = status.HTTP_200_OK
     return DatasetOut.from_row(row)
+
+
+def _same_roles(existing, user_schema) -> None:
+    """An upload of stored content under its name returns the stored dataset, unless its schema asks for
+    other roles: then 409, saying how to change them (a silent 200 would keep the old roles)."""
+    if user_schema is None:
+        return
+    names = [str(c["name"]) for c in existing.columns]
+    differ = schema_differs(existing.columns, parse_schema(user_schema, names, existing.name))
+    if not differ:
+        return
+    listed = ", ".join(f"'{c}' is stored as {old}, the schema says {new}" for c, (old, new) in list(differ.items())[:5])
+    patch = {"columns": {c: new for c, (_, new) in differ.items()}}
+    raise Conflict(f"Dataset {existing.id!r} holds this file under the name {existing.name!r} with other roles "
+                   f"({listed}). Change its roles with PATCH /v1/datasets/{existing.id} and the body "
+                   f"{json.dumps(patch)}, or upload under another name.", code="roles_differ",
+                   details={"dataset": existing.id, "differ": {c: {"stored": o, "schema": n}
+                                                               for c, (o, n) in differ.items()}, "patch": patch})
 
 
 def _check_text_field(field: str, value: str | None) -> None:
@@ -108,6 +136,29 @@ def list_datasets(store: DatasetsDep, limit: Annotated[int, Query(ge=1, le=1000)
 @router.get("/{dataset_id}", response_model=DatasetOut)
 def get_dataset(dataset_id: str, store: DatasetsDep) -> DatasetOut:
     return DatasetOut.from_row(store.get(dataset_id))
+
+
+@router.patch("/{dataset_id}", response_model=DatasetOut)
+def change_roles(dataset_id: str, body: DatasetRolesPatch, store: DatasetsDep) -> DatasetOut:
+    """Change some columns' roles (validated like an upload's schema); audits started after this use them.
+    Audits already stored keep the roles they ran with."""
+    row = store.get(dataset_id)
+    changes = parse_schema({"columns": body.columns}, [str(c["name"]) for c in row.columns], row.name)
+    columns = with_roles(row.columns, changes)
+    validation = dict(row.validation or {})
+    if row.role in ("benchmark", "production"):
+        validation["role_warnings"] = upload_warnings(_first_rows(store, dataset_id), roles_for_audit(columns),
+                                                      row.role)
+    return DatasetOut.from_row(store.set_columns(dataset_id, columns, validation))
+
+
+def _first_rows(store, dataset_id: str):
+    """The first row group of the first part: enough values to suggest label and output columns."""
+    files = store.dataset_files(dataset_id)
+    parquet = pq.ParquetFile(files[0])
+    if not parquet.num_row_groups:
+        return parquet.schema_arrow.empty_table().to_pandas()
+    return parquet.read_row_group(0).to_pandas()
 
 
 @router.delete("/{dataset_id}", status_code=status.HTTP_204_NO_CONTENT)

@@ -226,6 +226,15 @@ class DatasetStore:
             raise NotFound(f"No dataset with id {dataset_id!r}.", details={"dataset": dataset_id})
         return row
 
+    def set_columns(self, dataset_id: str, columns: list[dict[str, Any]], validation: dict[str, Any]) -> DatasetRow:
+        """Store new column records (roles changed by the user); the data itself is unchanged."""
+        with self.sessions.begin() as s:
+            row = s.get(DatasetRow, dataset_id) if storable_key(dataset_id) else None
+            if row is None:
+                raise NotFound(f"No dataset with id {dataset_id!r}.", details={"dataset": dataset_id})
+            row.columns, row.validation = columns, validation
+        return row
+
     def list(self, *, limit: int = 100, offset: int = 0) -> list[DatasetRow]:
         with self.sessions() as s:
             query = select(DatasetRow).order_by(DatasetRow.created_at.desc()).limit(limit).offset(offset)

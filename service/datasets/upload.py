@@ -19,11 +19,13 @@ from service.datasets.images import intake as image_intake
 from service.datasets.partitions import PartWriter
 from service.datasets.store import ARROW_FAULTS, arrow_fault
 from service.errors import ValidationFailed
+from service.role_hints import upload_warnings
 from service.models import DatasetRow
 
 
 def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role: str, pack: Any,
-                 user_schema: Any, sha256: str) -> tuple[DatasetRow, bool]:
+                 user_schema: Any, sha256: str,
+                 dialect: tuple[str | None, str | None] = (None, None)) -> tuple[DatasetRow, bool]:
     """Read, type, validate and store the upload at ``spooled``; ``(row, created)`` as
     :meth:`service.datasets.store.DatasetStore.commit`. Any 4xx leaves nothing stored."""
     settings, store = runtime.settings, runtime.datasets
@@ -32,7 +34,7 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
     if images is not None:  # images become derived columns: store that table instead
         spooled, filename, user_schema = images.path, images.filename, images.schema(user_schema)
     chunks = ingest.iter_chunks(spooled, filename, UploadLimits.from_settings(settings),
-                                chunk_cells=settings.upload_chunk_cells)
+                                chunk_cells=settings.upload_chunk_cells, dialect=dialect)
     try:
         with store.staging() as writer:
             first = next(chunks)
@@ -44,6 +46,7 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
             with ChunkedValidation(expectations(first, column_roles, pack), spill_dir=store.tmp_dir) as checker:
                 _write_all(_chain(first, chunks), checker, writer, tally)
                 report = frame_checks.with_warnings(checker.report(), tally.problems())
+                report["role_warnings"] = upload_warnings(first, column_roles, role)
                 if images is not None:
                     report["images"] = images.metadata  # what was derived, from what, by which version
             if not report["success"]:

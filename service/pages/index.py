@@ -66,7 +66,9 @@ def _dataset_name(ref: DatasetRef, ident: str, names: dict[str, str]) -> str:
 def _audit_row(audit, names: dict[str, str]) -> str:
     shown = stored_sections(audit.result, "verdict", "domain", "benchmark", "production")
     verdict = shown.verdict
-    severity = verdict.severity if verdict else ""
+    # "none" is no word for a reader: the summary's own first words say "No change..." or "Inconclusive"
+    severity = verdict.severity if verdict and verdict.severity != "none" else ""
+    tone = severity or (verdict.status if verdict else "")
     summary = escape(verdict.summary if verdict else str((audit.error or {}).get("message", "")))
     link = (f'<a href="/v1/audits/{escape(audit.id)}/report">HTML</a> · '
             f'<a href="/v1/audits/{escape(audit.id)}/report.md">Markdown</a>'
@@ -78,5 +80,5 @@ def _audit_row(audit, names: dict[str, str]) -> str:
     # the pack the audit ran under (a former name such as "medical" shows as the pack it names)
     domain = str(shown.domain or audit.domain)
     return (f"<tr><td><code>{escape(audit.id)}</code></td><td>{pair}</td><td>{escape(domain)}</td>"
-            f"<td>{created}</td><td>{escape(audit.status)}</td><td class=\"{escape(severity)}\">"
-            f"<span>{escape(severity) or ''}</span> {summary}</td><td>{link}</td></tr>")
+            f"<td>{created}</td><td>{escape(audit.status)}</td><td class=\"{escape(tone)}\">"
+            + (f"<span>{escape(severity)}</span> " if severity else "") + f"{summary}</td><td>{link}</td></tr>")

@@ -120,8 +120,9 @@ def test_missing_labels_are_handled_with_notes():
     bench.loc[:9, "label"] = None
     prod.loc[:99, "label"] = None
     result = _audit(bench, prod, domain="deepfake")
-    assert result["benchmark"]["n_rows"] == 1490 and result["production"]["labelled"] is False
-    assert {n["part"] for n in result["notes"]} >= {"benchmark labels", "production labels"}
+    assert result["benchmark"]["n_rows"] == 1490 and result["production"]["labelled"] is True
+    assert result["production"]["n_labelled"] == 1400 and result["overall"]["n_production"] == 1400
+    assert {n["part"] for n in result["notes"]} >= {"benchmark labels", "production labels", "labelled production rows"}
     assert PLANTED["deepfake"].weak_slice in {lim["slice"] for lim in result["limitations"]}
 
 

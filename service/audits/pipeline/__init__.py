@@ -10,7 +10,7 @@ the plan complete it into the :class:`reports.result.AuditResult`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -25,13 +25,17 @@ from reports.limitations import undecided_notes
 from reports.records import RankingContext
 from reports.result import AuditEvidence, AuditResult, Note
 from service.audits.pipeline import mix, overall, reference, slicing, stages
-from service.audits.pipeline.columns import AuditColumns, resolve_columns
+from service.audits.pipeline.columns import AuditColumns, align_named_roles, resolve_columns
 from service.audits.pipeline.facts import one_limitation_per_fact
+from service.audits.pipeline.labelled_rows import (
+    LabelledRows, labelled_production, labelled_rows_note, selection_note, set_aside_one_sided,
+)
 from service.audits.pipeline.family import correct_together
 from service.audits.pipeline.sections import audit_evidence
 from service.audits.pipeline.targets import candidates_frame, target_masks, untested_definition
 from service.datasets import frame_checks
 from service.errors import InvalidRequest
+from service.role_hints import missing_role_notes
 from service.roles import role_disagreements
 
 Progress = Callable[[float, str], None]
@@ -100,6 +104,24 @@ class AuditState:
     embedding: Any = None
     label_quality: Any = None
     n_tests: int = 0
+    # production partly labelled: its labelled rows, their own stage context and model outputs; the
+    # label stages (metrics, concept, discovery, attribution) run on them, the input and context tests on all rows
+    labelled: LabelledRows | None = None
+    labelled_ctx: stages.StageContext | None = None
+    labelled_out: stages.Outputs | None = None
+
+    def label_view(self) -> tuple[stages.StageContext, stages.Outputs]:
+        """The stage context and production outputs the label stages read."""
+        if self.labelled_ctx is None or self.labelled_out is None:
+            return self.ctx, self.prod_out
+        return self.labelled_ctx, self.labelled_out
+
+    def on_labelled(self, masks: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Slice masks with their production side restricted to the labelled rows."""
+        if self.labelled is None:
+            return masks
+        keep = self.labelled.mask
+        return {name: (b, p[keep]) for name, (b, p) in masks.items()}
 
     def tested(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in TESTED}
@@ -113,13 +135,19 @@ def _covariate(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
     s.covariate, s.multivariate = ctx.guard("covariate shift", (None, None), stages.covariate, ctx)
     s.outputs = ctx.guard("model-output shift (BBSD)", None, stages.model_outputs, ctx)
+    if s.labelled_ctx is not None:
+        s.labelled_ctx.covariate_result = ctx.covariate_result
 
 
 def _label(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
     s.bench_out = ctx.outputs(ctx.benchmark, labelled=True)
-    s.prod_out = ctx.outputs(ctx.production, labelled=ctx.columns.production_label is not None)
-    parts = stages.label(ctx, s.bench_out, s.prod_out)
+    s.prod_out = ctx.outputs(ctx.production, labelled=ctx.columns.production_label is not None
+                             and s.labelled is None)
+    if s.labelled_ctx is not None:
+        s.labelled_out = s.labelled_ctx.outputs(s.labelled_ctx.production, labelled=True)
+    lctx, prod = s.label_view()
+    parts = stages.label(lctx, s.bench_out, prod)
     s.prior, s.concept, s.estimates = parts.get("prior"), parts.get("concept"), parts.get("estimates") or []
 
 
@@ -127,9 +155,11 @@ def _discovery(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
     s.slices, s.definitions = slicing.expert_masks(ctx)
     s.sources = {name: "expert" for name in s.slices}
-    s.discovered, errors = ctx.guard("weak-slice discovery", (None, None), slicing.discovery, ctx, s.bench_out,
-                                     s.prod_out)
-    for found in slicing.novel_discoveries(ctx, s.discovered, s.slices, errors, s.prod_out.y_true is not None):
+    lctx, prod = s.label_view()
+    s.discovered, errors = ctx.guard("weak-slice discovery", (None, None), slicing.discovery, lctx, s.bench_out,
+                                     prod)
+    for found in slicing.novel_discoveries(lctx, s.discovered, s.on_labelled(s.slices), errors,
+                                           prod.y_true is not None):
         name = found.definition  # the conditions themselves are the most telling name
         s.slices[name] = (found.mask(ctx.benchmark), found.mask(ctx.production))
         s.definitions[name], s.sources[name] = found.definition, "discovered"
@@ -166,17 +196,21 @@ def _untested_as_slices(s: AuditState) -> None:
 def _slice_metrics(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
     mix = slicing.mix_shifted(ctx, s.context, s.slices)
-    s.evaluation, s.overall_eval = ctx.guard("slice metrics", (None, None), slicing.slice_metrics, ctx, s.slices,
-                                             s.definitions, s.sources, s.bench_out, s.prod_out, mix)
-    s.overall_change = ctx.guard("overall metric change", None, overall.overall_change, ctx, s.overall_eval,
-                                 s.bench_out, s.prod_out)
+    lctx, prod = s.label_view()
+    if mix is not None and s.labelled is not None:
+        mix = (mix[0], mix[1][s.labelled.mask], mix[2])
+    s.evaluation, s.overall_eval = ctx.guard("slice metrics", (None, None), slicing.slice_metrics, lctx,
+                                             s.on_labelled(s.slices), s.definitions, s.sources, s.bench_out, prod, mix)
+    s.overall_change = ctx.guard("overall metric change", None, overall.overall_change, lctx, s.overall_eval,
+                                 s.bench_out, prod)
 
 
 def _attribution(s: AuditState, inp: AuditInput) -> None:
     ctx = s.ctx
-    s.attribution, s.cells = ctx.guard("performance attribution", (None, None), mix.attribution, ctx, s.context,
-                                       s.bench_out, s.prod_out)
-    s.conditional = ctx.guard("context-conditional test", None, mix.conditional, ctx, s.covariate, s.cells)
+    lctx, prod = s.label_view()  # the cells are over the rows attributed: the labelled ones when partly labelled
+    s.attribution, s.cells = ctx.guard("performance attribution", (None, None), mix.attribution, lctx, s.context,
+                                       s.bench_out, prod)
+    s.conditional = ctx.guard("context-conditional test", None, mix.conditional, lctx, s.covariate, s.cells)
 
 
 def _embedding(s: AuditState, inp: AuditInput) -> None:
@@ -231,21 +265,33 @@ def check_auditable(columns: AuditColumns) -> None:
 
 
 def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
+    production_roles, production, mapped = align_named_roles(inp.benchmark_roles, inp.production_roles,
+                                                             inp.production)
+    if mapped:
+        inp = replace(inp, production=production, production_roles=production_roles)
     columns = resolve_columns(inp.benchmark_roles, inp.production_roles)
     check_auditable(columns)
 
-    notes: list[dict[str, str]] = role_disagreements(inp.benchmark_roles, inp.production_roles)
+    notes: list[dict[str, str]] = [*mapped, *role_disagreements(inp.benchmark_roles, inp.production_roles)]
+    notes += missing_role_notes(inp.benchmark, inp.production, inp.benchmark_roles, inp.production_roles)
     notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
-    benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes)
+    benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes,
+                                                partial=inp.summaries is None)
+    columns = set_aside_one_sided(benchmark, inp.production, columns, notes, _derived(inp))
+    derived = set(_derived(inp)["columns"])
     for column in columns.contexts_only_in_production:
-        notes.append({"part": f"context {column}", "reason": f"'{column}' is recorded in production but not in the "
-                      "benchmark, so none of its contexts can be evaluated: record it in the next round."})
+        notes.append({"part": f"context {column}", "reason": (
+            f"'{column}' is derived from the images in production only (the benchmark's images give no value for "
+            "it), so none of its contexts can be evaluated against the benchmark." if column in derived else
+            f"'{column}' is recorded in production but not in the benchmark, so none of its contexts can be "
+            "evaluated: record it in the next round.")})
     ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes,
                               summaries=inp.summaries)
     ctx.classes = stages.resolve_classes(ctx)
     ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,
                                         inp.pack, ctx.options, ctx.min_slice_size, ctx.alpha)
     state = AuditState(ctx=ctx)
+    _partly_labelled(state, inp)
     clock = _Clock(progress, n_stages=len(STAGES) + 2)
     progress(0.01, STAGES[0][1])
     for i, (name, _, run) in enumerate(STAGES):
@@ -254,6 +300,34 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     corrected, state.n_tests = correct_together(state.tested(), alpha=ctx.alpha, method=ctx.correction)
     state.set_tested(corrected)
     return _report(inp, state, clock)
+
+
+def _derived(inp: AuditInput) -> dict[str, Any]:
+    """The columns the service derived from either side's images: the pack contexts derived, the image
+    values they come from, and every ``img_*`` column of an image upload (the extractor's prefix)."""
+    columns: set[str] = set()
+    for ref in (inp.benchmark_ref, inp.production_ref):
+        derived = ref.get("derived_context") or {}
+        columns |= set(derived) | {str(v.get("from")) for v in derived.values() if isinstance(v, dict) and v.get("from")}
+    if columns:
+        columns |= {c for frame in (inp.benchmark, inp.production) for c in frame.columns if str(c).startswith("img_")}
+    return {"columns": sorted(columns)}
+
+
+def _partly_labelled(state: AuditState, inp: AuditInput) -> None:
+    """With some production labels missing, the label stages get a stage context of the labelled rows."""
+    ctx = state.ctx
+    labelled = labelled_production(inp.production, ctx.columns)
+    if labelled is None:
+        return
+    rows = inp.production[labelled.mask].reset_index(drop=True)
+    rows.attrs = dict(inp.production.attrs)
+    state.labelled = labelled
+    # same options, notes and reference fits; its own shared cache (the strata are over its rows)
+    state.labelled_ctx = stages.StageContext(ctx.benchmark, rows, ctx.columns, ctx.pack, ctx.options,
+                                             classes=ctx.classes, notes=ctx.notes, reference=ctx.reference)
+    ctx.notes.append(labelled_rows_note(labelled))
+    ctx.notes.append(selection_note(inp.production, labelled, ctx.columns.contexts, ctx.alpha))
 
 
 def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:

@@ -64,6 +64,30 @@ def resolve_columns(bench_roles: Mapping[str, str], prod_roles: Mapping[str, str
     )
 
 
+MAPPED_ROLES = ("label", "prediction")  # one column each: the same part under another name on each side
+
+
+def align_named_roles(bench_roles: Mapping[str, str], prod_roles: Mapping[str, str],
+                      production: pd.DataFrame) -> tuple[dict[str, str], pd.DataFrame, list[dict[str, str]]]:
+    """Production's roles and frame with its label (prediction) column renamed to the benchmark's when each
+    side has exactly one such column under different names: giving both the role is the user's mapping
+    (``survived`` in the benchmark, ``label`` in production). Notes say what was compared with what."""
+    roles, renames, notes = dict(prod_roles), {}, []
+    for role in MAPPED_ROLES:
+        bench = _by_role(bench_roles, role)
+        prod = _by_role(prod_roles, role)
+        if len(bench) != 1 or len(prod) != 1 or bench[0] == prod[0] or bench[0] in prod_roles:
+            continue
+        renames[prod[0]] = bench[0]
+        notes.append({"part": f"column {prod[0]}", "reason": (
+            f"Production's {role} column '{prod[0]}' is compared with the benchmark's '{bench[0]}': each is the only "
+            f"column with the role '{role}' on its side.")})
+    if not renames:
+        return roles, production, notes
+    roles = {renames.get(c, c): r for c, r in roles.items()}
+    return roles, production.rename(columns=renames), notes
+
+
 def score_matrix(frame: pd.DataFrame, scores: tuple[str, ...], classes: list[str]) -> np.ndarray | None:
     """(n, k) class-probability matrix in ``classes`` order, or None when scores are missing."""
     if not scores:

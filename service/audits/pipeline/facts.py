@@ -30,6 +30,9 @@ def _prior_estimate(state: Any) -> dict[str, float] | None:
 def claim_data(state: Any, production: pd.DataFrame) -> ClaimData:
     """What the claim layer reads, from the audit's state after the detectors ran and were corrected."""
     ctx, bench, prod = state.ctx, state.bench_out, state.prod_out
+    if getattr(state, "labelled_ctx", None) is not None and state.labelled_out is not None:
+        # partly labelled production: the claims are re-measured where the labels are, as the metrics were
+        production, prod = state.labelled_ctx.production, state.labelled_out
     metric = state.overall_eval.metric if state.overall_eval is not None else getattr(ctx.pack, "primary_metric",
                                                                                       "accuracy")
     floors = ctx.options.get("effect_floors") or {}

@@ -184,7 +184,8 @@ def audit_evidence(inp: Any, state: Any) -> AuditEvidence:
         synthetic=bool(inp.benchmark.attrs.get("synthetic") or inp.production.attrs.get("synthetic")),
         benchmark={**inp.benchmark_ref, "n_rows": _n_rows(ctx, "benchmark", len(ctx.benchmark))},
         production={**inp.production_ref, "n_rows": _n_rows(ctx, "production", len(inp.production)),
-                    "labelled": columns.production_label is not None},
+                    "labelled": columns.production_label is not None,
+                    "n_labelled": _n_labelled(state, columns, len(inp.production))},
         overall=overall,
         covariate=covariate_section(state.covariate, state.multivariate, state.outputs, distributions),
         label=label_section(prior, state.concept, state.estimates, overall),
@@ -201,6 +202,14 @@ def audit_evidence(inp: Any, state: Any) -> AuditEvidence:
             "n_tests_corrected": state.n_tests, "classes": ctx.classes,
             "severity_priors": asdict(SeverityPriors()), "engine": _engine(ctx)}),
         notes=ctx.notes)
+
+
+def _n_labelled(state: Any, columns: Any, n_rows: int) -> int:
+    """Production rows carrying a label: all, none or (partly labelled) the labelled ones."""
+    if columns.production_label is None:
+        return 0
+    labelled = getattr(state, "labelled", None)
+    return n_rows if labelled is None else labelled.n
 
 
 def _n_rows(ctx: Any, side: str, in_memory: int) -> int:

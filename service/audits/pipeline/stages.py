@@ -30,19 +30,26 @@ __all__ = ["Outputs", "StageContext", "complete_labels", "covariate", "model_out
 
 
 def complete_labels(benchmark: pd.DataFrame, production: pd.DataFrame, columns: AuditColumns,
-                    notes: list[dict[str, str]]) -> tuple[pd.DataFrame, AuditColumns]:
-    """Benchmark rows without a label are left out (a benchmark is labelled data); production
-    with some labels missing is treated as unlabelled (the label-free estimates apply)."""
+                    notes: list[dict[str, str]], partial: bool = True) -> tuple[pd.DataFrame, AuditColumns]:
+    """Benchmark rows without a label are left out (a benchmark is labelled data). A production label
+    column with no value at all is no label (the label-free estimates apply); one filled on some rows
+    keeps them (``partial``: the pipeline measures those rows, :mod:`service.audits.pipeline.labelled_rows`),
+    else production is treated as unlabelled."""
     if columns.label and benchmark[columns.label].isna().any():
         missing = int(benchmark[columns.label].isna().sum())
         notes.append({"part": "benchmark labels", "reason": f"{missing:,} benchmark rows have no label and were "
                                                           "left out of the audit."})
         benchmark = benchmark[benchmark[columns.label].notna()].reset_index(drop=True)
-    if columns.production_label and production[columns.production_label].isna().any():
-        missing = int(production[columns.production_label].isna().sum())
-        notes.append({"part": "production labels", "reason": f"{missing:,} of {len(production):,} production rows "
-                                                           "have no label, so production is treated as unlabelled "
-                                                           "(label-free estimates)."})
+    label = columns.production_label
+    if label and production[label].isna().any():
+        missing = int(production[label].isna().sum())
+        if missing < len(production) and partial:
+            return benchmark, columns
+        reason = (f"'{label}' is empty on every production row, so production is treated as unlabelled "
+                  "(label-free estimates)." if missing == len(production) else
+                  f"{missing:,} of {len(production):,} production rows have no label, and this engine measures "
+                  "every row or none, so production is treated as unlabelled (label-free estimates).")
+        notes.append({"part": "production labels", "reason": reason})
         columns = replace(columns, production_label=None)
     return benchmark, columns
 
