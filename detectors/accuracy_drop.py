@@ -36,7 +36,7 @@ from typing import Any
 from detectors.base import Result
 from detectors.e_detector import NEVER, log_mixture, sr_start, sr_update
 
-__all__ = ["DropEvidence", "drop_start", "drop_update", "DEFAULT_DROPS"]
+__all__ = ["DropEvidence", "drop_start", "drop_update", "drop_restart", "DEFAULT_DROPS"]
 
 DEFAULT_DROPS = (0.05, 0.10, 0.20)
 _EDGE = 1e-6  # proportions are kept off 0 and 1, where a likelihood ratio is 0 or infinite
@@ -73,7 +73,14 @@ def drop_start(benchmark_successes: float, benchmark_n: int, *, drops: tuple[flo
     p = benchmark_successes / benchmark_n
     p0 = min(max(p - benchmark_z * math.sqrt(p * (1 - p) / benchmark_n), 2 * _EDGE), 1 - _EDGE)
     return {"p_benchmark": p, "p0": p0, "drops": [float(d) for d in drops], "log_r": sr_start(len(drops)),
-            "cusum": 0.0, "since": [0, 0]}
+            "cusum": 0.0, "since": [0, 0], "counts": [benchmark_successes, int(benchmark_n)],
+            "benchmark_z": float(benchmark_z)}
+
+
+def drop_restart(state: dict[str, Any]) -> dict[str, Any]:
+    """The same detector with its evidence cleared: after an alarm, so that the next alarm needs new
+    evidence (the ARL then bounds the average time between false alarms)."""
+    return drop_start(*state["counts"], drops=tuple(state["drops"]), benchmark_z=state["benchmark_z"])
 
 
 def _log_e(p0: float, drop: float, successes: float, n: int) -> float:

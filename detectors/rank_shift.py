@@ -38,7 +38,7 @@ from scipy.special import ndtri
 from detectors.base import Result
 from detectors.e_detector import log_mixture, sr_start, sr_update
 
-__all__ = ["ShiftEvidence", "normal_scores", "shift_start", "shift_update", "DEFAULT_BETS"]
+__all__ = ["ShiftEvidence", "normal_scores", "shift_start", "shift_update", "shift_restart", "DEFAULT_BETS"]
 
 DEFAULT_BETS = (0.05, 0.1, 0.2, 0.4)  # shift sizes in standard deviations, bet on in both directions
 
@@ -79,6 +79,11 @@ def shift_start(n_reference: int, *, bets: tuple[float, ...] = DEFAULT_BETS,
         raise ValueError(f"benchmark_z must be >= 0, got {benchmark_z!r}.")
     lams = [float(b) for b in bets] + [-float(b) for b in bets]
     return {"lams": lams, "margin": benchmark_z / math.sqrt(n_reference), "log_r": sr_start(len(lams))}
+
+
+def shift_restart(state: dict[str, Any]) -> dict[str, Any]:
+    """The same detector with its evidence cleared (after an alarm: the next one needs new evidence)."""
+    return {**state, "log_r": sr_start(len(state["lams"]))}
 
 
 def shift_update(state: dict[str, Any], scores: np.ndarray) -> tuple[dict[str, Any], ShiftEvidence]:

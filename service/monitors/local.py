@@ -8,7 +8,9 @@
   the budget spent and the open alerts between runs.
 
 Exit codes as ``contextshift audit``: 0 the run happened (or there was no new data), 1 with
-``--fail-on-shift`` when alerts are open after the run, 2 on bad input or a failed run.
+``--fail-on-shift`` when alerts are open after the run, 2 on bad input or a failed run. A monitor
+with a directory source run by ID from a shell without ``CONTEXTSHIFT_MONITOR_ROOTS`` exits 2 with
+one line naming the setting, and stores no run (the monitor and its folder are not at fault).
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import yaml
 from service.errors import InvalidRequest
 from service.monitors.batch import Batch
 from service.monitors.directory_source import take_directory
-from service.monitors.run_path import BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run
+from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
+                                       execute_run)
 from service.settings import Settings, get_settings
 
 if TYPE_CHECKING:  # annotations only: the typed result's models (~0.08 s) load once a run has new rows
@@ -41,10 +44,14 @@ def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str
     from service.monitors.service import MonitorService
     from service.runtime import Runtime
 
+    from service.monitors.runner import check_roots
+
     runtime = Runtime.start(get_settings())
     service = MonitorService(runtime)
     try:
-        service.store.get(monitor_id)
+        monitor = service.store.get(monitor_id)
+        if (monitor.source or {}).get("type") == "directory":
+            check_roots(runtime.settings)  # before a run is stored: the fault is this shell's setting
         run = service.store.create_run(monitor_id, "cli")
         service.drain(monitor_id)
         run = service.store.get_run(run.id)
@@ -92,7 +99,7 @@ def read_config(path: str) -> dict[str, Any]:
 
 def _load_state(path: Path) -> dict[str, Any]:
     if not path.exists():
-        return {"taken": [], "watermark": None, "n_tested": 0, "harm_state": {}, "alerts": [], "runs": []}
+        return {"taken": [], "watermark": None, "n_tested": 0, "detector_state": {}, "alerts": [], "runs": []}
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -122,7 +129,8 @@ class StateFileStore:
         self.monitor = MonitorView(id=str(config.get("name") or "monitor"), name=str(config.get("name") or "monitor"),
                                    alpha=float(options.get("alpha", 0.05)), options=dict(options),
                                    alerts=dict(config.get("alerts") or {}), n_tested=int(self.state["n_tested"]),
-                                   harm_state=self.state.get("harm_state") or {})
+                                   # a state file from before the e-detectors has "harm_state": decide restarts it
+                                   detector_state=self.state.get("detector_state") or self.state.get("harm_state") or {})
         self.batch: Batch | None = None
         self.error: dict[str, Any] | None = None
         self.taken = {tuple(t) for t in self.state["taken"]}
@@ -188,11 +196,12 @@ class StateFileStore:
         kept.update({a.id: a for a in update.changed})
         history = [a for a in state["alerts"] if a["state"] not in ACTIVE and a["id"] not in kept]
         self._taken()
-        state.update(n_tested=record.k, harm_state=record.decision.harm_state,
+        state.pop("harm_state", None)
+        state.update(n_tested=record.k, detector_state=record.decision.detector_state,
                      alerts=history + [{f: getattr(a, f) for f in ALERT_FIELDS} for a in kept.values()])
         state["runs"].append({"id": record.run_id, "status": "succeeded", "n_rows": len(record.batch.frame),
                               "alpha": record.alpha_k, "verdict": record.result.verdict.model_dump(mode="json"),
-                              "summary": findings.trend_summary(record.result),
+                              "summary": {**findings.trend_summary(record.result), **checks_summary(record.decision)},
                               "opened": [a.id for a in update.opened], "timings": record.timings})
         _save_state(self.path, state)
 

@@ -25,15 +25,15 @@ from service.monitors import budget, findings
 from service.monitors.alerting import ACTIVE, payload
 from service.monitors.models import MonitorRow
 from service.monitors.outbox import Outbox, message
-from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run,
-                                       production_roles, run_error)
+from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
+                                       execute_run, production_roles, run_error)
 from service.monitors.sources import Batch, take_directory, take_sql
 from service.monitors.store import MonitorStore, now
 from service.roles import describe_columns, roles_for_audit
 from service.schemas import AuditOptions
 
 __all__ = ["BenchmarkSide", "BenchmarkCache", "ServiceRunStore", "execute", "production_roles", "take",
-           "check_engine"]
+           "check_engine", "check_roots"]
 
 class BenchmarkCache:
     """The benchmark side of each monitor, read once (thread-safe, bounded)."""
@@ -63,9 +63,19 @@ class BenchmarkCache:
         return side
 
 
+def check_roots(settings: Any) -> None:
+    """A directory source needs ``CONTEXTSHIFT_MONITOR_ROOTS`` in this process's environment: without
+    it no folder is readable, and the fault is the setting, not the monitor's folder."""
+    if not list(settings.monitor_roots):
+        raise ServiceError("Directory sources are disabled in this process: CONTEXTSHIFT_MONITOR_ROOTS is not set. "
+                           "Set it to the folder(s) monitors may read (as the server that defined the monitor has "
+                           "it) and run again.", code="directory_sources_disabled", status_code=409)
+
+
 def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
     source = monitor.source
     if source["type"] == "directory":
+        check_roots(settings)
         return take_directory(source, store.taken_files(monitor.id), list(settings.monitor_roots),
                               max_rows=settings.monitor_max_rows_per_run, max_bytes=settings.monitor_max_bytes_per_run)
     url = settings.monitor_databases.get(source["database"])
@@ -86,7 +96,7 @@ class ServiceRunStore:
         row = self.row
         self.monitor = MonitorView(id=row.id, name=row.name, alpha=row.alpha, options=dict(row.options or {}),
                                    alerts=dict(row.alerts or {}), n_tested=row.n_tested,
-                                   harm_state=row.harm_state or {})
+                                   detector_state=row.detector_state or {})
 
     def take(self) -> Batch:
         batch = take(self.row, self.store, self.runtime.settings)
@@ -119,8 +129,8 @@ class ServiceRunStore:
     def save(self, record: RunRecord) -> None:
         row, store = self.row, self.store
         store.update(row.id, n_tested=record.k, alpha_spent=budget.spent(row.alpha, record.k),
-                     harm_state=record.decision.harm_state)
-        summary = {**findings.trend_summary(record.result), "harm": [c.__dict__ for c in record.decision.checks],
+                     detector_state=record.decision.detector_state)
+        summary = {**findings.trend_summary(record.result), **checks_summary(record.decision),
                    "notes": list(record.batch.notes), "timings": record.timings}
         store.update_run(record.run_id, n_rows=len(record.batch.frame), audit_id=record.audit_id, alpha=record.alpha_k,
                          verdict=record.result.verdict.model_dump(mode="json"), summary=summary)
