@@ -38,8 +38,9 @@ from detectors.sequential import confidence_sequence, horizon_level
 from domains import evaluate
 from reports.result import AuditEvidence
 
-__all__ = ["HORIZON", "SHARES", "SPENDING", "GUARANTEE", "run_alpha", "spent", "budget_summary", "harm_level", "threshold", "HarmCheck",
-           "track_harm", "accuracy_counts", "estimated_harm", "confidence_sequence", "is_proportion"]
+__all__ = ["HORIZON", "SHARES", "SPENDING", "GUARANTEE", "run_alpha", "spent", "budget_summary", "harm_level",
+           "threshold", "HarmCheck", "track_harm", "accuracy_counts", "estimated_harm", "confidence_sequence",
+           "is_proportion"]
 
 HORIZON = 52  # the ARL is at least HORIZON / alpha runs: a year of weekly runs, over alpha
 SHARES = {"audit": 0.25, "drift": 0.25, "harm": 0.375, "estimated": 0.125}

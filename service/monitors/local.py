@@ -41,10 +41,9 @@ ACTIVE = ("open", "acknowledged")  # service.monitors.alerting.ACTIVE, without i
 
 def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     # lazy: the database-backed service (SQLAlchemy, pandas, ~1 s) that `monitor run --config` never needs
+    from service.monitors.runner import check_roots
     from service.monitors.service import MonitorService
     from service.runtime import Runtime
-
-    from service.monitors.runner import check_roots
 
     runtime = Runtime.start(get_settings())
     service = MonitorService(runtime)
@@ -126,11 +125,12 @@ class StateFileStore:
         self.config, self.path = config, Path(config["state"])
         self.state = _load_state(self.path)
         options = config.get("options") or {}
+        # a state file from before the e-detectors has "harm_state": decide restarts it
+        detector_state = self.state.get("detector_state") or self.state.get("harm_state") or {}
         self.monitor = MonitorView(id=str(config.get("name") or "monitor"), name=str(config.get("name") or "monitor"),
                                    alpha=float(options.get("alpha", 0.05)), options=dict(options),
                                    alerts=dict(config.get("alerts") or {}), n_tested=int(self.state["n_tested"]),
-                                   # a state file from before the e-detectors has "harm_state": decide restarts it
-                                   detector_state=self.state.get("detector_state") or self.state.get("harm_state") or {})
+                                   detector_state=detector_state)
         self.batch: Batch | None = None
         self.error: dict[str, Any] | None = None
         self.taken = {tuple(t) for t in self.state["taken"]}

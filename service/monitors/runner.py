@@ -97,18 +97,27 @@ class ServiceRunStore:
         self.monitor = MonitorView(id=row.id, name=row.name, alpha=row.alpha, options=dict(row.options or {}),
                                    alerts=dict(row.alerts or {}), n_tested=row.n_tested,
                                    detector_state=row.detector_state or {})
+        self.batch: Batch | None = None
 
     def take(self) -> Batch:
-        batch = take(self.row, self.store, self.runtime.settings)
-        # What was taken is taken, whatever happens next: a bad file must not fail every later run
-        # (nor be re-read by every later run when it was all the folder held).
+        self.batch = take(self.row, self.store, self.runtime.settings)
+        return self.batch
+
+    def _taken(self) -> None:
+        """What was taken is taken once the run ends, whatever its outcome: a bad file must not fail
+        every later run (nor be re-read by every later run when it was all the folder held). A run
+        whose process is killed records nothing, so the next run takes the same rows and, from the
+        same detector state, decides as the killed run would have."""
+        batch = self.batch
+        if batch is None:
+            return
         if batch.files:
             self.store.record_files(self.row.id, self.run_id, batch.files)
         if not batch.empty and batch.watermark:
             self.store.update(self.row.id, watermark=batch.watermark)
-        return batch
 
     def no_new_data(self, run_id: str, batch: Batch) -> None:
+        self._taken()
         if self.outbox is not None:  # a quiet run is a retry point for messages still pending
             self.outbox.deliver_pending(monitor_id=self.row.id, due_only=False)
         self.store.finish_run(run_id, "no_new_data", n_rows=0,
@@ -128,6 +137,7 @@ class ServiceRunStore:
 
     def save(self, record: RunRecord) -> None:
         row, store = self.row, self.store
+        self._taken()
         store.update(row.id, n_tested=record.k, alpha_spent=budget.spent(row.alpha, record.k),
                      detector_state=record.decision.detector_state)
         summary = {**findings.trend_summary(record.result), **checks_summary(record.decision),
@@ -140,6 +150,7 @@ class ServiceRunStore:
         store.finish_run(record.run_id, "succeeded", alert_ids=[a.id for a in record.update.opened])
 
     def fail(self, run_id: str, error: dict[str, Any]) -> None:
+        self._taken()
         self.store.finish_run(run_id, "failed", error=error)
 
 

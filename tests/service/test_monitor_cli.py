@@ -88,3 +88,34 @@ def test_a_cron_run_with_no_new_data_does_not_read_the_benchmark(tmp_path, capsy
     took = time.perf_counter() - started
     assert "no new data" in capsys.readouterr().out
     assert took < 0.5, f"a run with nothing new took {took:.2f} s"
+
+
+def test_monitor_run_by_id_without_monitor_roots_names_the_setting_and_stores_no_run(tmp_path, monkeypatch, capsys):
+    """It printed a traceback, exited 2, stored a failed run and blamed the monitor's folder."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    monkeypatch.setenv("CONTEXTSHIFT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop))
+    monkeypatch.setenv("CONTEXTSHIFT_SCHEDULER", "off")
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(Settings())) as client:
+            bench = upload_benchmark(client, synthetic_frame(300, 0))
+            monitor = client.post("/v1/monitors", json={
+                "name": "cron", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
+                "schedule": {"interval_seconds": 3600}}).json()["id"]
+        synthetic_frame(100, 3).to_csv(drop / "a.csv", index=False)
+        monkeypatch.delenv("CONTEXTSHIFT_MONITOR_ROOTS")  # the cron job's shell lacks it
+        get_settings.cache_clear()
+        capsys.readouterr()
+        assert main(["monitor", "run", monitor]) == 2
+        out = capsys.readouterr()
+        lines = [line for line in out.err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "CONTEXTSHIFT_MONITOR_ROOTS" in lines[0] and "Traceback" not in out.err
+        assert str(drop) not in lines[0]  # the folder is not at fault
+        monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop))
+        get_settings.cache_clear()
+        with TestClient(create_app(Settings())) as client:
+            assert client.get(f"/v1/monitors/{monitor}/runs").json()["items"] == []
+    finally:
+        get_settings.cache_clear()
