@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,10 @@ def _load_state(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
 def _save_state(path: Path, state: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.part")
     tmp.write_text(json.dumps(state, indent=1, default=str), encoding="utf-8")
@@ -133,6 +137,7 @@ class StateFileStore:
                                    detector_state=detector_state)
         self.batch: Batch | None = None
         self.error: dict[str, Any] | None = None
+        self.notes: list[str] = []
         self.taken = {tuple(t) for t in self.state["taken"]}
 
     def take(self) -> Batch:
@@ -199,17 +204,28 @@ class StateFileStore:
         state.pop("harm_state", None)
         state.update(n_tested=record.k, detector_state=record.decision.detector_state,
                      alerts=history + [{f: getattr(a, f) for f in ALERT_FIELDS} for a in kept.values()])
-        state["runs"].append({"id": record.run_id, "status": "succeeded", "n_rows": len(record.batch.frame),
+        state["runs"].append({"id": record.run_id, "status": "succeeded", "started_at": _now(),
+                              "n_rows": len(record.batch.frame),
                               "alpha": record.alpha_k, "verdict": record.result.verdict.model_dump(mode="json"),
                               "summary": {**findings.trend_summary(record.result), **checks_summary(record.decision)},
                               "opened": [a.id for a in update.opened], "timings": record.timings})
         _save_state(self.path, state)
+        self._trend()
 
     def fail(self, run_id: str, error: dict[str, Any]) -> None:
         self.error = error
         self._taken()
-        self.state["runs"].append({"id": run_id, "status": "failed", "error": error})
+        self.state["runs"].append({"id": run_id, "status": "failed", "started_at": _now(), "error": error})
         _save_state(self.path, self.state)
+        self._trend()
+
+    def _trend(self) -> None:
+        from service.monitors.local_trend import write_trend_page
+
+        try:
+            write_trend_page(self.config, self.state, [_alert_row(a) for a in self.state["alerts"]])
+        except OSError as exc:  # the page is a view: a full disk or a read-only folder must not fail the run
+            self.notes.append(f"the trend page was not written: {exc.strerror or exc}")
 
 
 def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
@@ -219,7 +235,12 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     status = execute_run(store, run_id)
     n_open = sum(1 for a in store.state["alerts"] if a["state"] == "open")
     verdict = store.state["runs"][-1].get("verdict") if status == "succeeded" else None
-    return _exit(status, verdict, store.error, n_open, fail_on_shift, run_id, None)
+    code, text = _exit(status, verdict, store.error, n_open, fail_on_shift, run_id, None)
+    if status != "no_new_data":
+        from service.monitors.local_trend import trend_path  # lazy: a run with nothing new never gets here
+
+        text += "".join(f"\n{note}" for note in store.notes) or f"\ntrend page: {trend_path(config)}"
+    return code, text
 
 
 def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:

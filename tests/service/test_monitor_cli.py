@@ -3,6 +3,7 @@ All data SYNTHETIC."""
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 from fastapi.testclient import TestClient
@@ -119,3 +120,27 @@ def test_monitor_run_by_id_without_monitor_roots_names_the_setting_and_stores_no
             assert client.get(f"/v1/monitors/{monitor}/runs").json()["items"] == []
     finally:
         get_settings.cache_clear()
+
+
+def test_monitor_run_by_config_writes_the_trend_page_numbered_as_its_charts(tmp_path, capsys):
+    """Cron mode had no trend page; the service's page numbered runs 1-3 in charts but 1-6 in the table."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    synthetic_frame(800, 0).to_csv(tmp_path / "bench.csv", index=False)
+    config = {"name": "cron-page", "benchmark": "bench.csv", "source": {"type": "directory", "path": "drop"},
+              "options": {"discovery": False}, "state": "state.json"}
+    (tmp_path / "monitor.yaml").write_text(yaml.safe_dump(config))
+    cfg = str(tmp_path / "monitor.yaml")
+    assert main(["monitor", "run", "--config", cfg]) == 0  # no new data: no page (a quiet cron run stays cheap)
+    assert not (tmp_path / "trend.html").exists()
+    for i in range(3):
+        synthetic_frame(200, i + 1).to_csv(drop / f"b{i}.csv", index=False)
+        assert main(["monitor", "run", "--config", cfg]) == 0
+        assert main(["monitor", "run", "--config", cfg]) == 0  # a no-data run between tested ones
+    assert "trend page:" in capsys.readouterr().out
+    page = (tmp_path / "trend.html").read_text()
+    assert "cron-page" in page and "at least 52/α runs before its first false alert" in page
+    numbers = [int(n) for n in re.findall(r"<tr><td>(\d+)</td><td><code>run_", page)]
+    assert numbers == [1, 2, 3]
+    spent = float(re.search(r"used <strong>([0-9.]+)</strong>", page).group(1))
+    assert abs(spent - 3 * 0.05 / 4 / 52) < 5e-5  # three runs' levels, not the harm share added up front
