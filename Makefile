@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run lint test demo bench clean
+.PHONY: install run lint test test-fast demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ lint: $(STAMP)
 # PYTEST_WORKERS=0 runs everything in this one process.
 test: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadfile $(PYTEST_ARGS)
+
+# The inner loop: everything but the statistical simulations marked slow and the browser tests;
+# `make test` stays the full gate.
+test-fast: $(STAMP)
+	DO_NOT_TRACK=1 $(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadfile -m "not slow and not browser" $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/contextshift demo
