@@ -12,6 +12,7 @@ from pathlib import Path
 from service.errors import ServiceError
 
 EXIT_OK, EXIT_SHIFT, EXIT_BAD_INPUT = 0, 1, 2
+DEMO_OUT = "data/demo"
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -61,7 +62,8 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--domain", default="dermatology",
                       choices=["dermatology", "deepfake", "facial_expression", "medical"],
                       help="medical is the dermatology pack's former name")
-    demo.add_argument("--out", default="contextshift-demo", metavar="DIR")
+    # under data/, which the repository ignores: a demo run in a clone leaves nothing to commit
+    demo.add_argument("--out", default=DEMO_OUT, metavar="DIR")
     demo.add_argument("--rows", type=int, default=20_000, help="production rows")
     return parser
 

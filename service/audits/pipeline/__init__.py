@@ -274,6 +274,7 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
 
     notes: list[dict[str, str]] = [*mapped, *role_disagreements(inp.benchmark_roles, inp.production_roles)]
     notes += missing_role_notes(inp.benchmark, inp.production, inp.benchmark_roles, inp.production_roles)
+    notes += _identical_copy(inp)
     notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes,
                                                 partial=inp.summaries is None)
@@ -302,13 +303,27 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     return _report(inp, state, clock)
 
 
+def _identical_copy(inp: AuditInput) -> list[dict[str, str]]:
+    """A note when production is the benchmark itself (the same dataset, or the same rows and values): every
+    test then compares a dataset with itself, which a user should hear rather than read as "no change"."""
+    bench_id = inp.benchmark_ref.get("id")
+    same_dataset = bench_id is not None and bench_id == inp.production_ref.get("id")
+    if not same_dataset and not (inp.benchmark.shape == inp.production.shape and inp.benchmark.equals(inp.production)):
+        return []
+    what = "the same dataset" if same_dataset else "an identical copy of the benchmark (the same rows and values)"
+    return [{"part": "production data", "reason": (
+        f"Production is {what}: every test compares the data with themselves, so no change can be found. Check "
+        "that the intended production file was uploaded.")}]
+
+
 def _derived(inp: AuditInput) -> dict[str, Any]:
     """The columns the service derived from either side's images: the pack contexts derived, the image
     values they come from, and every ``img_*`` column of an image upload (the extractor's prefix)."""
     columns: set[str] = set()
     for ref in (inp.benchmark_ref, inp.production_ref):
         derived = ref.get("derived_context") or {}
-        columns |= set(derived) | {str(v.get("from")) for v in derived.values() if isinstance(v, dict) and v.get("from")}
+        sources = {str(v.get("from")) for v in derived.values() if isinstance(v, dict) and v.get("from")}
+        columns |= set(derived) | sources
     if columns:
         columns |= {c for frame in (inp.benchmark, inp.production) for c in frame.columns if str(c).startswith("img_")}
     return {"columns": sorted(columns)}
