@@ -342,7 +342,8 @@ def _partly_labelled(state: AuditState, inp: AuditInput) -> None:
     state.labelled_ctx = stages.StageContext(ctx.benchmark, rows, ctx.columns, ctx.pack, ctx.options,
                                              classes=ctx.classes, notes=ctx.notes, reference=ctx.reference)
     ctx.notes.append(labelled_rows_note(labelled))
-    ctx.notes.append(selection_note(inp.production, labelled, ctx.columns.contexts, ctx.alpha))
+    ctx.notes.append(selection_note(inp.production, labelled, ctx.columns.contexts, ctx.alpha,
+                                    features=ctx.columns.features))
 
 
 def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
