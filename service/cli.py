@@ -13,6 +13,7 @@ from service.errors import ServiceError
 
 EXIT_OK, EXIT_SHIFT, EXIT_BAD_INPUT = 0, 1, 2
 DEMO_OUT = "data/demo"
+ROLE_NOTES = ("benchmark labels", "model outputs")  # audit notes printed: roles missing, likely columns named
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -146,6 +147,9 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
 
     result = as_result(outcome.result)
     print(verdict_line(result.verdict))
+    for note in result.notes:  # what the audit could not do with these roles, and the columns to give them
+        if note.part in ROLE_NOTES:
+            print(f"Note ({note.part}): {note.reason}", file=sys.stderr)
     for lim in result.limitations[:5]:
         print(f"  {lim.rank}. [{lim.kind}] {lim.statement}")
     for label, path in (("HTML report", args.html), ("JSON", args.json), ("Markdown", args.markdown)):

@@ -44,6 +44,9 @@ def test_png_benchmark_against_jpeg_production_still_tests_the_other_features(tm
             assert res.status_code == 201, res.text
             ids.append(res.json()["id"])
         result = audit(client, ids[0], ids[1], domain="facial_expression", timeout=300)
+        html = client.get(f"/v1/audits/{result['id']}/report").text
+    # the contexts derived from the pixels are said to be derived, not "not recorded"
+    assert "Derived from the images" in html and "not recorded" not in html
     tested = {f["name"] for f in result["covariate"]["features"]}
     assert len(tested) >= 5 and "img_jpeg_quality" not in tested
     text = notes(result)

@@ -167,3 +167,15 @@ def test_make_demo_writes_under_a_git_ignored_folder():
     assert not out.startswith("/") and "/" in out.strip("/")  # a sub-folder, never the repository root
     ignored = subprocess.run(["git", "check-ignore", "-q", f"{out}/report.html"], cwd=root)
     assert ignored.returncode == 0, f"{out} is not ignored by git"
+
+
+def test_the_cli_says_when_the_benchmark_has_no_label_and_names_the_likely_column(tmp_path):
+    bench, prod = titanic(seed=11)
+    bench.to_csv(tmp_path / "bench.csv", index=False)
+    prod.to_csv(tmp_path / "prod.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "service.cli", "audit", "--benchmark", str(tmp_path / "bench.csv"),
+                          "--production", str(tmp_path / "prod.csv"), "--budget", "50"], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "DO_NOT_TRACK": "1"})
+    assert out.returncode == 0, out.stderr
+    assert "Note (benchmark labels): The benchmark has no column with the role 'label'" in out.stderr
+    assert "'survived'" in out.stderr
