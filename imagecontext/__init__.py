@@ -8,10 +8,10 @@ values from an older version are recomputed.
 """
 from imagecontext.decoding import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, DecodedImage, ImageError, decode
 from imagecontext.embedding import EMBEDDING_DIM
-from imagecontext.extract import COLUMNS, embed, embedding_columns, extract, extractor_of
+from imagecontext.extract import COLUMNS, TEXT_COLUMNS, embed, embedding_columns, extract, extractor_of
 
 __all__ = ["EXTRACTOR_VERSION", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_PIXELS", "DecodedImage",
-           "ImageError", "decode", "extract", "embed", "embedding_columns", "COLUMNS",
+           "ImageError", "decode", "extract", "embed", "embedding_columns", "COLUMNS", "TEXT_COLUMNS",
            "EMBEDDING_DIM", "extractor_of"]
 
-EXTRACTOR_VERSION = "3"  # 3: the embedding is measured on the 256 px canonical image
+EXTRACTOR_VERSION = "4"  # 4: CNN face detector, normalised skin tone with missing reasons

@@ -1,7 +1,8 @@
 """All derived values of one decoded image, under stable column names.
 
 :func:`extract` returns a flat ``dict`` (column name -> value; ``None`` where a value
-does not apply, e.g. JPEG quality of a PNG or skin tone when no skin was found).
+does not apply, e.g. JPEG quality of a PNG, or skin tone when no face was found: then
+``skin_missing`` says why).
 :data:`COLUMNS` lists the names in order; :func:`embed` gives the appearance embedding,
 stored as ``img_emb_0`` .. ``img_emb_{EMBEDDING_DIM-1}`` (:func:`embedding_columns`).
 
@@ -27,21 +28,26 @@ from imagecontext.pixel_stats import pixel_stats
 from imagecontext.sharpness import noise_level, sharpness
 from imagecontext.skin import skin_tone_face, skin_tone_lesion
 
-__all__ = ["COLUMNS", "EMBEDDING_EXTRACTOR", "extract", "embed", "embedding_columns", "extractor_of"]
+__all__ = ["COLUMNS", "TEXT_COLUMNS", "EMBEDDING_EXTRACTOR", "extract", "embed", "embedding_columns", "extractor_of"]
 
 COLUMNS = (
     "img_format", "img_width", "img_height", "img_aspect", "img_megapixels", "img_bytes",
     "img_n_frames", "img_jpeg_quality", "img_chroma_subsampling",
     "img_brightness", "img_contrast", "img_dark_share", "img_saturated_share",
     "img_cast_a", "img_cast_b", "img_saturation", "img_sharpness", "img_noise",
-    "face_count", "face_area_share", "face_height_px", "face_center_x", "face_center_y", "face_pose",
-    "skin_ita", "skin_ita_category", "skin_source",
+    "face_found", "face_count", "face_confidence", "face_rotation",
+    "face_area_share", "face_height_px", "face_center_x", "face_center_y",
+    "skin_ita", "skin_ita_category", "skin_confidence", "skin_missing",
+    "skin_surround_ita", "skin_surround_category", "skin_surround_confidence", "skin_surround_missing",
 )
+# the columns holding text (every other column is a number or a flag)
+TEXT_COLUMNS = ("img_format", "img_chroma_subsampling", "skin_ita_category", "skin_missing",
+                "skin_surround_category", "skin_surround_missing")
 
 # which extractor (module of this package) gives each column: what a report cites as the source
 _EXTRACTOR_COLUMNS = {
     "file_facts": COLUMNS[:9], "pixel_stats": COLUMNS[9:16], "sharpness": COLUMNS[16:18],
-    "faces": COLUMNS[18:24], "skin": COLUMNS[24:],
+    "faces": COLUMNS[18:26], "skin": COLUMNS[26:],
 }
 _EXTRACTORS = {column: f"imagecontext.{name}" for name, cols in _EXTRACTOR_COLUMNS.items() for column in cols}
 EMBEDDING_EXTRACTOR = "imagecontext.embedding"
@@ -68,8 +74,9 @@ def extract(image: DecodedImage, *, faces: bool = True,
     faces : bool
         Run the face detector (the costly part); ``False`` gives ``face_*`` as ``None``.
     skin : {"auto", "face", "lesion", "none"}
-        Where skin is measured: the largest face; the image minus its central dark blob
-        (dermatology); ``auto`` = face if one is found, else lesion.
+        Where skin is measured: the largest face (``skin_*``, missing with ``no_face`` when
+        none is found); the image minus its central dark blob (``skin_surround_*``,
+        dermatology); ``auto`` = the face's, and the surround's when no face is found.
     """
     if skin not in ("auto", "face", "lesion", "none"):
         raise ValueError(f"skin must be 'auto', 'face', 'lesion' or 'none', got {skin!r}")
@@ -90,28 +97,39 @@ def extract(image: DecodedImage, *, faces: bool = True,
         "img_saturation": stats.saturation,
         "img_sharpness": sharpness(small), "img_noise": noise_level(small),
     }
-    # the detector works below the canonical size, so it starts from the shrunk image
-    # (an image smaller than that was enlarged for the statistics: detect on the original)
-    shrunk = small.shape[0] < rgb.shape[0] or small.shape[1] < rgb.shape[1]
-    found = detect_faces(small if shrunk else rgb) if faces else None
+    # the detector looks above the canonical size (small faces), at its own working copy
+    found = detect_faces(rgb) if faces else None
     largest = found.largest if found is not None else None
+    # an image without a detected face carries no face-derived value (a size of 0 would
+    # read as "a very small face" in a slice on it)
     out.update({
+        "face_found": found.found if found is not None else None,
         "face_count": found.count if found is not None else None,
-        "face_area_share": largest.area_share if largest else (0.0 if found else None),
+        "face_confidence": largest.confidence if largest else None,
+        "face_rotation": found.rotation if largest else None,
+        "face_area_share": largest.area_share if largest else None,
         "face_height_px": largest.h * image.height if largest else None,
         "face_center_x": largest.centre[0] if largest else None,
         "face_center_y": largest.centre[1] if largest else None,
-        "face_pose": largest.pose if largest else None,
     })
-    tone = None
-    if skin in ("auto", "face") and largest is not None:
-        tone = skin_tone_face(rgb, largest)
-    elif skin == "lesion" or (skin == "auto" and found is not None and largest is None):
-        tone = skin_tone_lesion(small)
-    out.update({"skin_ita": tone.ita if tone else None,
-                "skin_ita_category": tone.category if tone else None,
-                "skin_source": tone.source if tone else None})
+    # the face's skin (face domains) and the skin around a central lesion (dermatology) are
+    # two columns: a photo without a face gets no face skin tone, whatever its colours
+    face_tone = surround = None
+    if skin in ("auto", "face") and found is not None:
+        face_tone = skin_tone_face(small, largest, rotation=found.rotation,
+                                   face_confidence=largest.confidence if largest else None)
+    if skin == "lesion" or (skin == "auto" and (found is None or largest is None)):
+        surround = skin_tone_lesion(small)
+    out.update(_skin_columns("skin_ita", "skin_ita_category", "skin_confidence", "skin_missing", face_tone))
+    out.update(_skin_columns("skin_surround_ita", "skin_surround_category", "skin_surround_confidence",
+                             "skin_surround_missing", surround))
     return out
+
+
+def _skin_columns(ita: str, category: str, confidence: str, missing: str, tone) -> dict[str, object]:
+    if tone is None:  # not measured (skin="none", faces=False, or the other path)
+        return {ita: None, category: None, confidence: None, missing: None}
+    return {ita: tone.ita, category: tone.category, confidence: tone.confidence, missing: tone.missing}
 
 
 def embed(image: DecodedImage) -> np.ndarray:

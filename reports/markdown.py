@@ -85,7 +85,9 @@ def render_markdown(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
     h = "#" * heading_level
     audit = as_evidence(audit)
     ordered = limitation_records(audit, limitations)
-    v = Verdict.model_validate(verdict(audit, ordered))
+    # the AuditResult's own verdict when it is rendered as stored: computed once, by the pipeline
+    v = audit.verdict if limitations is None and audit.verdict is not None else Verdict.model_validate(
+        verdict(audit, ordered))
     lines = [f"{h} Model limitations", "", _verdict_line(v), ""]
     changes = [lim for lim in ordered if lim.claim == "change"]
     standing = [lim for lim in ordered if lim.claim == "standing"]

@@ -6,6 +6,7 @@ slice, feature and finding text) is escaped by the template; only the SVG drawn 
 """
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -70,8 +71,21 @@ def _charts(tested: list[Any]) -> dict[str, str]:
     worst = line_chart("Gap of the worst slice per run (positive: slice worse than overall)",
                        [("worst slice gap", RED, [((s.get("worst_slices") or [{}])[0] or {}).get("gap")
                                                   for s in summaries])], reference=0.0)
+    evidence = line_chart("Detectors' evidence per run, as a share of the way to their thresholds (1: alert)",
+                          [("harm, strongest slice", RED, [_progress(s.get("harm")) for s in summaries]),
+                           ("drift, strongest feature", BLUE, [_progress(s.get("drift")) for s in summaries])],
+                          reference=1.0)
     return {"severity": _safe(severity_chart([s.get("severity", "none") for s in summaries])),
-            "performance": _safe(performance), "shift": _safe(shift), "worst": _safe(worst)}
+            "performance": _safe(performance), "shift": _safe(shift), "worst": _safe(worst),
+            "evidence": _safe(evidence)}
+
+
+def _progress(checks: list[dict] | None) -> float | None:
+    """``log R / log threshold`` of the strongest detector (0 at no evidence, 1 at its threshold);
+    None when the run stored no e-detector checks (label-free estimates have no evidence)."""
+    values = [math.log(max(c["evidence"], 1.0)) / math.log(c["threshold"]) for c in checks or []
+              if c.get("evidence") is not None and c.get("threshold")]
+    return round(max(values), 3) if values else None
 
 
 def _standing(tested: list[Any]) -> list[dict[str, Any]]:
@@ -85,14 +99,17 @@ def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget
                         deliveries: list[Any] = ()) -> str:
     """The trend page of ``monitor`` over ``runs`` (oldest first) with its alert history."""
     tested = [r for r in runs if r.status == "succeeded" and r.summary]
-    rows = [{"n": i + 1, "id": r.id, "status": r.status, "started": _when(r.started_at or r.created_at),
+    # one numbering for charts and table: a run's number among the tested runs (no-data and failed runs
+    # have none), so "run 3" in a chart is the row numbered 3
+    number = {id(r): k for k, r in enumerate(tested, start=1)}
+    rows = [{"n": number.get(id(r), ""), "id": r.id, "status": r.status, "started": _when(r.started_at or r.created_at),
              "n_rows": r.n_rows, "audit_id": r.audit_id, "alpha": r.alpha,
              "notes": list((r.summary or {}).get("notes") or []),
              "severity": (r.verdict or {}).get("severity", ""), "summary": (r.verdict or {}).get("summary", "")
              or (r.error or {}).get("message", ""),
              "worst": ", ".join(f"{w.get('name')} ({w.get('gap'):+.3f})" for w in (r.summary or {}).get(
                  "worst_slices", []) if w.get("gap") is not None)}
-            for i, r in enumerate(runs)][-RUN_CAP:]
+            for r in runs][-RUN_CAP:]
     history = [{"id": a.id, "key": a.key, "kind": a.kind, "severity": a.severity, "statement": a.statement,
                 "state": a.state, "opened": _when(a.created_at), "last_seen": _when(a.last_seen),
                 "resolved": _when(a.resolved_at)} for a in alerts][-ALERT_CAP:]

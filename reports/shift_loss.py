@@ -29,10 +29,13 @@ def shift_loss(ctx: RankingContext, effect: float, gap: float | None = None) -> 
         return (assumed, f"effect {effect:.3f} × assumed gap {gap:.2f} (assumed: nothing here measures the model's "
                 "loss)", _assumed(ctx, effect, gap))
     interval = f"{fmt_num(m.loss)} [{fmt_num(m.loss_ci[0])}, {fmt_num(m.loss_ci[1])}]"
+    if m.loss_ci[1] < 0:  # production credibly better: the cost is told, and it is none
+        return (0.0, f"measured loss {interval} below 0 (labelled production): production is better, no loss",
+                m.sentence() + " Its severity rests on that: no loss.")
     if not m.credible:
-        return (0.0, f"measured loss {interval} within sampling error or below 0 (labelled production): no decided "
-                     "loss", m.sentence() + " Its cost cannot be told from this audit, so its severity is the "
-                     "interval's lower end, no loss.")
+        return (0.0, f"measured loss {interval} within sampling error (labelled production): no decided loss",
+                m.sentence() + " Its cost cannot be told from this audit, so its severity is the "
+                "interval's lower end, no loss.")
     loss = m.loss
     if loss < assumed:
         return (loss, f"measured loss {loss:.3f} over all of production (interval {interval}, labelled production)",

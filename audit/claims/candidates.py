@@ -26,7 +26,7 @@ underperforming_slice  its metric drop, or its share if that moved  its rows rem
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ from detectors.context import CONTEXT_EFFECT_FLOORS
 from detectors.covariate import DEFAULT_EFFECT_FLOORS
 from detectors.density_ratio import density_ratio_weights, domain_scores
 from detectors.reweighted import Retest, metric_retest, mix_retest, numeric_retest, share_retest
-from domains import evaluate
+from domains import columns_used, evaluate, parse
 from reports.formatting import lower_is_better
 from reports.records import Limitation
 from reports.result import AuditEvidence
@@ -341,18 +341,33 @@ def _weak(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
 
 
 def _column_claim(lim: Limitation, evidence: AuditEvidence) -> Limitation | None:
-    """The column-level mix claim a head absorbed as one column's fact, as a limitation of its own."""
+    """The column-level mix claim a head absorbed as one column's fact, as a limitation of its own; for a
+    new range of one column (an untested context), that column's mix when its own test found it moved."""
     for r in lim.related:
         if r.get("reason") == "column_mix" and str(r.get("key", "")).startswith("context_mix_shift:column "):
             name = str(r["key"]).split("context_mix_shift:column ", 1)[1]
-            test = next((t for t in evidence.semantic.contexts if t.kind == "context" and t.name == name), None)
-            return Limitation(rank=0, kind="context_mix_shift", slice=name, title=r.get("title", name),
-                              statement="", score=0.0, severity="low",
-                              evidence={"kind": "context", "name": name,
-                                        "effect_name": test.effect_name if test else None,
-                                        "effect_floor": test.effect_floor if test else None},
-                              key=str(r["key"]))
+            return _whole_column(name, evidence, title=r.get("title", name), key=str(r["key"]))
+    if lim.kind == "untested_context" and lim.definition:
+        try:
+            names = columns_used(parse(lim.definition))
+        except ValueError:
+            return None
+        if len(names) == 1:
+            return _whole_column(names[0], evidence, title=names[0], key=f"context_mix_shift:column {names[0]}",
+                                 moved_only=True)
     return None
+
+
+def _whole_column(name: str, evidence: AuditEvidence, *, title: str, key: str,
+                  moved_only: bool = False) -> Limitation | None:
+    test = next((t for t in evidence.semantic.contexts if t.kind == "context" and t.name == name), None)
+    if moved_only and (test is None or not test.drifted):
+        return None
+    return Limitation(rank=0, kind="context_mix_shift", slice=name, title=title, statement="", score=0.0,
+                      severity="low", evidence={"kind": "context", "name": name,
+                                                "effect_name": test.effect_name if test else None,
+                                                "effect_floor": test.effect_floor if test else None},
+                      key=key)
 
 
 def candidates(found: list[Limitation], data: ClaimData, evidence: AuditEvidence, masks: dict,
@@ -363,6 +378,15 @@ def candidates(found: list[Limitation], data: ClaimData, evidence: AuditEvidence
         if lim.claim != "change":
             continue
         whole = _column_claim(lim, evidence)
+        if whole is not None and lim.kind == "untested_context":
+            # a new range of a column whose mix moved elsewhere too (newer vehicles: some newer than any on
+            # the benchmark, and fewer old ones): undone by taking the new rows out and matching the rest of
+            # the column's mix, so that what the column's move brought along is explained by it
+            own, column = _untested(lim, _rows(lim, data, masks, bench_masks)), _mix(whole, data, None)
+            if own is not None and own.cause is not None and column is not None and column.cause is not None:
+                out.append(replace(own, cause=replace(own.cause, codes=column.cause.codes, shares=column.cause.shares,
+                                                      matched=column.cause.matched), compares=column.compares))
+                continue
         if whole is not None and lim.kind != "untested_context":  # one column's mix: undone by matching all of it
             cand = _mix(whole, data, None)
             if cand is not None:

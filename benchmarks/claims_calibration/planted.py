@@ -38,15 +38,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from benchmarks.claims_calibration.auditing import audit_pair, code_version, seed_for
+from benchmarks.claims_calibration.auditing import _pack, audit_pair, code_version, seed_for
 from benchmarks.claims_calibration.counting import claims_of
 from benchmarks.claims_calibration.null import read_log
 from benchmarks.claims_calibration.changes import (flip_in_slice, flip_random_in_slice, offset_column,
                                                    oversample_slice, tilt_rows)
 from benchmarks.claims_calibration.setups import PLANTED_TABLES, QUICK_PLANTED, PlantedSetup
 from benchmarks.claims_calibration.tables import PreparedTable, prepare
-from domains import parse
+from detectors.slice_results import Outcomes
+from detectors.slices import SliceEvaluator
+from domains import evaluate, parse
 from domains.expressions import columns_used
 from reports.records import finding_key
 
@@ -61,6 +64,8 @@ EXPECTED = {"class_mix": "label_shift", "used_feature": "covariate_shift", "tilt
             "ignored_feature": "covariate_shift", "slice_concept": "concept_shift", "slice_flip": "concept_shift",
             "slice_concept_share": "concept_shift", "new_population": "untested_context",
             "all_new_context": "untested_context", "tiny": "none"}
+SLICE_SCENARIOS = ("slice_concept", "slice_flip", "slice_concept_share")
+DETECTABLE_Z = 3.0
 # how a statement cites a loss measured on the labelled production rows ("Measured on the labelled
 # production rows, ...", "accuracy fell from 0.58 on the benchmark to 0.43 in production")
 MEASURED = re.compile(r"measured|fell from|rose from", re.IGNORECASE)
@@ -86,6 +91,15 @@ class PlantedOutcome:
     error: str | None = None
     rep: int = 0  # replicate: 0 is the fixed seed of the table and scenario, k > 0 a fresh draw
     top_key: str = ""
+    # |z| of the planted change on the pack's metric, production's slice before vs after planting, with the
+    # standard error of an unpaired comparison of that size (the audit's own test): how visible the truth
+    # is at this n, whatever the audit does. None where the truth is not a change of one slice's metric.
+    planted_z: float | None = None
+
+    @property
+    def detectable(self) -> bool:
+        """A truth an unpaired test of its own slice's metric tells at |z| >= 3 (or one of another kind)."""
+        return self.planted_z is None or self.planted_z >= DETECTABLE_Z
 
     @property
     def restated(self) -> bool:
@@ -117,6 +131,39 @@ def _disjoint(pool: pd.DataFrame, n_b: int, n_p: int, rng: np.random.Generator) 
 def plant(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
           rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The benchmark and the (changed, labelled) production frame of one planted truth."""
+    benchmark, production, _ = plant_with_before(table, setup, scenario, n, rng)
+    return benchmark, production
+
+
+def plant_with_before(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
+                      rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """:func:`plant`, and for a change of one slice's labels the production frame before it (else None)."""
+    if scenario in SLICE_SCENARIOS:
+        benchmark, production = _disjoint(table.pool, n, n, rng)
+        if scenario == "slice_concept_share":
+            production = oversample_slice(table, setup.slice_expression, 2.0, n, rng)
+        if scenario == "slice_flip":
+            return benchmark, flip_random_in_slice(table, production, setup.slice_expression, 0.2, rng), production
+        return benchmark, flip_in_slice(table, production, setup.slice_expression, 0.15, rng), production
+    return (*_plant_other(table, setup, scenario, n, rng), None)
+
+
+def planted_z(table: PreparedTable, expression: str, before: pd.DataFrame, after: pd.DataFrame) -> float:
+    """|z| of the slice's metric change from ``before`` to ``after`` (the same rows, relabelled), on the
+    table's pack metric with the standard error of two independent samples of the slice's size."""
+    metric = _pack(table).metrics[0]
+    evaluator = SliceEvaluator(metric=metric, positive=table.source.positive, alpha=0.05, n_bootstrap=200)
+    inside_b = evaluate(expression, before).to_numpy()
+    inside_a = evaluate(expression, after).to_numpy()
+    evaluator.fit(Outcomes(before["prediction"].to_numpy(), before["label"].to_numpy()))
+    result = evaluator.test(Outcomes(after["prediction"].to_numpy(), after["label"].to_numpy()),
+                            slices={"planted": (inside_b, inside_a)})
+    p = result.slices[0].p_value
+    return float("nan") if p != p else float(stats.norm.isf(max(p, 1e-300) / 2))
+
+
+def _plant_other(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
+                 rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
     pool = table.pool
     if scenario == "tiny":
         return _disjoint(pool, 40, 28, rng)
@@ -143,13 +190,6 @@ def plant(table: PreparedTable, setup: PlantedSetup, scenario: str, n: int,
         return benchmark, tilt_rows(table, setup.tilt or table.source.used, 0.5, n, rng)
     if scenario == "ignored_feature":
         return benchmark, offset_column(table, production, table.source.ignored, 0.5)
-    if scenario == "slice_concept":
-        return benchmark, flip_in_slice(table, production, setup.slice_expression, 0.15, rng)
-    if scenario == "slice_flip":
-        return benchmark, flip_random_in_slice(table, production, setup.slice_expression, 0.2, rng)
-    if scenario == "slice_concept_share":
-        moved = oversample_slice(table, setup.slice_expression, 2.0, n, rng)
-        return benchmark, flip_in_slice(table, moved, setup.slice_expression, 0.15, rng)
     raise ValueError(f"scenario must be one of {SCENARIOS}, got {scenario!r}.")
 
 
@@ -190,7 +230,8 @@ def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05, rep
     table = prepare(setup.table)
     seed = seed_for("planted", setup.table, scenario, n) if rep == 0 else seed_for("planted", setup.table, scenario, n,
                                                                                     rep)
-    benchmark, production = plant(table, setup, scenario, n, np.random.default_rng(seed))
+    benchmark, production, before = plant_with_before(table, setup, scenario, n, np.random.default_rng(seed))
+    z = None if before is None else planted_z(table, setup.slice_expression, before, production)
     expected = EXPECTED[scenario]
     try:
         claims = claims_of(audit_pair(table, benchmark, production, seed=seed, alpha=alpha))
@@ -206,7 +247,8 @@ def run_one(setup: PlantedSetup, scenario: str, n: int, alpha: float = 0.05, rep
         top_right=_right(setup, scenario, top_kind, top["key"] if top else ""), top_key=top["key"] if top else "",
         n_change_claims=len(change), n_expected_kind=sum(lim["kind"] == expected for lim in change),
         severity=claims.change_severity, status=claims.status, cites_measured=cites,
-        top_statement=(top["statement"] if top else "")[:2000], kinds=tuple(lim["kind"] for lim in change), rep=rep)
+        top_statement=(top["statement"] if top else "")[:2000], kinds=tuple(lim["kind"] for lim in change), rep=rep,
+        planted_z=z)
 
 
 def _run(args: tuple) -> PlantedOutcome:

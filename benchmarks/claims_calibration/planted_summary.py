@@ -4,6 +4,11 @@ A planted change ends one of four ways: the top change claim names it (right), n
 (missed: the audit said nothing changed or that it cannot tell — nothing false is claimed), a change
 claim that names something else first (wrong), and, whatever the top claim, more than one change claim
 where one fact was planted (restated).
+
+A change of one slice's labels is *detectable* when an unpaired test of the slice's own metric, production
+before against after planting, gives |z| >= 3: below that no audit at this n can be expected to claim it
+(random label noise where the model is near chance barely moves its accuracy). Rates are given over all
+truths and over the detectable ones.
 """
 from __future__ import annotations
 
@@ -23,22 +28,26 @@ def format_planted(outcomes: list) -> str:
 
 def _line(name: str, rows: list) -> str:
     claimed = [o for o in rows if not o.missed]
+    detectable = [o for o in rows if o.detectable]
     right = wilson(sum(o.top_right for o in rows), len(rows))
+    right_detectable = wilson(sum(o.top_right for o in detectable), len(detectable))
     named = wilson(sum(o.top_right for o in claimed), len(claimed))
     wrong = sum(not o.top_right and not o.missed for o in rows)
     restated = wilson(sum(o.restated for o in rows), len(rows))
-    return (f"  {name:<20}{_rate(right):<29}{_rate(named):<29}{sum(o.missed for o in rows):>6}{wrong:>6}   "
-            f"{_rate(restated)}")
+    missed = f"{sum(o.missed for o in rows)} ({sum(o.missed and not o.detectable for o in rows)})"
+    return (f"  {name:<20}{_rate(right):<29}{_rate(right_detectable):<29}{_rate(named):<29}{missed:>10}{wrong:>6}"
+            f"   {_rate(restated)}")
 
 
 def format_planted_rates(outcomes: list) -> str:
-    """Per scenario over tables and replicates: top claim right (of all, and of the audits that claimed a
-    change), missed, wrong, and restated (> 1 change claim)."""
+    """Per scenario over tables and replicates: top claim right (of all, of the detectable truths, and of
+    the audits that claimed a change), missed (of which not detectable), wrong, and restated (> 1 change
+    claim)."""
     reps = len({o.rep for o in outcomes})
     tables = len({o.table for o in outcomes})
     lines = [f"planted truths, {tables} real tables x {reps} draws (SYNTHETIC changes): rate [Wilson 95 %]",
-             f"  {'scenario':<20}{'top claim right':<29}{'right when claimed':<29}{'missed':>6}{'wrong':>6}   "
-             "restated (> 1 change claim)"]
+             f"  {'scenario':<20}{'top claim right':<29}{'right, detectable':<29}{'right when claimed':<29}"
+             f"{'missed (undetectable)':>10}{'wrong':>6}   restated (> 1 change claim)"]
     for scenario in dict.fromkeys(o.scenario for o in outcomes):
         lines.append(_line(scenario, [o for o in outcomes if o.scenario == scenario and o.error is None]))
     lines.append(_line("all", [o for o in outcomes if o.error is None]))

@@ -1,75 +1,104 @@
-"""One false-alarm budget per monitor that keeps its power for the monitor's whole life.
+"""One false-alarm budget per monitor, kept for the monitor's whole life, that lets evidence accumulate.
 
-The guarantee, in one sentence: **when nothing changes, the chance that a monitor raises any
-false alert within any 52 consecutive runs is at most its ``alpha``, so on average it runs at
-least 52/alpha runs (about a thousand at 0.05) between false alerts.** (:data:`HORIZON` runs; the
-maths is in :mod:`detectors.sequential`.)
+The guarantee, in one sentence: **when nothing changes, a monitor runs on average at least
+52/alpha runs (1,040 at alpha = 0.05) before its first false alert** (:data:`HORIZON` = 52: a
+year of weekly runs). It is one budget shared by four parts, none of which divides it away:
 
-* Half of ``alpha`` goes to the change claims of the runs' audits: every run is audited at the
-  same level ``(alpha/2) / HORIZON`` (union bound over any ``HORIZON`` consecutive runs). A
-  spending that shrinks with the run number would leave run 50 testing at about 1e-6; a fixed
-  level keeps run 500 as sharp as run 1.
-* The other half goes to **harm**: with production labels, the primary metric (a proportion) of
-  the whole set and of each expert slice, pooled over the last :data:`WINDOW` labelled runs, is
-  compared with the benchmark's by a one-sided Newcombe bound at
-  ``(alpha/2) / HORIZON / n_tracked``; harm is claimed when production is significantly worse and
-  the point drop is at least ``harm_tolerance``. Windows start over nothing: a drop from run ``k``
-  is judged on post-change rows alone from run ``k + WINDOW - 1``.
-* Without labels, the label-free estimate's interval stands in for one run (the statement says so),
-  widened to the same per-run level.
+* every part is a Shiryaev–Roberts statistic ``R`` with ``E[R_n] = n`` under no change
+  (:mod:`detectors.e_detector`), and the monitor's statistic is their weighted average with the
+  weights :data:`SHARES`; a part alerts when its own ``R`` reaches ``(52/alpha) / share``, which
+  can only happen once the average has reached ``52/alpha``, so the ARL holds for all of them at once;
+* **audits** (a quarter): every run's audit tests its change claims at the fixed level
+  ``alpha/4/52`` (a level-``a`` test is the e-value ``1{reject}/a``); run 500 keeps run 1's power;
+* **drift** (a quarter): an e-detector per numeric feature on normal scores against the
+  benchmark (:mod:`service.monitors.drift`), features sharing the quarter equally: a shift is
+  found on the evidence of every run since it started, not one run's;
+* **harm with labels** (three eighths): the tracked proportion (accuracy, ...) overall and in
+  every expert slice, one-sided e-detectors betting on drops (:mod:`detectors.accuracy_drop`)
+  against the benchmark lowered by one of its standard errors, slices sharing the share equally;
+  harm is claimed when the evidence reaches its threshold and the drop since the change is at
+  least ``harm_tolerance``;
+* **harm without labels** (an eighth): the label-free estimate's interval, one run, at the level
+  ``alpha/8/52``.
+
+The drift and harm detectors' state is saved with each run and resumed by the next, whichever
+path runs it; a changed benchmark restarts them (:func:`service.monitors.decide.decide_run`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+from detectors.accuracy_drop import drop_restart, drop_start, drop_update
+from detectors.e_detector import arl_threshold
 from detectors.metric_registry import is_proportion, lower_is_better
-from detectors.sequential import confidence_sequence, horizon_level, window_drop_test
+from detectors.sequential import confidence_sequence, horizon_level
 from domains import evaluate
 from reports.result import AuditEvidence
 
-__all__ = ["HORIZON", "WINDOW", "SPENDING", "run_alpha", "spent", "harm_level", "HarmCheck", "track_harm",
-           "accuracy_counts", "estimated_harm", "confidence_sequence"]
+__all__ = ["HORIZON", "SHARES", "SPENDING", "GUARANTEE", "run_alpha", "spent", "budget_summary", "harm_level",
+           "threshold", "HarmCheck", "track_harm", "accuracy_counts", "estimated_harm", "confidence_sequence",
+           "is_proportion"]
 
-HORIZON = 52  # runs the guarantee covers: a year of weekly runs
-WINDOW = 3  # labelled runs pooled by the harm test
-SPENDING = (f"fixed level per run over any {HORIZON} consecutive runs: alpha/2/{HORIZON} for the audits' change "
-            f"claims, alpha/2/{HORIZON} split over tracked slices for harm (last {WINDOW} labelled runs against the "
-            "benchmark, one-sided Newcombe bound)")
+HORIZON = 52  # the ARL is at least HORIZON / alpha runs: a year of weekly runs, over alpha
+SHARES = {"audit": 0.25, "drift": 0.25, "harm": 0.375, "estimated": 0.125}
+BENCHMARK_Z = 1.0  # the benchmark's proportion is lowered by this many of its standard errors
+GUARANTEE = (f"When nothing changes, this monitor runs on average at least {HORIZON}/α runs before its first false "
+             "alert, counting every kind of alert together.")
+SPENDING = (f"one budget shared, never divided away: audits' change claims at α/4/{HORIZON} a run; an e-detector per "
+            f"numeric feature (a quarter); e-detectors on the tracked proportion overall and per expert slice with "
+            f"labels (three eighths: evidence adds up over every run since a drop); the label-free estimate without "
+            f"labels at α/8/{HORIZON} a run")
 
 
 def run_alpha(alpha: float, k: int, *, horizon: int = HORIZON) -> float:
-    """The level of the ``k``-th tested run (1-based) of a monitor with budget ``alpha``: the same for every run."""
+    """The level of the ``k``-th tested run's audit (1-based): the same for every run."""
     if k < 1:
         raise ValueError("runs are numbered from 1")
-    return horizon_level(alpha / 2.0, horizon=horizon)
+    return horizon_level(alpha * SHARES["audit"], horizon=horizon)
 
 
 def spent(alpha: float, n_runs: int, *, horizon: int = HORIZON) -> float:
-    """The drift half's share spent over the last ``horizon`` runs (the window the guarantee covers)."""
+    """What the audits' fixed per-run level has used over the last ``horizon`` runs (at most a quarter
+    of ``alpha``); the e-detectors spend nothing per run: their share is held by their thresholds."""
     return run_alpha(alpha, 1, horizon=horizon) * min(max(n_runs, 0), horizon)
 
 
-def harm_level(alpha: float, n_tracked: int, *, horizon: int = HORIZON) -> float:
-    """One-sided level of one slice's harm test in one run."""
-    return horizon_level(alpha / 2.0, horizon=horizon) / max(n_tracked, 1)
+def budget_summary(alpha: float, n_tested: int, *, horizon: int = HORIZON) -> dict[str, Any]:
+    """The budget a monitor's page and API show: one computation for both run paths."""
+    return {"alpha": alpha, "spent": spent(alpha, n_tested, horizon=horizon), "runs_tested": int(n_tested),
+            "next_run_alpha": run_alpha(alpha, n_tested + 1, horizon=horizon), "method": SPENDING,
+            "guarantee": GUARANTEE, "arl_runs": horizon / alpha}
+
+
+def harm_level(alpha: float, n_tracked: int = 1, *, horizon: int = HORIZON) -> float:
+    """One-sided level of the label-free harm check in one run (``n_tracked`` checks share it)."""
+    return horizon_level(alpha * SHARES["estimated"], horizon=horizon) / max(n_tracked, 1)
+
+
+def threshold(alpha: float, part: str, n_members: int, *, horizon: int = HORIZON) -> float:
+    """The alarm threshold of one of ``n_members`` detectors sharing ``part`` of the budget equally."""
+    return arl_threshold(alpha, horizon=horizon, weight=SHARES[part] / max(n_members, 1))
 
 
 @dataclass(frozen=True)
 class HarmCheck:
-    """One slice's harm test after a run: the last labelled runs against the benchmark."""
+    """One slice's harm evidence after a run: the runs since the drop began against the benchmark."""
 
     slice: str
     metric: str
     benchmark_value: float
-    benchmark_low: float  # the benchmark value production is compared with (the point value with labels)
+    benchmark_low: float  # the value production is tested against (the benchmark lowered by its own error)
     production_value: float
-    production_high: float  # production's confidence bound on the good side (upper; lower for error rates)
+    production_high: float  # labelled: production since the change; unlabelled: the estimate's bound on the good side
     n_production: int
     tolerance: float
     harmful: bool
     labelled: bool = True
+    evidence: float | None = None  # labelled: the e-detector's statistic R (alarm at ``threshold``)
+    threshold: float | None = None
 
     @property
     def key(self) -> str:
@@ -77,12 +106,23 @@ class HarmCheck:
 
     def statement(self) -> str:
         where = "overall" if self.slice == "overall" else f"on slice {self.slice}"
-        how = (f"last {WINDOW} labelled runs, one-sided bound at the monitor's per-run level" if self.labelled else
-               "ESTIMATED WITHOUT LABELS from the model's confidence, one run")
+        if self.labelled:
+            return (f"Harm {where}: production {self.metric} is {self.production_value:.3f} over the "
+                    f"{self.n_production:,} labelled rows since the drop began, against {self.benchmark_value:.3f} on "
+                    f"the benchmark (tested against {self.benchmark_low:.3f}, the benchmark lowered by its own "
+                    f"error): evidence {ratio_text(self.evidence)} reached this slice's threshold "
+                    f"{ratio_text(self.threshold)}, and the drop is at least the tolerance {self.tolerance:.3f}.")
         bound = "at least" if lower_is_better(self.metric) else "at most"
         return (f"Harm {where}: production {self.metric} is {self.production_value:.3f} ({bound} "
-                f"{self.production_high:.3f}, n={self.n_production:,}; {how}) against {self.benchmark_value:.3f} "
-                f"on the benchmark: worse, and by at least the tolerance {self.tolerance:.3f}.")
+                f"{self.production_high:.3f}, n={self.n_production:,}; ESTIMATED WITHOUT LABELS from the model's "
+                f"confidence, one run) against {self.benchmark_value:.3f} on the benchmark: worse, and by at least "
+                f"the tolerance {self.tolerance:.3f}.")
+
+
+def ratio_text(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1e}" if value >= 1e6 else f"{value:,.0f}" if value >= 10 else f"{value:.2f}"
 
 
 def _counts(result: AuditEvidence) -> tuple[str, dict[str, tuple]]:
@@ -129,41 +169,41 @@ def accuracy_counts(result: AuditEvidence, benchmark: Any, production: Any, *, l
 
 
 def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: float, horizon: int = HORIZON,
-               window: int = WINDOW, counts: tuple[str, dict[str, tuple]] | None = None
-               ) -> tuple[dict, list[HarmCheck]]:
-    """Add this run's labelled counts to ``state`` and test every tracked slice for harm.
+               counts: tuple[str, dict[str, tuple]] | None = None) -> tuple[dict, list[HarmCheck]]:
+    """Add this run's labelled counts to the slices' drop e-detectors and check each for harm.
 
-    ``state`` maps slice name to ``{"bs", "bn", "runs": [[s, n], ...]}`` (benchmark successes and
-    trials; production successes and trials of the last ``window`` labelled runs). The slice set is
-    fixed by the first labelled run, so the split of the harm budget never changes. ``counts``:
-    the metric and per-slice values to track (default: the primary metric from ``result`` when it
-    is a proportion; :func:`accuracy_counts` gives accuracy from the frames otherwise).
+    ``state`` maps slice name to its :func:`detectors.accuracy_drop.drop_start` state (JSON). The
+    slice set is fixed by the first labelled run, so each slice's share of the budget never
+    changes. ``counts``: the metric and per-slice ``(benchmark value, n, production value, n)`` to
+    track (default: the primary metric from ``result`` when it is a proportion;
+    :func:`accuracy_counts` gives accuracy from the frames otherwise).
     """
     metric, values = counts if counts is not None else _counts(result)
     # a proportion of rows, so ``value * n`` counts successes
     if not is_proportion(metric) or not values or values.get("overall", (None,) * 4)[2] is None:
         return state, []
-    counts = {name: tuple(_good(metric, v) if i in (0, 2) else v for i, v in enumerate(row))
-              for name, row in values.items()}
-    state = {k: {**v, "runs": [list(r) for r in v.get("runs", [])]} for k, v in (state or {}).items()} or {
-        name: {"bs": round((bv or 0) * (bn or 0)), "bn": int(bn or 0), "runs": []}
-        for name, (bv, bn, _, _) in counts.items() if bv is not None and bn}
-    level = harm_level(alpha, len(state), horizon=horizon)
+    good = {name: tuple(_good(metric, v) if i in (0, 2) else v for i, v in enumerate(row))
+            for name, row in values.items()}
+    state = dict(state or {}) or {name: drop_start(round(bv * bn), int(bn), benchmark_z=BENCHMARK_Z)
+                                  for name, (bv, bn, _, _) in good.items() if bv is not None and bn}
+    limit = threshold(alpha, "harm", len(state), horizon=horizon)
+    back = (lambda v: 1.0 - v) if lower_is_better(metric) else (lambda v: v)  # in the metric's own scale
     checks = []
-    for name, slot in state.items():
-        _, _, pv, pn = counts.get(name, (None, None, None, None))
-        if pv is not None and pn:
-            slot["runs"] = (slot["runs"] + [[round(pv * pn), int(pn)]])[-window:]
-        s, n = sum(r[0] for r in slot["runs"]), sum(r[1] for r in slot["runs"])
-        if n == 0 or slot["bn"] == 0:
-            continue
-        test = window_drop_test(slot["bs"], slot["bn"], s, n, level=level, floor=tolerance)
-        bound = min(1.0, test.production_value + test.drop - test.drop_low)  # production's bound on the good side
-        back = (lambda v: 1.0 - v) if lower_is_better(metric) else (lambda v: v)  # in the metric's own scale
-        checks.append(HarmCheck(slice=name, metric=metric, benchmark_value=back(test.benchmark_value),
-                                benchmark_low=back(test.benchmark_value), production_value=back(test.production_value),
-                                production_high=back(bound), n_production=int(n), tolerance=tolerance,
-                                harmful=test.harmful))
+    for name, slot in list(state.items()):
+        _, _, pv, pn = good.get(name, (None, None, None, None))
+        successes, n = (round(pv * pn), int(pn)) if pv is not None and pn else (0, 0)
+        state[name], ev = drop_update(slot, min(successes, n), n)
+        if ev.n_since == 0 or ev.production_since is None:
+            continue  # no evidence of a drop building up: nothing to report for this slice
+        r = math.exp(min(ev.log_statistic, 700.0))
+        if ev.log_statistic >= math.log(limit):  # an alarm (or one below the tolerance) restarts the evidence
+            state[name] = drop_restart(state[name])
+        checks.append(HarmCheck(slice=name, metric=metric, benchmark_value=back(ev.benchmark_value),
+                                benchmark_low=back(ev.null_value), production_value=back(ev.production_since),
+                                production_high=back(ev.production_since), n_production=ev.n_since,
+                                tolerance=tolerance, evidence=r, threshold=limit,
+                                harmful=bool(ev.log_statistic >= math.log(limit)
+                                             and (ev.drop_since or 0.0) >= tolerance)))
     return state, checks
 
 

@@ -1,6 +1,12 @@
-"""What one monitor run decides from its audit: harm checks, alert-worthy change claims, and the
-keys still present. One function for both ways a run executes (the service's runner over the
-database, ``contextshift monitor run --config`` over a state file), so the two cannot drift apart.
+"""What one monitor run decides from its audit: harm checks, drift checks, alert-worthy change
+claims, and the keys still present. One function for both ways a run executes (the service's
+runner over the database, ``contextshift monitor run --config`` over a state file), so the two
+cannot drift apart; both save the returned ``detector_state`` with the run and hand it back next run.
+
+``detector_state`` is ``{"benchmark": digest, "harm": {slice: ...}, "drift": {feature: ...}}``:
+the e-detectors' evidence so far (:mod:`service.monitors.budget`). A run against a benchmark
+whose content hash differs from the one the evidence was gathered on restarts every detector
+(``RunDecision.reset``): evidence against the old benchmark says nothing about the new one.
 """
 from __future__ import annotations
 
@@ -10,17 +16,24 @@ import pandas as pd
 
 from reports.result import AuditResult
 from service.monitors import budget, findings
-from service.monitors.findings import Finding
+from service.monitors.drift import DriftCheck, track_drift
+from service.monitors.findings import SEVERITY_ORDER, Finding
 
-__all__ = ["RunDecision", "decide_run"]
+__all__ = ["RunDecision", "decide_run", "DRIFT_SEVERITY"]
+
+# low: a moved feature is a change the audit has not (yet) shown to cost accuracy; a monitor alerting at
+# "medium" (the default) keeps the drift detectors' evidence and alerts on the audits' graded claims
+DRIFT_SEVERITY = "low"
 
 
 @dataclass(frozen=True)
 class RunDecision:
-    harm_state: dict
+    detector_state: dict
     checks: list[budget.HarmCheck] = field(default_factory=list)
     changes: list[Finding] = field(default_factory=list)  # change claims at or above the alert floor
     others: list[Finding] = field(default_factory=list)  # standing, or below the floor: present, never opened
+    drift: list[DriftCheck] = field(default_factory=list)
+    reset: bool = False  # the benchmark changed: every detector started over this run
 
     @property
     def harm(self) -> list[Finding]:
@@ -28,12 +41,20 @@ class RunDecision:
                 for c in self.checks if c.harmful]
 
     @property
+    def drifted(self) -> list[Finding]:
+        return [Finding(key=c.key, kind="feature_drift", severity=DRIFT_SEVERITY, statement=c.statement())
+                for c in self.drift if c.drifted]
+
+    @property
     def alerting(self) -> list[Finding]:
-        return self.changes + self.harm
+        # the audit's input-shift claim, when it alerts, already says the inputs moved (and what it costs):
+        # the drift detectors' findings stay present (their alerts stay open) but open nothing new
+        covered = any(f.kind == "covariate_shift" for f in self.changes)
+        return self.changes + self.harm + ([] if covered else self.drifted)
 
     @property
     def present_keys(self) -> set[str]:
-        return {f.key for f in self.changes + self.others + self.harm}
+        return {f.key for f in self.changes + self.others + self.harm + self.drifted}
 
 
 def _column(roles: dict[str, str], role: str) -> str | None:
@@ -41,17 +62,30 @@ def _column(roles: dict[str, str], role: str) -> str | None:
 
 
 def decide_run(result: AuditResult, *, benchmark: pd.DataFrame, production: pd.DataFrame,
-               benchmark_roles: dict[str, str], production_roles: dict[str, str], harm_state: dict,
-               open_keys: list[str], alpha: float, tolerance: float, min_severity: str) -> RunDecision:
+               benchmark_roles: dict[str, str], production_roles: dict[str, str], detector_state: dict,
+               open_keys: list[str], alpha: float, tolerance: float, min_severity: str,
+               benchmark_digest: str | None = None) -> RunDecision:
     """The run's decisions; pure apart from reading the two frames (the caller saves the state)."""
+    state = dict(detector_state or {})
+    # a state from before the e-detectors (the windows of labelled counts) has no "harm" key: start over
+    reset = bool(state) and ("harm" not in state or (benchmark_digest is not None and state.get("benchmark")
+                                                      not in (None, benchmark_digest)))
+    if reset:
+        state = {}
     counts = None
     metric = result.overall.metric if result.overall else ""
     label, prediction = _column(benchmark_roles, "label"), _column(benchmark_roles, "prediction")
     if not budget.is_proportion(metric) and label and prediction:
         counts = budget.accuracy_counts(result, benchmark, production, label=label, prediction=prediction,
                                         production_label=_column(production_roles, "label"))
-    state, checks = budget.track_harm(harm_state, result, alpha=alpha, tolerance=tolerance, counts=counts)
+    harm_state, checks = budget.track_harm(state.get("harm") or {}, result, alpha=alpha, tolerance=tolerance,
+                                           counts=counts)
     checks += budget.estimated_harm(result, tolerance=tolerance, alpha=alpha)
+    drift_state, drift = track_drift(state.get("drift") or {}, benchmark, production, benchmark_roles, alpha=alpha)
+    if SEVERITY_ORDER[DRIFT_SEVERITY] < SEVERITY_ORDER.get(min_severity, 2):
+        drift = [c for c in drift if not c.drifted]  # below the monitor's alert floor: not alerted
     changes, others = findings.alertable(result, min_severity)
     matched = findings.match_open_alerts(changes + others, open_keys, production)
-    return RunDecision(harm_state=state, checks=checks, changes=matched[:len(changes)], others=matched[len(changes):])
+    new_state = {"benchmark": benchmark_digest or state.get("benchmark"), "harm": harm_state, "drift": drift_state}
+    return RunDecision(detector_state=new_state, checks=checks, changes=matched[:len(changes)],
+                       others=matched[len(changes):], drift=drift, reset=reset)

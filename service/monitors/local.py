@@ -8,14 +8,16 @@
   the budget spent and the open alerts between runs.
 
 Exit codes as ``contextshift audit``: 0 the run happened (or there was no new data), 1 with
-``--fail-on-shift`` when alerts are open after the run, 2 on bad input or a failed run.
+``--fail-on-shift`` when alerts are open after the run, 2 on bad input or a failed run. A monitor
+with a directory source run by ID from a shell without ``CONTEXTSHIFT_MONITOR_ROOTS`` exits 2 with
+one line naming the setting, and stores no run (the monitor and its folder are not at fault).
 """
 from __future__ import annotations
 
 import json
 import os
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,8 @@ import yaml
 from service.errors import InvalidRequest
 from service.monitors.batch import Batch
 from service.monitors.directory_source import take_directory
-from service.monitors.run_path import BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run
+from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
+                                       execute_run)
 from service.settings import Settings, get_settings
 
 if TYPE_CHECKING:  # annotations only: the typed result's models (~0.08 s) load once a run has new rows
@@ -38,13 +41,16 @@ ACTIVE = ("open", "acknowledged")  # service.monitors.alerting.ACTIVE, without i
 
 def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     # lazy: the database-backed service (SQLAlchemy, pandas, ~1 s) that `monitor run --config` never needs
+    from service.monitors.runner import check_roots
     from service.monitors.service import MonitorService
     from service.runtime import Runtime
 
     runtime = Runtime.start(get_settings())
     service = MonitorService(runtime)
     try:
-        service.store.get(monitor_id)
+        monitor = service.store.get(monitor_id)
+        if (monitor.source or {}).get("type") == "directory":
+            check_roots(runtime.settings)  # before a run is stored: the fault is this shell's setting
         run = service.store.create_run(monitor_id, "cli")
         service.drain(monitor_id)
         run = service.store.get_run(run.id)
@@ -92,8 +98,12 @@ def read_config(path: str) -> dict[str, Any]:
 
 def _load_state(path: Path) -> dict[str, Any]:
     if not path.exists():
-        return {"taken": [], "watermark": None, "n_tested": 0, "harm_state": {}, "alerts": [], "runs": []}
+        return {"taken": [], "watermark": None, "n_tested": 0, "detector_state": {}, "alerts": [], "runs": []}
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
 
 
 def _save_state(path: Path, state: dict[str, Any]) -> None:
@@ -119,12 +129,15 @@ class StateFileStore:
         self.config, self.path = config, Path(config["state"])
         self.state = _load_state(self.path)
         options = config.get("options") or {}
+        # a state file from before the e-detectors has "harm_state": decide restarts it
+        detector_state = self.state.get("detector_state") or self.state.get("harm_state") or {}
         self.monitor = MonitorView(id=str(config.get("name") or "monitor"), name=str(config.get("name") or "monitor"),
                                    alpha=float(options.get("alpha", 0.05)), options=dict(options),
                                    alerts=dict(config.get("alerts") or {}), n_tested=int(self.state["n_tested"]),
-                                   harm_state=self.state.get("harm_state") or {})
+                                   detector_state=detector_state)
         self.batch: Batch | None = None
         self.error: dict[str, Any] | None = None
+        self.notes: list[str] = []
         self.taken = {tuple(t) for t in self.state["taken"]}
 
     def take(self) -> Batch:
@@ -188,19 +201,31 @@ class StateFileStore:
         kept.update({a.id: a for a in update.changed})
         history = [a for a in state["alerts"] if a["state"] not in ACTIVE and a["id"] not in kept]
         self._taken()
-        state.update(n_tested=record.k, harm_state=record.decision.harm_state,
+        state.pop("harm_state", None)
+        state.update(n_tested=record.k, detector_state=record.decision.detector_state,
                      alerts=history + [{f: getattr(a, f) for f in ALERT_FIELDS} for a in kept.values()])
-        state["runs"].append({"id": record.run_id, "status": "succeeded", "n_rows": len(record.batch.frame),
+        state["runs"].append({"id": record.run_id, "status": "succeeded", "started_at": _now(),
+                              "n_rows": len(record.batch.frame),
                               "alpha": record.alpha_k, "verdict": record.result.verdict.model_dump(mode="json"),
-                              "summary": findings.trend_summary(record.result),
+                              "summary": {**findings.trend_summary(record.result), **checks_summary(record.decision)},
                               "opened": [a.id for a in update.opened], "timings": record.timings})
         _save_state(self.path, state)
+        self._trend()
 
     def fail(self, run_id: str, error: dict[str, Any]) -> None:
         self.error = error
         self._taken()
-        self.state["runs"].append({"id": run_id, "status": "failed", "error": error})
+        self.state["runs"].append({"id": run_id, "status": "failed", "started_at": _now(), "error": error})
         _save_state(self.path, self.state)
+        self._trend()
+
+    def _trend(self) -> None:
+        from service.monitors.local_trend import write_trend_page
+
+        try:
+            write_trend_page(self.config, self.state, [_alert_row(a) for a in self.state["alerts"]])
+        except OSError as exc:  # the page is a view: a full disk or a read-only folder must not fail the run
+            self.notes.append(f"the trend page was not written: {exc.strerror or exc}")
 
 
 def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
@@ -210,7 +235,12 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     status = execute_run(store, run_id)
     n_open = sum(1 for a in store.state["alerts"] if a["state"] == "open")
     verdict = store.state["runs"][-1].get("verdict") if status == "succeeded" else None
-    return _exit(status, verdict, store.error, n_open, fail_on_shift, run_id, None)
+    code, text = _exit(status, verdict, store.error, n_open, fail_on_shift, run_id, None)
+    if status != "no_new_data":
+        from service.monitors.local_trend import trend_path  # lazy: a run with nothing new never gets here
+
+        text += "".join(f"\n{note}" for note in store.notes) or f"\ntrend page: {trend_path(config)}"
+    return code, text
 
 
 def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:

@@ -30,7 +30,7 @@ class MonitorRow(Base):
     watermark: Mapped[str | None] = mapped_column(Text, nullable=True)
     n_tested: Mapped[int] = mapped_column(Integer, default=0)  # runs that spent part of the budget
     alpha_spent: Mapped[float] = mapped_column(Float, default=0.0)
-    harm_state: Mapped[dict] = mapped_column(JSON, default=dict)  # cumulative labelled counts per slice
+    detector_state: Mapped[dict] = mapped_column(JSON, default=dict)  # the e-detectors' evidence (decide.py)
     # Compare-and-set guards: one process fires a schedule slot, one process runs at a time.
     last_fired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     lease_owner: Mapped[str | None] = mapped_column(String(64), nullable=True)

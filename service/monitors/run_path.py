@@ -33,7 +33,7 @@ log = logging.getLogger("contextshift.monitors")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s'\"/\\]+){2,}")  # the worker's rule: server paths stay on the server
 
 __all__ = ["BenchmarkSide", "MonitorView", "RunRecord", "RunStore", "execute_run", "production_roles",
-           "validate_rows", "run_error", "check_engine"]
+           "validate_rows", "checks_summary", "run_error", "check_engine"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class MonitorView:
     options: dict[str, Any]
     alerts: dict[str, Any]
     n_tested: int
-    harm_state: dict
+    detector_state: dict
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,13 @@ def validate_rows(frame: "pd.DataFrame", column_roles: dict[str, str], pack: Any
     return checked.report
 
 
+def checks_summary(decision: "RunDecision") -> dict[str, Any]:
+    """The detectors' part of a run's stored summary (the trend page reads it): harm and drift checks,
+    and whether a changed benchmark restarted the detectors."""
+    return {"harm": [c.__dict__ for c in decision.checks], "drift": [c.__dict__ for c in decision.drift],
+            "detectors_reset": decision.reset}
+
+
 def run_error(exc: BaseException) -> dict[str, Any]:
     """A failed run's stored error: code, message and details; never a traceback."""
     if isinstance(exc, ServiceError):
@@ -167,8 +174,8 @@ def execute_run(store: RunStore, run_id: str) -> str:
         timings["audit_s"] = lap()
         active = store.active_alerts()
         decision = decide_run(result, benchmark=side.frame, production=batch.frame, benchmark_roles=side.roles,
-                              production_roles=column_roles, harm_state=monitor.harm_state,
-                              open_keys=[a.key for a in active], alpha=monitor.alpha,
+                              production_roles=column_roles, detector_state=monitor.detector_state,
+                              benchmark_digest=side.digest, open_keys=[a.key for a in active], alpha=monitor.alpha,
                               tolerance=float(monitor.options.get("harm_tolerance", 0.05)),
                               min_severity=(monitor.alerts or {}).get("min_severity", "medium"))
         update = update_alerts(active, decision.alerting, decision.present_keys, monitor_id=monitor.id,

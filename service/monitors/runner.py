@@ -25,15 +25,15 @@ from service.monitors import budget, findings
 from service.monitors.alerting import ACTIVE, payload
 from service.monitors.models import MonitorRow
 from service.monitors.outbox import Outbox, message
-from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, execute_run,
-                                       production_roles, run_error)
+from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
+                                       execute_run, production_roles, run_error)
 from service.monitors.sources import Batch, take_directory, take_sql
 from service.monitors.store import MonitorStore, now
 from service.roles import describe_columns, roles_for_audit
 from service.schemas import AuditOptions
 
 __all__ = ["BenchmarkSide", "BenchmarkCache", "ServiceRunStore", "execute", "production_roles", "take",
-           "check_engine"]
+           "check_engine", "check_roots"]
 
 class BenchmarkCache:
     """The benchmark side of each monitor, read once (thread-safe, bounded)."""
@@ -63,9 +63,19 @@ class BenchmarkCache:
         return side
 
 
+def check_roots(settings: Any) -> None:
+    """A directory source needs ``CONTEXTSHIFT_MONITOR_ROOTS`` in this process's environment: without
+    it no folder is readable, and the fault is the setting, not the monitor's folder."""
+    if not list(settings.monitor_roots):
+        raise ServiceError("Directory sources are disabled in this process: CONTEXTSHIFT_MONITOR_ROOTS is not set. "
+                           "Set it to the folder(s) monitors may read (as the server that defined the monitor has "
+                           "it) and run again.", code="directory_sources_disabled", status_code=409)
+
+
 def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
     source = monitor.source
     if source["type"] == "directory":
+        check_roots(settings)
         return take_directory(source, store.taken_files(monitor.id), list(settings.monitor_roots),
                               max_rows=settings.monitor_max_rows_per_run, max_bytes=settings.monitor_max_bytes_per_run)
     url = settings.monitor_databases.get(source["database"])
@@ -86,19 +96,28 @@ class ServiceRunStore:
         row = self.row
         self.monitor = MonitorView(id=row.id, name=row.name, alpha=row.alpha, options=dict(row.options or {}),
                                    alerts=dict(row.alerts or {}), n_tested=row.n_tested,
-                                   harm_state=row.harm_state or {})
+                                   detector_state=row.detector_state or {})
+        self.batch: Batch | None = None
 
     def take(self) -> Batch:
-        batch = take(self.row, self.store, self.runtime.settings)
-        # What was taken is taken, whatever happens next: a bad file must not fail every later run
-        # (nor be re-read by every later run when it was all the folder held).
+        self.batch = take(self.row, self.store, self.runtime.settings)
+        return self.batch
+
+    def _taken(self) -> None:
+        """What was taken is taken once the run ends, whatever its outcome: a bad file must not fail
+        every later run (nor be re-read by every later run when it was all the folder held). A run
+        whose process is killed records nothing, so the next run takes the same rows and, from the
+        same detector state, decides as the killed run would have."""
+        batch = self.batch
+        if batch is None:
+            return
         if batch.files:
             self.store.record_files(self.row.id, self.run_id, batch.files)
         if not batch.empty and batch.watermark:
             self.store.update(self.row.id, watermark=batch.watermark)
-        return batch
 
     def no_new_data(self, run_id: str, batch: Batch) -> None:
+        self._taken()
         if self.outbox is not None:  # a quiet run is a retry point for messages still pending
             self.outbox.deliver_pending(monitor_id=self.row.id, due_only=False)
         self.store.finish_run(run_id, "no_new_data", n_rows=0,
@@ -118,9 +137,10 @@ class ServiceRunStore:
 
     def save(self, record: RunRecord) -> None:
         row, store = self.row, self.store
+        self._taken()
         store.update(row.id, n_tested=record.k, alpha_spent=budget.spent(row.alpha, record.k),
-                     harm_state=record.decision.harm_state)
-        summary = {**findings.trend_summary(record.result), "harm": [c.__dict__ for c in record.decision.checks],
+                     detector_state=record.decision.detector_state)
+        summary = {**findings.trend_summary(record.result), **checks_summary(record.decision),
                    "notes": list(record.batch.notes), "timings": record.timings}
         store.update_run(record.run_id, n_rows=len(record.batch.frame), audit_id=record.audit_id, alpha=record.alpha_k,
                          verdict=record.result.verdict.model_dump(mode="json"), summary=summary)
@@ -130,6 +150,7 @@ class ServiceRunStore:
         store.finish_run(record.run_id, "succeeded", alert_ids=[a.id for a in record.update.opened])
 
     def fail(self, run_id: str, error: dict[str, Any]) -> None:
+        self._taken()
         self.store.finish_run(run_id, "failed", error=error)
 
 

@@ -68,10 +68,13 @@ class MonitorCreate(BaseModel):
 
 class Budget(BaseModel):
     alpha: float
-    spent: float
+    spent: float = Field(description="What the audits' fixed per-run level used over the last 52 tested runs "
+                                     "(at most alpha/4); the e-detectors' shares are held by their thresholds.")
     runs_tested: int
     next_run_alpha: float
     method: str
+    guarantee: str = ""
+    arl_runs: float = Field(0.0, description="The guaranteed average run length to a false alert: 52/alpha.")
 
 
 class AlertOut(BaseModel):

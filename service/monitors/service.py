@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from service.errors import InvalidRequest
-from service.monitors import budget
+from service.monitors.budget import budget_summary
 from service.monitors.definitions import check_schedule, check_source, check_webhook, min_gap_s
 from service.monitors.heartbeat import Heartbeat
 from service.monitors.models import MonitorRow, MonitorRunRow
@@ -114,9 +114,7 @@ class MonitorService:
             self.scheduler.remove(monitor_id)
 
     def budget(self, monitor: MonitorRow) -> dict[str, Any]:
-        return {"alpha": monitor.alpha, "spent": monitor.alpha_spent + (monitor.alpha / 2 if monitor.harm_state else 0),
-                "runs_tested": monitor.n_tested, "next_run_alpha": budget.run_alpha(monitor.alpha, monitor.n_tested + 1),
-                "method": budget.SPENDING}
+        return budget_summary(monitor.alpha, monitor.n_tested)
 
     # -- runs ---------------------------------------------------------------------------------
     def fire(self, monitor_id: str) -> MonitorRunRow | None:

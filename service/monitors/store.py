@@ -34,7 +34,7 @@ class MonitorStore:
 
     # -- monitors -----------------------------------------------------------------------------
     def create(self, **values: Any) -> MonitorRow:
-        row = MonitorRow(id=new_id("mo"), n_tested=0, alpha_spent=0.0, harm_state={}, created_at=now(), **values)
+        row = MonitorRow(id=new_id("mo"), n_tested=0, alpha_spent=0.0, detector_state={}, created_at=now(), **values)
         with self.sessions.begin() as s:
             s.add(row)
         return row

@@ -298,6 +298,8 @@ FUNCTIONS = {
         _context(400), (_context(400).site == "a").to_numpy(int) * (np.arange(400) % 2)),
     "observed_performance": lambda: detectors.observed_performance(*_labels(200, 2), n_bootstrap=20),
     "assess_label_quality": lambda: detectors.assess_label_quality(_annotations()),
+    "drop_update": lambda: detectors.drop_update(detectors.drop_start(80, 100), 30, 50)[1],
+    "shift_update": lambda: detectors.shift_update(detectors.shift_start(200), np.zeros(20))[1],
 }
 
 

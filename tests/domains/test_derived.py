@@ -43,8 +43,8 @@ def test_deepfake_compression_and_out_of_range_count():
     assert pd.isna(out["num_faces"].iloc[0]) and out["num_faces"].tolist()[1:] == [1, 2, 3]
 
 
-def test_medical_fitzpatrick_from_ita_category():
-    out, _ = load_builtin("medical").derive_context(frame(skin_ita_category=["tan", "brown"]))
+def test_medical_fitzpatrick_from_the_skin_around_the_lesion():
+    out, _ = load_builtin("medical").derive_context(frame(skin_surround_category=["tan", "brown"]))
     assert out["fitzpatrick"].tolist() == [4, 5]
 
 

@@ -104,19 +104,22 @@ def test_columns_stable_and_faces_optional():
     d = decode(encode(PHOTOS["astronaut"]))
     full = extract(d)
     assert tuple(full) == COLUMNS
-    assert full["face_count"] >= 1 and full["face_pose"] in ("frontal", "profile")
+    assert full["face_count"] >= 1 and full["face_found"] is True and full["face_rotation"] == 0
     assert 0 < full["face_area_share"] < 1
-    assert full["skin_source"] == "face" and full["skin_ita_category"] == ita_category(full["skin_ita"])
+    assert full["skin_missing"] is None and full["skin_ita_category"] == ita_category(full["skin_ita"])
+    assert full["skin_surround_ita"] is None  # a face was found: no lesion reading
     quick = extract(d, faces=False)
     assert quick["face_count"] is None and quick["skin_ita"] is None
 
 
-def test_darkening_lowers_ita_on_the_face():
+def test_darkening_leaves_the_face_ita_but_lowers_brightness():
+    # the skin tone is exposure-normalised; the brightness column carries the exposure
     rgb = PHOTOS["astronaut"]
     before = extract(decode(encode(rgb)))
     after = extract(decode(encode(darken(rgb))))
     assert after["face_count"] >= 1
-    assert after["skin_ita"] < before["skin_ita"] - 20
+    assert after["skin_ita"] == pytest.approx(before["skin_ita"], abs=5)
+    assert after["img_brightness"] < before["img_brightness"] - 10
 
 
 def test_lesion_excluded_from_dermatology_skin():
@@ -125,8 +128,8 @@ def test_lesion_excluded_from_dermatology_skin():
     skin[:] = (224, 180, 150)
     lesion = skin.copy()
     cv2.circle(lesion, (100, 100), 45, (70, 40, 30), -1)
-    plain = extract(decode(encode(skin)), skin="lesion")["skin_ita"]
-    spotted = extract(decode(encode(lesion)), skin="lesion")["skin_ita"]
+    plain = extract(decode(encode(skin)), skin="lesion")["skin_surround_ita"]
+    spotted = extract(decode(encode(lesion)), skin="lesion")["skin_surround_ita"]
     assert spotted == pytest.approx(plain, abs=2)
 
 
@@ -154,3 +157,4 @@ def test_grey_image_has_no_skin_tone():
     faces, _ = lfw_upscaled()
     values = extract(decode(encode(faces[0])))
     assert values["face_count"] >= 1 and values["skin_ita"] is None
+    assert values["skin_missing"] == "no_colour"

@@ -18,4 +18,28 @@ def test_page_shows_source_warnings_and_run_notes():
     page = render_monitor_html(monitor, [run], [], budget)
     assert "The source is unsafe" in page and "&lt;b&gt;app&lt;/b&gt; is a superuser" in page
     assert "name is not UTF-8" in page
-    assert "any 52 consecutive runs" in page
+    assert "at least 52/α runs before its first false alert" in page
+
+
+def test_table_and_charts_number_the_tested_runs_alike():
+    """Charts numbered runs 1-3 (tested) while the table numbered 1-6 (every run)."""
+    import re
+
+    at = datetime.now(timezone.utc)
+    monitor = SimpleNamespace(id="mo_1", name="m", benchmark_id="ds_1", domain="generic", schedule={"cron": "0 * * * *"},
+                              source={"type": "directory"})
+
+    def run(i, status):
+        tested = status == "succeeded"
+        return SimpleNamespace(id=f"run_{i}", status=status, started_at=at, created_at=at, n_rows=10 if tested else 0,
+                               audit_id=None, alpha=0.00024 if tested else None, verdict={"severity": "none"},
+                               error=None, summary={"severity": "none", "drift": [
+                                   {"evidence": 10.0 ** i, "threshold": 1e6}]} if tested else None)
+
+    runs = [run(i, s) for i, s in enumerate(["succeeded", "no_new_data", "succeeded", "failed", "no_new_data",
+                                             "succeeded"])]
+    budget = {"alpha": 0.05, "spent": 0.00072, "runs_tested": 3, "next_run_alpha": 0.00024, "method": "shared"}
+    page = render_monitor_html(monitor, runs, [], budget)
+    assert [int(n) for n in re.findall(r"<tr><td>(\d+)</td><td><code>run_", page)] == [1, 2, 3]
+    assert page.count("<tr><td></td><td><code>run_") == 3
+    assert "evidence per run, as a share of the way to their thresholds" in page

@@ -81,6 +81,6 @@ def test_harm_alert_when_labelled_production_is_worse(setup):
     run = wait_run(client, monitor, client.post(f"/v1/monitors/{monitor}/run").json()["run_id"])
     alerts = {a["key"]: a for a in client.get(f"/v1/alerts?monitor={monitor}").json()["items"]}
     assert "harm:overall" in alerts and alerts["harm:overall"]["id"] in run["alerts"]
-    assert "labelled runs" in alerts["harm:overall"]["statement"]
+    assert "since the drop began" in alerts["harm:overall"]["statement"]
     budget = client.get(f"/v1/monitors/{monitor}").json()["budget"]
     assert budget["spent"] <= budget["alpha"]

@@ -3,6 +3,7 @@ All data SYNTHETIC."""
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 from fastapi.testclient import TestClient
@@ -88,3 +89,58 @@ def test_a_cron_run_with_no_new_data_does_not_read_the_benchmark(tmp_path, capsy
     took = time.perf_counter() - started
     assert "no new data" in capsys.readouterr().out
     assert took < 0.5, f"a run with nothing new took {took:.2f} s"
+
+
+def test_monitor_run_by_id_without_monitor_roots_names_the_setting_and_stores_no_run(tmp_path, monkeypatch, capsys):
+    """It printed a traceback, exited 2, stored a failed run and blamed the monitor's folder."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    monkeypatch.setenv("CONTEXTSHIFT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop))
+    monkeypatch.setenv("CONTEXTSHIFT_SCHEDULER", "off")
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(Settings())) as client:
+            bench = upload_benchmark(client, synthetic_frame(300, 0))
+            monitor = client.post("/v1/monitors", json={
+                "name": "cron", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
+                "schedule": {"interval_seconds": 3600}}).json()["id"]
+        synthetic_frame(100, 3).to_csv(drop / "a.csv", index=False)
+        monkeypatch.delenv("CONTEXTSHIFT_MONITOR_ROOTS")  # the cron job's shell lacks it
+        get_settings.cache_clear()
+        capsys.readouterr()
+        assert main(["monitor", "run", monitor]) == 2
+        out = capsys.readouterr()
+        lines = [line for line in out.err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "CONTEXTSHIFT_MONITOR_ROOTS" in lines[0] and "Traceback" not in out.err
+        assert str(drop) not in lines[0]  # the folder is not at fault
+        monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop))
+        get_settings.cache_clear()
+        with TestClient(create_app(Settings())) as client:
+            assert client.get(f"/v1/monitors/{monitor}/runs").json()["items"] == []
+    finally:
+        get_settings.cache_clear()
+
+
+def test_monitor_run_by_config_writes_the_trend_page_numbered_as_its_charts(tmp_path, capsys):
+    """Cron mode had no trend page; the service's page numbered runs 1-3 in charts but 1-6 in the table."""
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    synthetic_frame(800, 0).to_csv(tmp_path / "bench.csv", index=False)
+    config = {"name": "cron-page", "benchmark": "bench.csv", "source": {"type": "directory", "path": "drop"},
+              "options": {"discovery": False}, "state": "state.json"}
+    (tmp_path / "monitor.yaml").write_text(yaml.safe_dump(config))
+    cfg = str(tmp_path / "monitor.yaml")
+    assert main(["monitor", "run", "--config", cfg]) == 0  # no new data: no page (a quiet cron run stays cheap)
+    assert not (tmp_path / "trend.html").exists()
+    for i in range(3):
+        synthetic_frame(200, i + 1).to_csv(drop / f"b{i}.csv", index=False)
+        assert main(["monitor", "run", "--config", cfg]) == 0
+        assert main(["monitor", "run", "--config", cfg]) == 0  # a no-data run between tested ones
+    assert "trend page:" in capsys.readouterr().out
+    page = (tmp_path / "trend.html").read_text()
+    assert "cron-page" in page and "at least 52/α runs before its first false alert" in page
+    numbers = [int(n) for n in re.findall(r"<tr><td>(\d+)</td><td><code>run_", page)]
+    assert numbers == [1, 2, 3]
+    spent = float(re.search(r"used <strong>([0-9.]+)</strong>", page).group(1))
+    assert abs(spent - 3 * 0.05 / 4 / 52) < 5e-5  # three runs' levels, not the harm share added up front

@@ -43,7 +43,7 @@ def test_a_run_with_no_new_data_loads_no_heavy_library(tmp_path):
     assert code == 0 and "no new data" in out
     assert loaded == [], f"a run with nothing new imported {loaded}"
     # an alert left open by an earlier run: the gate still fails, still without the heavy libraries
-    state = {"taken": [], "watermark": None, "n_tested": 1, "harm_state": {}, "runs": [],
+    state = {"taken": [], "watermark": None, "n_tested": 1, "detector_state": {}, "runs": [],
              "alerts": [{"id": "al_1", "monitor_id": "cron", "key": "covariate:x1", "kind": "covariate_shift",
                          "severity": "medium", "statement": "x1 moved", "state": "open", "opened_run_id": "run_1",
                          "last_seen_run_id": "run_1", "missed_runs": 0}]}

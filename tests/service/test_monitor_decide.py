@@ -31,9 +31,9 @@ def _delay(rng, *, drop, start=4, runs=14):
     for run in range(1, runs + 1):
         prod = _frame(1000, rng, drop_in_a=drop if run >= start else 0.0)
         d = decide_run(_result(bench, prod), benchmark=bench, production=prod, benchmark_roles=ROLES,
-                       production_roles=ROLES, harm_state=state, open_keys=[], alpha=0.05, tolerance=0.05,
+                       production_roles=ROLES, detector_state=state, open_keys=[], alpha=0.05, tolerance=0.05,
                        min_severity="medium")
-        state = d.harm_state
+        state = d.detector_state
         if d.harm:
             return run - start + 1, d
     return None, d

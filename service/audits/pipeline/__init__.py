@@ -364,8 +364,9 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
     # timings are measured before rendering, so that the report and the JSON agree
     result = AuditResult.model_validate({**dict(evidence), **conclusions, "timings": clock.totals()})
-    html = render_html(result, limitations, plan)
-    markdown = render_markdown(result, limitations)
+    # rendered from the AuditResult alone: its stored limitations, verdict and plan, computed once above
+    html = render_html(result)
+    markdown = render_markdown(result)
     clock.stage("report", "done")
     return AuditOutcome(result=result.model_dump(mode="json"), html=html, markdown=markdown,
                         companion_html=companion, exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})

@@ -184,7 +184,7 @@ def _table(frame: pd.DataFrame, keep: list[int], values: list, embeddings: list)
     base = frame.drop(columns=[IMAGE_COLUMN]).iloc[keep].reset_index(drop=True)
     derived = pd.DataFrame([values[i] for i in keep], columns=list(imagecontext.COLUMNS))
     for name in derived.columns:  # None in numeric columns: floats with NaN, not object
-        if name not in ("img_format", "img_chroma_subsampling", "face_pose", "skin_ita_category", "skin_source"):
+        if name not in imagecontext.TEXT_COLUMNS:
             derived[name] = pd.to_numeric(derived[name], errors="coerce").astype(float)
     emb = pd.DataFrame(np.asarray([embeddings[i] for i in keep], dtype=np.float32),
                        columns=list(imagecontext.embedding_columns()))
