@@ -91,8 +91,8 @@ def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limita
     if drifted:
         listed = ", ".join(_feature_phrase(t) for t in drifted[:3])
         more = f" and {len(drifted) - 3:,} more" if len(drifted) > 3 else ""
-        statement = (f"{len(columns):,} of {n_features:,} input features changed distribution between "
-                     f"benchmark and production: {listed}{more}.")
+        statement = (f"{len(columns):,} of {n_features:,} input features changed between benchmark and production: "
+                     f"{listed}{more}.")
         statement += _index_hint([t for t in drifted if _no_common_values(t)])
         statement += _output_sentence(outputs)
     elif mv_flag:
