@@ -356,6 +356,8 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     evidence = evidence.model_copy(update={"notes": notes, "scenarios": scenarios})
     candidates = candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
                                   state.prod_out.y_pred, target_masks(limitations, state))
+    if state.labelled is not None:  # rows that already carry a label are not asked for again
+        candidates = candidates[~state.labelled.mask[candidates.index.to_numpy()]]
     plan = plan_next_round(evidence, limitations, budget=int(ctx.options["budget"]),
                            min_slice_size=ctx.min_slice_size, candidates=candidates)
     conclusions = {"limitations": [lim.to_dict() for lim in limitations], "verdict": verdict(evidence, limitations),
