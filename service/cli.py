@@ -31,6 +31,10 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--domain", default="generic", metavar="NAME",
                        help="built-in domain pack or a pack YAML file (default: generic)")
     audit.add_argument("--schema", metavar="FILE", help='JSON {"columns": {"<column>": "<role>"}}')
+    audit.add_argument("--delimiter", metavar="NAME",
+                       help="CSV delimiter of both files: comma, semicolon, tab or pipe (default: read from each "
+                            "file's first lines)")
+    audit.add_argument("--decimal", metavar="MARK", help="CSV decimal mark of both files, '.' or ',' (default: read from each file)")
     audit.add_argument("--annotations", metavar="FILE",
                        help="label-quality table with columns item_id, annotator_id, label")
     audit.add_argument("--html", metavar="OUT.html")
@@ -109,6 +113,7 @@ def _write(path: str | None, text: str) -> None:
 def cmd_audit(args: argparse.Namespace) -> int:
     # lazy: the audit pipeline (pandas, SciPy, ~2.5 s) is only for `audit`
     from service.audits.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
+    from service.datasets.csv_dialect import parse_dialect
 
     progress = TerminalProgress()
     options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed}
@@ -123,9 +128,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                                   scheduler=args.scheduler, annotations=read_annotations(args.annotations))
             return _finish_audit(args, outcome, progress)
         progress(0.0, "reading benchmark")
-        bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack)
+        dialect = parse_dialect(args.delimiter, args.decimal)
+        bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack, dialect=dialect)
         progress(0.02, "reading production")
-        prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack)
+        prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack, dialect=dialect)
         annotations = read_annotations(args.annotations)
         outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=bench_roles, production_roles=prod_roles,
                                annotations=annotations, options=options, progress=progress,
