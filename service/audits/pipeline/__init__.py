@@ -27,9 +27,8 @@ from reports.result import AuditEvidence, AuditResult, Note
 from service.audits.pipeline import mix, overall, reference, slicing, stages
 from service.audits.pipeline.columns import AuditColumns, align_named_roles, resolve_columns
 from service.audits.pipeline.facts import one_limitation_per_fact
-from service.audits.pipeline.labelled_rows import (
-    LabelledRows, labelled_production, labelled_rows_note, selection_note, set_aside_one_sided,
-)
+from service.audits.pipeline.input_notes import derived_columns, identical_copy_notes, production_only_context_notes
+from service.audits.pipeline.labelled_rows import LabelledRows, labelled_context, set_aside_one_sided
 from service.audits.pipeline.family import correct_together
 from service.audits.pipeline.sections import audit_evidence
 from service.audits.pipeline.targets import candidates_frame, target_masks, untested_definition
@@ -274,25 +273,22 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
 
     notes: list[dict[str, str]] = [*mapped, *role_disagreements(inp.benchmark_roles, inp.production_roles)]
     notes += missing_role_notes(inp.benchmark, inp.production, inp.benchmark_roles, inp.production_roles)
-    notes += _identical_copy(inp)
+    notes += identical_copy_notes(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
     notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes,
                                                 partial=inp.summaries is None)
-    columns = set_aside_one_sided(benchmark, inp.production, columns, notes, _derived(inp))
-    derived = set(_derived(inp)["columns"])
-    for column in columns.contexts_only_in_production:
-        notes.append({"part": f"context {column}", "reason": (
-            f"'{column}' is derived from the images in production only (the benchmark's images give no value for "
-            "it), so none of its contexts can be evaluated against the benchmark." if column in derived else
-            f"'{column}' is recorded in production but not in the benchmark, so none of its contexts can be "
-            "evaluated: record it in the next round.")})
+    derived = derived_columns(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
+    columns = set_aside_one_sided(benchmark, inp.production, columns, notes, {"columns": derived})
+    notes += production_only_context_notes(columns.contexts_only_in_production, derived)
     ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes,
                               summaries=inp.summaries)
     ctx.classes = stages.resolve_classes(ctx)
     ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,
                                         inp.pack, ctx.options, ctx.min_slice_size, ctx.alpha)
     state = AuditState(ctx=ctx)
-    _partly_labelled(state, inp)
+    partly = labelled_context(ctx, inp.production)  # production labelled on some rows: those rows' context
+    if partly is not None:
+        state.labelled, state.labelled_ctx = partly
     clock = _Clock(progress, n_stages=len(STAGES) + 2)
     progress(0.01, STAGES[0][1])
     for i, (name, _, run) in enumerate(STAGES):
@@ -301,49 +297,6 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     corrected, state.n_tests = correct_together(state.tested(), alpha=ctx.alpha, method=ctx.correction)
     state.set_tested(corrected)
     return _report(inp, state, clock)
-
-
-def _identical_copy(inp: AuditInput) -> list[dict[str, str]]:
-    """A note when production is the benchmark itself (the same dataset, or the same rows and values): every
-    test then compares a dataset with itself, which a user should hear rather than read as "no change"."""
-    bench_id = inp.benchmark_ref.get("id")
-    same_dataset = bench_id is not None and bench_id == inp.production_ref.get("id")
-    if not same_dataset and not (inp.benchmark.shape == inp.production.shape and inp.benchmark.equals(inp.production)):
-        return []
-    what = "the same dataset" if same_dataset else "an identical copy of the benchmark (the same rows and values)"
-    return [{"part": "production data", "reason": (
-        f"Production is {what}: every test compares the data with themselves, so no change can be found. Check "
-        "that the intended production file was uploaded.")}]
-
-
-def _derived(inp: AuditInput) -> dict[str, Any]:
-    """The columns the service derived from either side's images: the pack contexts derived, the image
-    values they come from, and every ``img_*`` column of an image upload (the extractor's prefix)."""
-    columns: set[str] = set()
-    for ref in (inp.benchmark_ref, inp.production_ref):
-        derived = ref.get("derived_context") or {}
-        sources = {str(v.get("from")) for v in derived.values() if isinstance(v, dict) and v.get("from")}
-        columns |= set(derived) | sources
-    if columns:
-        columns |= {c for frame in (inp.benchmark, inp.production) for c in frame.columns if str(c).startswith("img_")}
-    return {"columns": sorted(columns)}
-
-
-def _partly_labelled(state: AuditState, inp: AuditInput) -> None:
-    """With some production labels missing, the label stages get a stage context of the labelled rows."""
-    ctx = state.ctx
-    labelled = labelled_production(inp.production, ctx.columns)
-    if labelled is None:
-        return
-    rows = inp.production[labelled.mask].reset_index(drop=True)
-    rows.attrs = dict(inp.production.attrs)
-    state.labelled = labelled
-    # same options, notes and reference fits; its own shared cache (the strata are over its rows)
-    state.labelled_ctx = stages.StageContext(ctx.benchmark, rows, ctx.columns, ctx.pack, ctx.options,
-                                             classes=ctx.classes, notes=ctx.notes, reference=ctx.reference)
-    ctx.notes.append(labelled_rows_note(labelled))
-    ctx.notes.append(selection_note(inp.production, labelled, ctx.columns.contexts, ctx.alpha,
-                                    features=ctx.columns.features))
 
 
 def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:

@@ -11,9 +11,10 @@ import pandas as pd
 from scipy.stats import chi2_contingency
 
 from service.audits.pipeline.columns import AuditColumns
+from service.audits.pipeline.stage_context import StageContext
 
-__all__ = ["LabelledRows", "set_aside_one_sided", "labelled_production", "labelled_rows_note", "selection_note",
-           "selection_tests"]
+__all__ = ["LabelledRows", "set_aside_one_sided", "labelled_production", "labelled_context", "labelled_rows_note",
+           "selection_note", "selection_tests"]
 
 NUMERIC_BINS = 4  # quartiles of a numeric context: enough to see a selection on its level, few empty cells
 
@@ -132,3 +133,20 @@ def labelled_rows_note(labelled: LabelledRows) -> dict[str, str]:
     return {"part": "production labels", "reason": (
         f"{labelled.n:,} of {labelled.n_total:,} production rows carry a label; the measured production metrics "
         f"use those {labelled.n:,} rows, the input and context tests use all {labelled.n_total:,}.")}
+
+
+def labelled_context(ctx: StageContext, production: pd.DataFrame) -> tuple[LabelledRows, StageContext] | None:
+    """With some production labels missing: the labelled rows and a stage context of them, which the label
+    stages read (metrics, concept shift, discovery, attribution); ``ctx`` gets the notes saying so."""
+    labelled = labelled_production(production, ctx.columns)
+    if labelled is None:
+        return None
+    rows = production[labelled.mask].reset_index(drop=True)
+    rows.attrs = dict(production.attrs)
+    # the same options, notes and reference fits; its own shared cache (the strata are over its rows)
+    lctx = StageContext(ctx.benchmark, rows, ctx.columns, ctx.pack, ctx.options, classes=ctx.classes,
+                        notes=ctx.notes, reference=ctx.reference)
+    ctx.notes.append(labelled_rows_note(labelled))
+    ctx.notes.append(selection_note(production, labelled, ctx.columns.contexts, ctx.alpha,
+                                    features=ctx.columns.features))
+    return labelled, lctx
