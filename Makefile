@@ -43,7 +43,7 @@ test-fast: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadfile -m "not slow and not browser" $(PYTEST_ARGS)
 
 demo: $(STAMP)
-	DO_NOT_TRACK=1 $(BIN)/contextshift demo
+	DO_NOT_TRACK=1 $(BIN)/contextshift demo --out data/demo  # data/ is git-ignored
 
 bench: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python benchmarks/covariate.py

@@ -93,6 +93,9 @@ def _headline(audit: AuditEvidence, items: Sequence[LimitationRecord]) -> dict:
     overall = audit.overall
     production = fmt_metric(overall.production_value, overall.production_ci, missing="") if overall else ""
     production_note = "observed with production labels"
+    n_labelled, n_rows = audit.production.n_labelled, audit.production.n_rows
+    if n_labelled is not None and n_rows is not None and 0 < n_labelled < n_rows:
+        production_note = f"observed on the {n_labelled:,} of {n_rows:,} production rows that carry a label"
     if not production:
         estimates = sections.label(audit)["estimates"]
         if estimates and estimates[0]["value"] != sections.MISSING:

@@ -135,6 +135,26 @@ def _caps(targets: list[Target], candidates) -> list[str]:
     return notes
 
 
+def _first_reason(t: Target, n: int, remaining: int, min_slice_size: int) -> str:
+    """Why an untested context gets ``n`` labels: what it needs to be measured, and what limited it."""
+    out = (f"{n:,} labels: {t.need:,} would bring it to {min_slice_size:,} benchmark rows, the least a metric is "
+           "measured on")
+    if n < t.need:
+        out += (f", but only {t.cap:,} production rows can be chosen" if t.cap <= remaining
+                else f", but only {remaining:,} labels were left")
+    return out + "; untested contexts come first"
+
+
+def _split_reason(t: Target, n: int, already: int, remaining: int, total_weight: float) -> str:
+    """Why a claimed gap gets ``n`` labels: its weight's share of what was left, and its cap."""
+    share = t.weight / total_weight if total_weight > 0 else 0.0
+    out = (f"{n:,} labels: weight {t.weight:.3g} (production share x (gap + half the CI width)), {share:.0%} of "
+           f"the weights, of the {remaining:,} labels left after the untested contexts")
+    if already + n >= t.cap and n < round(share * remaining):
+        out += f"; capped at its {t.cap:,} production rows"
+    return out
+
+
 def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation], *, budget: int, min_slice_size: int = 30,
                     candidates=None) -> NextRoundPlan:
     """Split ``budget`` labels across slices and choose production rows to label.
@@ -170,15 +190,21 @@ def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
                     None, n_rows, 1.0, weight=1.0, key=_sample_key(limitations))
     notes += _caps(first + [t for t in rest if t not in first] + [sample], candidates)
     counts, remaining = {id(t): 0 for t in first + rest + [sample]}, budget
+    why: dict[int, list[str]] = {}
     for t in first:
         counts[id(t)] = int(min(t.need, t.cap, remaining))
+        why.setdefault(id(t), []).append(_first_reason(t, counts[id(t)], remaining, min_slice_size))
         remaining -= counts[id(t)]
     split = _apportion(remaining, [t.weight for t in rest], [t.cap - counts[id(t)] for t in rest])
+    total_weight = sum(t.weight for t in rest)
     for t, n in zip(rest, split):
+        why.setdefault(id(t), []).append(_split_reason(t, n, counts[id(t)], remaining, total_weight))
         counts[id(t)] += n
     remaining -= sum(split)
     # what the claims cannot take goes to plain uncertainty sampling, never to slices without a gap
     counts[id(sample)] = int(max(0, min(remaining, sample.cap - (budget - remaining))))
+    why[id(sample)] = [f"{counts[id(sample)]:,} labels: the {remaining:,} of {budget:,} that the claims above could "
+                       "not take"]
     ordered = first + sorted((t for t in rest if t not in first), key=lambda t: (t.rank, -t.weight))
     if counts[id(sample)] > 0 or not ordered:
         ordered.append(sample)
@@ -192,7 +218,8 @@ def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
     for row in chosen:
         selected[row.slice] = selected.get(row.slice, 0) + 1
     allocations = tuple(
-        SliceAllocation(slice=t.name, kind=t.kind, definition=t.definition, reason=t.reason,
+        SliceAllocation(slice=t.name, kind=t.kind, definition=t.definition,
+                        reason="; ".join([t.reason, *why.get(id(t), [])]),
                         n_benchmark=t.n_benchmark, n_production=t.n_production, production_share=t.share,
                         gap=t.gap, ci_width=t.ci_width, weight=round(t.weight, 6), n_to_label=counts[id(t)],
                         n_selected=selected.get(t.name, 0), key=t.key)

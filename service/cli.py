@@ -12,6 +12,8 @@ from pathlib import Path
 from service.errors import ServiceError
 
 EXIT_OK, EXIT_SHIFT, EXIT_BAD_INPUT = 0, 1, 2
+DEMO_OUT = "data/demo"
+ROLE_NOTES = ("benchmark labels", "model outputs")  # audit notes printed: roles missing, likely columns named
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -29,6 +31,10 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--domain", default="generic", metavar="NAME",
                        help="built-in domain pack or a pack YAML file (default: generic)")
     audit.add_argument("--schema", metavar="FILE", help='JSON {"columns": {"<column>": "<role>"}}')
+    audit.add_argument("--delimiter", metavar="NAME",
+                       help="CSV delimiter of both files: comma, semicolon, tab or pipe (default: read from each "
+                            "file's first lines)")
+    audit.add_argument("--decimal", metavar="MARK", help="CSV decimal mark of both files, '.' or ',' (default: read from each file)")
     audit.add_argument("--annotations", metavar="FILE",
                        help="label-quality table with columns item_id, annotator_id, label")
     audit.add_argument("--html", metavar="OUT.html")
@@ -61,7 +67,8 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--domain", default="dermatology",
                       choices=["dermatology", "deepfake", "facial_expression", "medical"],
                       help="medical is the dermatology pack's former name")
-    demo.add_argument("--out", default="contextshift-demo", metavar="DIR")
+    # under data/, which the repository ignores: a demo run in a clone leaves nothing to commit
+    demo.add_argument("--out", default=DEMO_OUT, metavar="DIR")
     demo.add_argument("--rows", type=int, default=20_000, help="production rows")
     return parser
 
@@ -106,6 +113,7 @@ def _write(path: str | None, text: str) -> None:
 def cmd_audit(args: argparse.Namespace) -> int:
     # lazy: the audit pipeline (pandas, SciPy, ~2.5 s) is only for `audit`
     from service.audits.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
+    from service.datasets.csv_dialect import parse_dialect
 
     progress = TerminalProgress()
     options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed}
@@ -120,9 +128,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                                   scheduler=args.scheduler, annotations=read_annotations(args.annotations))
             return _finish_audit(args, outcome, progress)
         progress(0.0, "reading benchmark")
-        bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack)
+        dialect = parse_dialect(args.delimiter, args.decimal)
+        bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack, dialect=dialect)
         progress(0.02, "reading production")
-        prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack)
+        prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack, dialect=dialect)
         annotations = read_annotations(args.annotations)
         outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=bench_roles, production_roles=prod_roles,
                                annotations=annotations, options=options, progress=progress,
@@ -144,6 +153,9 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
 
     result = as_result(outcome.result)
     print(verdict_line(result.verdict))
+    for note in result.notes:  # what the audit could not do with these roles, and the columns to give them
+        if note.part in ROLE_NOTES:
+            print(f"Note ({note.part}): {note.reason}", file=sys.stderr)
     for lim in result.limitations[:5]:
         print(f"  {lim.rank}. [{lim.kind}] {lim.statement}")
     for label, path in (("HTML report", args.html), ("JSON", args.json), ("Markdown", args.markdown)):

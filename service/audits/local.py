@@ -53,9 +53,11 @@ def read_annotations(path: str | None) -> tuple[pd.DataFrame, dict[str, str]] | 
     return frame, roles.infer_roles(frame.columns)
 
 
-def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFrame, dict[str, str]]:
+def read_dataset(path: str | Path, *, schema: Any, pack: Any,
+                 dialect: tuple[str | None, str | None] = (None, None)) -> tuple[pd.DataFrame, dict[str, str]]:
     """Read, type and validate one file, Parquet directory or glob exactly as ``POST /v1/datasets``
-    (or ``/v1/datasets/register``) would; a file carrying images gets its derived columns first."""
+    (or ``/v1/datasets/register``) would; a file carrying images gets its derived columns first.
+    ``dialect``: a CSV's (delimiter, decimal mark) as named by the user; None: sniffed, as on upload."""
     images = prepare_file(path, pack=pack, user_schema=schema)
     if images is not None:
         try:
@@ -64,7 +66,7 @@ def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFr
             images.discard()
         schema, label = images.schema(schema), str(path)
     else:
-        frame, label = read_any(path)
+        frame, label = read_any(path, dialect)
     path = Path(label)
     column_roles = roles.infer_roles(frame.columns, schema=roles.parse_schema(schema, frame.columns, path.name),
                                      context_columns=[c.name for c in pack.context])
@@ -74,11 +76,11 @@ def read_dataset(path: str | Path, *, schema: Any, pack: Any) -> tuple[pd.DataFr
     return frame, column_roles
 
 
-def read_any(path: str | Path) -> tuple[pd.DataFrame, str]:
+def read_any(path: str | Path, dialect: tuple[str | None, str | None] = (None, None)) -> tuple[pd.DataFrame, str]:
     """A file of any upload format, or every Parquet file of a directory or glob, as one frame."""
     text = str(path)
     if Path(text).is_file():
-        return ingest.read_table(Path(text), Path(text).name), text
+        return ingest.read_table(Path(text), Path(text).name, dialect=dialect), text
     if not Path(text).is_dir() and not is_glob(text):
         raise InvalidRequest(f"File {text!r} does not exist.", code="file_not_found", details={"file": text})
     # lazy: registration loads SQLAlchemy and the upload path (~0.6 s); only a folder or glob needs it

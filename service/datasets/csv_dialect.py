@@ -42,8 +42,8 @@ def delimiter_name(delimiter: str) -> str:
     return f"{DELIMITERS.get(delimiter, 'character')} ({delimiter!r})"
 
 
-HOW = ("name the delimiter with the upload's form field 'delimiter' (comma, semicolon, tab or pipe) and, for "
-       "decimal commas, 'decimal' = ','")
+HOW = ("name the delimiter with the upload's form field 'delimiter' (comma, semicolon, tab or pipe; the CLI's "
+       "--delimiter) and, for decimal commas, 'decimal' = ',' (--decimal ,)")
 
 
 def parse_dialect(delimiter: str | None, decimal: str | None) -> tuple[str | None, str | None]:

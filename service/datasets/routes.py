@@ -39,7 +39,7 @@ def upload_dataset(
     delimiter: Annotated[str | None, Form(description="CSV: comma, semicolon, tab or pipe; default: sniffed from "
                                                       "the first lines")] = None,
     decimal: Annotated[str | None, Form(description="CSV: '.' or ','; default: ',' when the fields are not "
-                                                    "comma-separated and numbers are written with decimal commas")] = None,
+                                                    "comma-separated and numbers have decimal commas")] = None,
 ) -> DatasetOut:
     """Upload a table. Bad input answers 4xx and stores nothing."""
     filename = file.filename or "upload"

@@ -65,3 +65,26 @@ def test_the_delimiter_named_by_the_user_is_used(client, table):
     bad = client.post("/v1/datasets", files={"file": ("piped.csv", body)},
                       data={"name": "piped2", "role": "benchmark", "delimiter": "colon"})
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_delimiter"
+
+
+def _cli(*args):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "service.cli", "audit", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "DO_NOT_TRACK": "1"})
+
+
+def test_the_cli_names_the_delimiter_option_and_uses_it(tmp_path, table):
+    (tmp_path / "unclear.csv").write_bytes(b"a;b;c\n1;2\n3;4;5;6\n")
+    (tmp_path / "bench.csv").write_bytes(csv_bytes(table))
+    out = _cli("--benchmark", str(tmp_path / "bench.csv"), "--production", str(tmp_path / "unclear.csv"))
+    assert out.returncode == 2 and "--delimiter" in out.stderr
+    (tmp_path / "piped.csv").write_bytes(csv_bytes(table, sep="|"))
+    (tmp_path / "bench-piped.csv").write_bytes(csv_bytes(table, sep="|"))
+    out = _cli("--benchmark", str(tmp_path / "bench-piped.csv"), "--production", str(tmp_path / "piped.csv"),
+               "--delimiter", "pipe", "--budget", "20", "--json", str(tmp_path / "audit.json"))
+    assert out.returncode == 0, out.stderr
+    result = __import__("json").loads((tmp_path / "audit.json").read_text())
+    assert "prob_yes" in {f["name"] for f in result["covariate"]["features"]}

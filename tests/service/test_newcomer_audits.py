@@ -49,6 +49,11 @@ def test_partly_labelled_production_is_measured_on_its_labelled_rows(client):
     assert f"{n_labelled:,} of {len(prod):,} production rows carry a label" in text
     # labels removed at random: the check finds no difference in the context mix
     assert "have the same mix of" in text
+    html = client.get(f"/v1/audits/{result['id']}/report").text
+    assert f"observed on the {n_labelled:,} of {len(prod):,} production rows that carry a label" in html
+    # the next round asks for labels of unlabelled rows only
+    asked = {row["id"] for row in result["next_round"]["rows"]}
+    assert asked and asked <= set(prod.loc[missing, "passenger"])
 
 
 def test_labels_given_to_one_context_only_are_called_not_random(client):

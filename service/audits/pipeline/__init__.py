@@ -27,9 +27,8 @@ from reports.result import AuditEvidence, AuditResult, Note
 from service.audits.pipeline import mix, overall, reference, slicing, stages
 from service.audits.pipeline.columns import AuditColumns, align_named_roles, resolve_columns
 from service.audits.pipeline.facts import one_limitation_per_fact
-from service.audits.pipeline.labelled_rows import (
-    LabelledRows, labelled_production, labelled_rows_note, selection_note, set_aside_one_sided,
-)
+from service.audits.pipeline.input_notes import derived_columns, identical_copy_notes, production_only_context_notes
+from service.audits.pipeline.labelled_rows import LabelledRows, labelled_context, set_aside_one_sided
 from service.audits.pipeline.family import correct_together
 from service.audits.pipeline.sections import audit_evidence
 from service.audits.pipeline.targets import candidates_frame, target_masks, untested_definition
@@ -274,24 +273,22 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
 
     notes: list[dict[str, str]] = [*mapped, *role_disagreements(inp.benchmark_roles, inp.production_roles)]
     notes += missing_role_notes(inp.benchmark, inp.production, inp.benchmark_roles, inp.production_roles)
+    notes += identical_copy_notes(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
     notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes,
                                                 partial=inp.summaries is None)
-    columns = set_aside_one_sided(benchmark, inp.production, columns, notes, _derived(inp))
-    derived = set(_derived(inp)["columns"])
-    for column in columns.contexts_only_in_production:
-        notes.append({"part": f"context {column}", "reason": (
-            f"'{column}' is derived from the images in production only (the benchmark's images give no value for "
-            "it), so none of its contexts can be evaluated against the benchmark." if column in derived else
-            f"'{column}' is recorded in production but not in the benchmark, so none of its contexts can be "
-            "evaluated: record it in the next round.")})
+    derived = derived_columns(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
+    columns = set_aside_one_sided(benchmark, inp.production, columns, notes, {"columns": derived})
+    notes += production_only_context_notes(columns.contexts_only_in_production, derived)
     ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes,
                               summaries=inp.summaries)
     ctx.classes = stages.resolve_classes(ctx)
     ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,
                                         inp.pack, ctx.options, ctx.min_slice_size, ctx.alpha)
     state = AuditState(ctx=ctx)
-    _partly_labelled(state, inp)
+    partly = labelled_context(ctx, inp.production)  # production labelled on some rows: those rows' context
+    if partly is not None:
+        state.labelled, state.labelled_ctx = partly
     clock = _Clock(progress, n_stages=len(STAGES) + 2)
     progress(0.01, STAGES[0][1])
     for i, (name, _, run) in enumerate(STAGES):
@@ -300,34 +297,6 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     corrected, state.n_tests = correct_together(state.tested(), alpha=ctx.alpha, method=ctx.correction)
     state.set_tested(corrected)
     return _report(inp, state, clock)
-
-
-def _derived(inp: AuditInput) -> dict[str, Any]:
-    """The columns the service derived from either side's images: the pack contexts derived, the image
-    values they come from, and every ``img_*`` column of an image upload (the extractor's prefix)."""
-    columns: set[str] = set()
-    for ref in (inp.benchmark_ref, inp.production_ref):
-        derived = ref.get("derived_context") or {}
-        columns |= set(derived) | {str(v.get("from")) for v in derived.values() if isinstance(v, dict) and v.get("from")}
-    if columns:
-        columns |= {c for frame in (inp.benchmark, inp.production) for c in frame.columns if str(c).startswith("img_")}
-    return {"columns": sorted(columns)}
-
-
-def _partly_labelled(state: AuditState, inp: AuditInput) -> None:
-    """With some production labels missing, the label stages get a stage context of the labelled rows."""
-    ctx = state.ctx
-    labelled = labelled_production(inp.production, ctx.columns)
-    if labelled is None:
-        return
-    rows = inp.production[labelled.mask].reset_index(drop=True)
-    rows.attrs = dict(inp.production.attrs)
-    state.labelled = labelled
-    # same options, notes and reference fits; its own shared cache (the strata are over its rows)
-    state.labelled_ctx = stages.StageContext(ctx.benchmark, rows, ctx.columns, ctx.pack, ctx.options,
-                                             classes=ctx.classes, notes=ctx.notes, reference=ctx.reference)
-    ctx.notes.append(labelled_rows_note(labelled))
-    ctx.notes.append(selection_note(inp.production, labelled, ctx.columns.contexts, ctx.alpha))
 
 
 def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
@@ -340,6 +309,8 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     evidence = evidence.model_copy(update={"notes": notes, "scenarios": scenarios})
     candidates = candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
                                   state.prod_out.y_pred, target_masks(limitations, state))
+    if state.labelled is not None:  # rows that already carry a label are not asked for again
+        candidates = candidates[~state.labelled.mask[candidates.index.to_numpy()]]
     plan = plan_next_round(evidence, limitations, budget=int(ctx.options["budget"]),
                            min_slice_size=ctx.min_slice_size, candidates=candidates)
     conclusions = {"limitations": [lim.to_dict() for lim in limitations], "verdict": verdict(evidence, limitations),

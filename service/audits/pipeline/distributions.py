@@ -19,7 +19,7 @@ characters), so the AuditResult stays small on wide data.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,8 @@ _TAIL = 0.005  # bins cover the central 99 % of both datasets; the tails are cou
 
 
 def feature_distributions(benchmark: pd.DataFrame, production: pd.DataFrame, columns: Sequence[str], *,
-                          max_bins: int = 20, max_categories: int = 10, max_label: int = 80) -> dict[str, dict]:
+                          max_bins: int = 20, max_categories: int = 10, max_label: int = 80,
+                          categorical: Collection[str] = ()) -> dict[str, dict]:
     """Histogram-ready aggregates for each of ``columns`` present in both frames.
 
     Parameters
@@ -45,6 +46,9 @@ def feature_distributions(benchmark: pd.DataFrame, production: pd.DataFrame, col
         Most categories listed for a categorical column; the rest are pooled as ``other``.
     max_label : int
         Category names are cut to this many characters (a name can be a 100 kB string).
+    categorical : collection of str
+        Columns summarised as categories whatever their type: numbers the input test compared as
+        categories (a year of 7 values), drawn as it tested them, in the order of their values.
 
     Returns
     -------
@@ -64,6 +68,9 @@ def feature_distributions(benchmark: pd.DataFrame, production: pd.DataFrame, col
             continue
         b, p = benchmark[column], production[column]
         numeric = _is_numeric(b) and _is_numeric(p)
+        if numeric and column in categorical:
+            out[str(column)] = _categorical(b, p, max_categories, max_label, by_value=True)
+            continue
         out[str(column)] = (_numeric(b, p, max_bins) if numeric
                             else _categorical(b, p, max_categories, max_label))
     return out
@@ -118,18 +125,27 @@ def _round(value: float) -> float:
     return float(f"{value:.6g}")  # six significant digits: enough to draw, small in JSON
 
 
-def _categorical(b: pd.Series, p: pd.Series, max_categories: int, max_label: int) -> dict:
-    bc = b.dropna().astype(str).value_counts()
-    pc = p.dropna().astype(str).value_counts()
+def _categorical(b: pd.Series, p: pd.Series, max_categories: int, max_label: int, by_value: bool = False) -> dict:
+    bc = _as_text(b.dropna(), by_value).value_counts()
+    pc = _as_text(p.dropna(), by_value).value_counts()
     total = bc.add(pc, fill_value=0)
     # most frequent over both datasets first; ties by name so the order is reproducible
     top = sorted(total.index, key=lambda v: (-total[v], v))[:max_categories]
+    if by_value:  # the categories kept, in the order of their values (years in time order)
+        top = sorted(top, key=float)
     bench = [int(bc.get(v, 0)) for v in top]
     prod = [int(pc.get(v, 0)) for v in top]
     return {"type": "categorical", "categories": [_label(v, max_label) for v in top],
             "benchmark": bench, "production": prod, "n": _sides(len(b), len(p)),
             "other": _sides(int(bc.sum()) - sum(bench), int(pc.sum()) - sum(prod)),
             "missing": _sides(int(b.isna().sum()), int(p.isna().sum()))}
+
+
+def _as_text(values: pd.Series, numbers: bool) -> pd.Series:
+    """Category names; ``numbers``: a whole float as an integer (2003, not 2003.0)."""
+    if not numbers:
+        return values.astype(str)
+    return values.map(lambda v: str(int(v)) if float(v).is_integer() else str(v))
 
 
 def _label(value: str, limit: int) -> str:

@@ -11,9 +11,10 @@ import pandas as pd
 from scipy.stats import chi2_contingency
 
 from service.audits.pipeline.columns import AuditColumns
+from service.audits.pipeline.stage_context import StageContext
 
-__all__ = ["LabelledRows", "set_aside_one_sided", "labelled_production", "labelled_rows_note", "selection_note",
-           "selection_tests"]
+__all__ = ["LabelledRows", "set_aside_one_sided", "labelled_production", "labelled_context", "labelled_rows_note",
+           "selection_note", "selection_tests"]
 
 NUMERIC_BINS = 4  # quartiles of a numeric context: enough to see a selection on its level, few empty cells
 
@@ -55,8 +56,8 @@ def set_aside_one_sided(benchmark: pd.DataFrame, production: pd.DataFrame, colum
             continue
         dropped.append(column)
         other = "production" if side == "benchmark" else "benchmark"
-        origin = (" It is derived from the images and applies to one side's images only (e.g. a JPEG setting of "
-                  "PNG images)." if column in derived_columns else "")
+        origin = (f" It is derived from the images, and the {side}'s images give no value for it (a JPEG setting "
+                  "of PNG images, say)." if column in derived_columns else "")
         notes.append({"part": f"feature {column}", "reason": (
             f"'{column}' has no values in the {side} but has values in the {other}, so it was set aside: there is "
             f"nothing to compare it with.{origin} The other features were tested.")})
@@ -98,15 +99,20 @@ def selection_tests(production: pd.DataFrame, labelled: LabelledRows,
     return out
 
 
+MAX_CHECKED = 20  # columns compared between labelled and unlabelled rows (contexts first, else features)
+
+
 def selection_note(production: pd.DataFrame, labelled: LabelledRows, contexts: tuple[str, ...],
-                   alpha: float) -> dict[str, str]:
-    """Whether labels may be missing not at random: the labelled rows' context mix against the unlabelled
-    rows', Bonferroni-corrected over the contexts tested (one note, saying what was found)."""
-    tests = selection_tests(production, labelled, contexts)
+                   alpha: float, features: tuple[str, ...] = ()) -> dict[str, str]:
+    """Whether labels may be missing not at random: the labelled rows' mix of each context (of each
+    feature when no context is recorded) against the unlabelled rows', Bonferroni-corrected over the
+    columns tested (one note, saying what was found)."""
+    tests = selection_tests(production, labelled, (contexts or features)[:MAX_CHECKED])
+    kind = "contexts" if contexts else "features"
     if not tests:
         return {"part": "labelled production rows", "reason": (
-            "Which production rows carry a label could not be checked against any context (none is recorded), so "
-            "the measured metrics hold for the labelled rows; labels given to easier or harder cases would bias "
+            "Which production rows carry a label could not be checked against any context or feature, so the "
+            "measured metrics hold for the labelled rows; labels given to easier or harder cases would bias "
             "them.")}
     threshold = alpha / len(tests)
     differing = [(c, p) for c, p in tests if p < threshold]
@@ -119,11 +125,28 @@ def selection_note(production: pd.DataFrame, labelled: LabelledRows, contexts: t
     tested = ", ".join(c for c, _ in tests[:8])
     return {"part": "labelled production rows", "reason": (
         f"The labelled and unlabelled production rows have the same mix of {tested} (chi-square test, alpha "
-        f"{alpha:g} corrected over {len(tests)} contexts): no sign that labels were given to particular cases, "
-        "although causes the contexts do not record cannot be ruled out.")}
+        f"{alpha:g} corrected over {len(tests)} {kind}): no sign that labels were given to particular cases, "
+        f"although causes the {kind} do not record cannot be ruled out.")}
 
 
 def labelled_rows_note(labelled: LabelledRows) -> dict[str, str]:
     return {"part": "production labels", "reason": (
         f"{labelled.n:,} of {labelled.n_total:,} production rows carry a label; the measured production metrics "
         f"use those {labelled.n:,} rows, the input and context tests use all {labelled.n_total:,}.")}
+
+
+def labelled_context(ctx: StageContext, production: pd.DataFrame) -> tuple[LabelledRows, StageContext] | None:
+    """With some production labels missing: the labelled rows and a stage context of them, which the label
+    stages read (metrics, concept shift, discovery, attribution); ``ctx`` gets the notes saying so."""
+    labelled = labelled_production(production, ctx.columns)
+    if labelled is None:
+        return None
+    rows = production[labelled.mask].reset_index(drop=True)
+    rows.attrs = dict(production.attrs)
+    # the same options, notes and reference fits; its own shared cache (the strata are over its rows)
+    lctx = StageContext(ctx.benchmark, rows, ctx.columns, ctx.pack, ctx.options, classes=ctx.classes,
+                        notes=ctx.notes, reference=ctx.reference)
+    ctx.notes.append(labelled_rows_note(labelled))
+    ctx.notes.append(selection_note(production, labelled, ctx.columns.contexts, ctx.alpha,
+                                    features=ctx.columns.features))
+    return labelled, lctx

@@ -176,7 +176,11 @@ def audit_evidence(inp: Any, state: Any) -> AuditEvidence:
     columns = ctx.columns
     overall = overall_section(state.overall_eval)
     drifted = [t.name for t in (state.covariate.features if state.covariate is not None else ()) if t.drifted]
-    distributions = feature_distributions(ctx.benchmark, inp.production, drifted[:12]) if drifted else {}
+    # a column the input test compared as categories (chi-square) is drawn as categories
+    as_categories = {t.name for t in (state.covariate.features if state.covariate is not None else ())
+                     if t.method == "chi2"}
+    distributions = feature_distributions(ctx.benchmark, inp.production, drifted[:12],
+                                          categorical=as_categories) if drifted else {}
     prior = trusted_prior(ctx, state.prior, state.context, state.embedding)
     return AuditEvidence(
         id=inp.audit_id, created_at=datetime.now(timezone.utc).isoformat(), title=audit_title(inp),
