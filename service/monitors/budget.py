@@ -14,8 +14,8 @@ year of weekly runs). It is one budget shared by four parts, none of which divid
   benchmark (:mod:`service.monitors.drift`), features sharing the quarter equally: a shift is
   found on the evidence of every run since it started, not one run's;
 * **harm with labels** (three eighths): the tracked proportion (accuracy, ...) overall and in
-  every expert slice, one-sided e-detectors betting on drops (:mod:`detectors.accuracy_drop`)
-  against the benchmark lowered by one of its standard errors, slices sharing the share equally;
+  every expert slice, one-sided e-detectors for drops against the benchmark that count the
+  benchmark's own sampling error (:mod:`detectors.accuracy_drop`), slices sharing the share equally;
   harm is claimed when the evidence reaches its threshold and the drop since the change is at
   least ``harm_tolerance``;
 * **harm without labels** (an eighth): the label-free estimate's interval, one run, at the level
@@ -44,7 +44,6 @@ __all__ = ["HORIZON", "SHARES", "SPENDING", "GUARANTEE", "run_alpha", "spent", "
 
 HORIZON = 52  # the ARL is at least HORIZON / alpha runs: a year of weekly runs, over alpha
 SHARES = {"audit": 0.25, "drift": 0.25, "harm": 0.375, "estimated": 0.125}
-BENCHMARK_Z = 1.0  # the benchmark's proportion is lowered by this many of its standard errors
 GUARANTEE = (f"When nothing changes, this monitor runs on average at least {HORIZON}/α runs before its first false "
              "alert, counting every kind of alert together.")
 SPENDING = (f"one budget shared, never divided away: audits' change claims at α/4/{HORIZON} a run; an e-detector per "
@@ -90,7 +89,7 @@ class HarmCheck:
     slice: str
     metric: str
     benchmark_value: float
-    benchmark_low: float  # the value production is tested against (the benchmark lowered by its own error)
+    benchmark_low: float  # labelled: the benchmark's value (its sampling error is in the evidence); else its bound
     production_value: float
     production_high: float  # labelled: production since the change; unlabelled: the estimate's bound on the good side
     n_production: int
@@ -109,8 +108,8 @@ class HarmCheck:
         if self.labelled:
             return (f"Harm {where}: production {self.metric} is {self.production_value:.3f} over the "
                     f"{self.n_production:,} labelled rows since the drop began, against {self.benchmark_value:.3f} on "
-                    f"the benchmark (tested against {self.benchmark_low:.3f}, the benchmark lowered by its own "
-                    f"error): evidence {ratio_text(self.evidence)} reached this slice's threshold "
+                    f"the benchmark (whose own sampling error the test counts): evidence "
+                    f"{ratio_text(self.evidence)} reached this slice's threshold "
                     f"{ratio_text(self.threshold)}, and the drop is at least the tolerance {self.tolerance:.3f}.")
         bound = "at least" if lower_is_better(self.metric) else "at most"
         return (f"Harm {where}: production {self.metric} is {self.production_value:.3f} ({bound} "
@@ -184,7 +183,7 @@ def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: f
         return state, []
     good = {name: tuple(_good(metric, v) if i in (0, 2) else v for i, v in enumerate(row))
             for name, row in values.items()}
-    state = dict(state or {}) or {name: drop_start(round(bv * bn), int(bn), benchmark_z=BENCHMARK_Z)
+    state = dict(state or {}) or {name: drop_start(round(bv * bn), int(bn))
                                   for name, (bv, bn, _, _) in good.items() if bv is not None and bn}
     limit = threshold(alpha, "harm", len(state), horizon=horizon)
     back = (lambda v: 1.0 - v) if lower_is_better(metric) else (lambda v: v)  # in the metric's own scale
@@ -199,7 +198,7 @@ def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: f
         if ev.log_statistic >= math.log(limit):  # an alarm (or one below the tolerance) restarts the evidence
             state[name] = drop_restart(state[name])
         checks.append(HarmCheck(slice=name, metric=metric, benchmark_value=back(ev.benchmark_value),
-                                benchmark_low=back(ev.null_value), production_value=back(ev.production_since),
+                                benchmark_low=back(ev.benchmark_value), production_value=back(ev.production_since),
                                 production_high=back(ev.production_since), n_production=ev.n_since,
                                 tolerance=tolerance, evidence=r, threshold=limit,
                                 harmful=bool(ev.log_statistic >= math.log(limit)
