@@ -173,7 +173,8 @@ def format_table(outcomes: list[Outcome], alpha: float = 0.05) -> str:
                          f"{method} | {k} | {r.rate:.3f} [{r.low:.3f}, {r.high:.3f}] | "
                          f"{'met' if r.rate <= alpha else 'NOT met'} |")
     lines += ["", "| change (SYNTHETIC) | from run | monitors | method | caught within 2 / 5 runs | "
-              "within 2 [Wilson 95 %] | within 5 [Wilson 95 %] | median delay | never (in window) | before the change |",
+              "within 2 [Wilson 95 %] | within 5 [Wilson 95 %] | median delay | never (in window) "
+              "| before the change |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     changed = [o for o in outcomes if o.change != "none"]
     for change in sorted({o.change for o in changed}):

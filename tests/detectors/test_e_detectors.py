@@ -53,7 +53,7 @@ def test_drop_detector_never_alarms_on_a_rise():
 def test_drop_detector_accumulates_evidence_since_the_change():
     """A 10-point drop in a slice of 70 rows a run is found at the monitor's full threshold within
     a dozen runs in most monitors, and its statistic keeps growing (it forgets nothing since the change)."""
-    rng, threshold = np.random.default_rng(2), arl_threshold(0.05, horizon=52, weight=0.375 / 6)
+    rng, threshold = np.random.default_rng(2), arl_threshold(0.05, horizon=52, weight=0.5 / 6)
     delays = []
     for _ in range(100):
         state = drop_start(rng.binomial(2000, 0.76), 2000)
@@ -107,8 +107,8 @@ def test_shift_detector_alarm_rate_under_no_shift_is_within_doobs_bound():
 
 
 def test_shift_detector_catches_a_third_of_a_standard_deviation_within_two_runs():
-    """At the threshold of one of 20 features holding a quarter of the monitor's budget."""
-    rng, threshold = np.random.default_rng(5), arl_threshold(0.05, horizon=52, weight=0.25 / 20)
+    """At the threshold of one of 20 features holding an eighth of the monitor's budget."""
+    rng, threshold = np.random.default_rng(5), arl_threshold(0.05, horizon=52, weight=0.125 / 20)
     caught = 0
     for _ in range(100):
         reference, state = rng.normal(size=2000), shift_start(2000)
