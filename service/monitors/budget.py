@@ -38,9 +38,9 @@ from detectors.sequential import confidence_sequence, horizon_level
 from domains import evaluate
 from reports.result import AuditEvidence
 
-__all__ = ["HORIZON", "SHARES", "SPENDING", "GUARANTEE", "run_alpha", "spent", "budget_summary", "harm_level",
-           "threshold", "HarmCheck", "track_harm", "accuracy_counts", "estimated_harm", "confidence_sequence",
-           "is_proportion"]
+__all__ = ["HORIZON", "SHARES", "SPENDING", "GUARANTEE", "MEASURED", "run_alpha", "spent", "budget_summary",
+           "harm_level", "threshold", "HarmCheck", "track_harm", "accuracy_counts", "estimated_harm",
+           "confidence_sequence", "is_proportion"]
 
 HORIZON = 52  # the ARL is at least HORIZON / alpha runs: a year of weekly runs, over alpha
 # harm gets the most: a 0.3 sd shift is found in one run even on an eighth, while a 10-point drop in a
@@ -48,6 +48,11 @@ HORIZON = 52  # the ARL is at least HORIZON / alpha runs: a year of weekly runs,
 SHARES = {"audit": 0.25, "drift": 0.125, "harm": 0.5, "estimated": 0.125}
 GUARANTEE = (f"When nothing changes, this monitor runs on average at least {HORIZON}/α runs before its first false "
              "alert, counting every kind of alert together.")
+MEASURED = ("on four real tables with SYNTHETIC changes (benchmarks/RESULTS.md; batches of 500, α = 0.05): 1 of 400 "
+            "unchanged monitors ever alerted in 30 runs; a 0.3 sd shift of a used feature was found at the first "
+            "changed run in every monitor that had not alerted before it; a 10-point accuracy drop in a slice of "
+            "about 95 labelled rows a run was found within 5 runs in 42 %, 63 % and 78 % of monitors when it began "
+            "at run 3, 10 and 50 (the benchmark's own slice sample limits the early ones)")
 SPENDING = (f"one budget shared, never divided away: audits' change claims at α/4/{HORIZON} a run; an e-detector per "
             f"numeric feature (an eighth); e-detectors on the tracked proportion overall and per expert slice with "
             f"labels (a half: evidence adds up over every run since a drop); the label-free estimate without "
@@ -71,7 +76,7 @@ def budget_summary(alpha: float, n_tested: int, *, horizon: int = HORIZON) -> di
     """The budget a monitor's page and API show: one computation for both run paths."""
     return {"alpha": alpha, "spent": spent(alpha, n_tested, horizon=horizon), "runs_tested": int(n_tested),
             "next_run_alpha": run_alpha(alpha, n_tested + 1, horizon=horizon), "method": SPENDING,
-            "guarantee": GUARANTEE, "arl_runs": horizon / alpha}
+            "guarantee": GUARANTEE, "arl_runs": horizon / alpha, "measured": MEASURED}
 
 
 def harm_level(alpha: float, n_tracked: int = 1, *, horizon: int = HORIZON) -> float:
