@@ -36,7 +36,7 @@ __all__ = ["sr_start", "sr_update", "log_mixture", "arl_threshold", "shared_star
            "shared_log_ratios", "MAX_CHANGE_RUNS"]
 
 NEVER = -1.0e300  # log of a zero statistic that stays JSON-serialisable (float("-inf") is not JSON)
-MAX_CHANGE_RUNS = 520  # change runs kept by the shared-error detectors: ten years of weekly runs
+MAX_CHANGE_RUNS = 104  # change runs the shared-error detectors keep: two years of weekly runs (bounded state)
 
 
 def sr_start(n_alternatives: int) -> list[float]:
