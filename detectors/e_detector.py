@@ -28,12 +28,15 @@ a monitor's state file or database row keeps it between runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["sr_start", "sr_update", "log_mixture", "arl_threshold"]
+__all__ = ["sr_start", "sr_update", "log_mixture", "arl_threshold", "shared_start", "shared_update",
+           "shared_log_ratios", "MAX_CHANGE_RUNS"]
 
 NEVER = -1.0e300  # log of a zero statistic that stays JSON-serialisable (float("-inf") is not JSON)
+MAX_CHANGE_RUNS = 104  # change runs the shared-error detectors keep: two years of weekly runs (bounded state)
 
 
 def sr_start(n_alternatives: int) -> list[float]:
@@ -71,3 +74,45 @@ def arl_threshold(alpha: float, *, horizon: int, weight: float = 1.0) -> float:
     if not 0 < weight <= 1:
         raise ValueError(f"weight must be in (0, 1], got {weight!r}.")
     return int(horizon) / (alpha * weight)
+
+
+# -- runs compared with one benchmark sample: the benchmark's error is shared by every run --------
+#
+# Run t gives a contrast X_t (its mean minus the benchmark's) with precision w_t; the benchmark's own
+# error adds one shared term of precision ``benchmark_precision``: under no change
+# X ~ N(0, diag(1/w_t) + 11'/benchmark_precision). A shift ``m`` of the mean from run j on has the
+# exact likelihood ratio (Sherman–Morrison, K = benchmark_precision + sum_t w_t, S = sum_t w_t X_t,
+# S_j and W_j the same sums from run j on)
+#     log L_{j,m} = m (S_j - W_j S / K) - m^2 (W_j - W_j^2 / K) / 2,
+# a martingale in the number of runs under no change; summed over change runs j it is a
+# Shiryaev–Roberts statistic that counts the benchmark's sampling error instead of ignoring it.
+
+
+def shared_start() -> dict[str, Any]:
+    """No runs yet: totals ``[S, W]`` and one row ``[S_j, W_j, *extras]`` per kept change run."""
+    return {"total": [0.0, 0.0], "suffix": []}
+
+
+def shared_update(state: dict[str, Any], weighted_sum: float, weight: float, *extras: float) -> dict[str, Any]:
+    """Add one run: ``weighted_sum = w_t X_t``, ``weight = w_t``; ``extras`` are summed alike (for statements)."""
+    suffix = [list(row) for row in state["suffix"]] + [[0.0, 0.0] + [0.0] * len(extras)]
+    for row in suffix:
+        row[0] += weighted_sum
+        row[1] += weight
+        for i, value in enumerate(extras):
+            row[2 + i] += value
+    # a sum of fewer positive terms alarms later, never earlier: dropping the oldest keeps the guarantee
+    return {"total": [state["total"][0] + weighted_sum, state["total"][1] + weight],
+            "suffix": suffix[-MAX_CHANGE_RUNS:]}
+
+
+def shared_log_ratios(state: dict[str, Any], shifts: Sequence[float], benchmark_precision: float) -> np.ndarray:
+    """``log L_{j,m}`` for every kept change run ``j`` (rows) and shift ``m`` (columns)."""
+    if not state["suffix"]:
+        return np.empty((0, len(shifts)))
+    total, weight = state["total"]
+    k = benchmark_precision + weight
+    suffix = np.asarray(state["suffix"], dtype=float)
+    sj, wj = suffix[:, 0], suffix[:, 1]
+    m = np.asarray(shifts, dtype=float)
+    return (sj - wj * total / k)[:, None] * m[None, :] - 0.5 * (wj - wj * wj / k)[:, None] * (m * m)[None, :]

@@ -3,16 +3,14 @@
 Each production value is placed in the benchmark's distribution (its mid-rank among the benchmark's
 values, ``u`` in (0, 1)) and turned into a normal score ``x = Phi^-1(u)``: under no change the
 scores are about standard normal whatever the feature's own distribution (ties only shrink their
-spread), so a shift in location shows as a mean away from 0. For a bet ``lam`` (positive: the
-feature moved up) a run of ``n`` scores summing to ``S`` has the e-value::
-
-    e = exp(lam * S - |lam| * n * m - n * lam**2 / 2)
-
-with mean at most 1 while the scores' true mean is within ``m`` of 0. ``m = benchmark_z /
-sqrt(n_benchmark)`` covers the benchmark's own sampling error (its empirical distribution is off
-by about that much, the same in every run), so one unlucky benchmark is not read as a shift run
-after run. Bets in both directions and several sizes are mixed with equal weights, each with its
-Shiryaev–Roberts sum (:mod:`detectors.e_detector`).
+spread, which makes the test conservative), so a shift in location shows as a mean away from 0.
+The benchmark's empirical distribution is itself off by about ``1/sqrt(n_benchmark)`` in these
+units, the same in every run: the run means are modelled as independent run errors plus that one
+shared error, and a shift ``m`` from run ``j`` on has an exact likelihood ratio ``L_{j,m}``
+(:func:`detectors.e_detector.shared_log_ratios`). Their sum over change runs and over shifts in
+both directions and several sizes (equal weights) is a Shiryaev–Roberts statistic: an alarm at
+``A`` has an average run length of at least ``A`` runs under no change, the benchmark's own
+sampling error included.
 
 >>> import numpy as np
 >>> rng = np.random.default_rng(0)
@@ -36,7 +34,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from detectors.base import Result
-from detectors.e_detector import log_mixture, sr_start, sr_update
+from detectors.e_detector import NEVER, shared_log_ratios, shared_start, shared_update
 
 __all__ = ["ShiftEvidence", "normal_scores", "shift_start", "shift_update", "shift_restart", "DEFAULT_BETS"]
 
@@ -68,34 +66,31 @@ def normal_scores(reference: np.ndarray, current: np.ndarray) -> np.ndarray:
     return ndtri(u)
 
 
-def shift_start(n_reference: int, *, bets: tuple[float, ...] = DEFAULT_BETS,
-                benchmark_z: float = 2.0) -> dict[str, Any]:
+def shift_start(n_reference: int, *, bets: tuple[float, ...] = DEFAULT_BETS) -> dict[str, Any]:
     """A fresh detector state (JSON-ready) for a benchmark of ``n_reference`` values."""
     if n_reference <= 0:
         raise ValueError(f"n_reference must be positive, got {n_reference!r}.")
     if not bets or any(b <= 0 for b in bets):
         raise ValueError(f"bets must be positive shift sizes, got {bets!r}.")
-    if benchmark_z < 0:
-        raise ValueError(f"benchmark_z must be >= 0, got {benchmark_z!r}.")
-    lams = [float(b) for b in bets] + [-float(b) for b in bets]
-    return {"lams": lams, "margin": benchmark_z / math.sqrt(n_reference), "log_r": sr_start(len(lams))}
+    shifts = [float(b) for b in bets] + [-float(b) for b in bets]
+    return {"shifts": shifts, "n_reference": int(n_reference), **shared_start()}
 
 
 def shift_restart(state: dict[str, Any]) -> dict[str, Any]:
     """The same detector with its evidence cleared (after an alarm: the next one needs new evidence)."""
-    return {**state, "log_r": sr_start(len(state["lams"]))}
+    return {**state, **shared_start()}
 
 
 def shift_update(state: dict[str, Any], scores: np.ndarray) -> tuple[dict[str, Any], ShiftEvidence]:
     """Add one run's normal scores (none: nothing changes)."""
     scores = np.asarray(scores, dtype=float)
-    state = {**state, "log_r": list(state["log_r"])}
     n = int(len(scores))
     if n:
-        total, m = float(scores.sum()), state["margin"]
-        log_e = [lam * total - abs(lam) * n * m - n * lam * lam / 2 for lam in state["lams"]]
-        state["log_r"] = sr_update(state["log_r"], log_e)
-    lead = int(np.argmax(state["log_r"]))
+        state = {**state, **shared_update(state, float(scores.sum()), float(n))}  # unit variance: precision n
+    logs = shared_log_ratios(state, state["shifts"], float(state["n_reference"]))
+    if logs.size == 0:
+        return state, ShiftEvidence(mean_score=None, n=0, direction="up", log_statistic=NEVER)
+    lead = int(np.argmax(logs.max(axis=0)))
     return state, ShiftEvidence(mean_score=float(scores.mean()) if n else None, n=n,
-                                direction="up" if state["lams"][lead] > 0 else "down",
-                                log_statistic=log_mixture(state["log_r"]))
+                                direction="up" if state["shifts"][lead] > 0 else "down",
+                                log_statistic=float(np.logaddexp.reduce(logs.ravel()) - math.log(len(state["shifts"]))))

@@ -14,7 +14,9 @@ false alarms bounded without going blind as it ages:
   the point drop. A drop that started at run ``k`` is judged on post-change rows only after
   ``window`` runs, so it is not diluted by the months before it.
 
-Both are pure functions; ``service.monitors.budget`` applies them to a monitor's state.
+Both are pure functions. Monitors use the first for their audits' level; harm is now judged by
+the e-detectors of :mod:`detectors.accuracy_drop`, which gather evidence over every run since a
+drop (``benchmarks/monitoring_detectors.py`` runs the window test beside them for comparison).
 
 >>> round(horizon_level(0.025, horizon=52), 6)
 0.000481

@@ -1,7 +1,7 @@
 """The drift part of a monitor's budget: one e-detector per numeric feature, resumed run after run.
 
 Each numeric feature of the benchmark (role ``feature``) gets a normal-score shift e-detector
-(:mod:`detectors.rank_shift`); the features share the drift quarter of the budget equally
+(:mod:`detectors.rank_shift`); the features share the drift eighth of the budget equally
 (:data:`service.monitors.budget.SHARES`), the set fixed by the first run so no feature's share
 changes later. A feature alerts when its statistic reaches its threshold, and its detector then
 starts over (so the alert stays present only while new runs bring new evidence, and the

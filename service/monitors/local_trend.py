@@ -32,8 +32,9 @@ def write_trend_page(config: dict[str, Any], state: dict[str, Any], alerts: list
 
     options = config.get("options") or {}
     source = config.get("source") or {}
-    monitor = SimpleNamespace(id=str(config.get("name") or "monitor"), name=str(config.get("name") or "monitor"),
-                              benchmark_id=Path(config["benchmark"]).name, domain=str(config.get("domain") or "generic"),
+    name = str(config.get("name") or "monitor")
+    monitor = SimpleNamespace(id=name, name=name, benchmark_id=Path(config["benchmark"]).name,
+                              domain=str(config.get("domain") or "generic"),
                               source={"type": source.get("type"), "warnings": list(source.get("warnings") or [])},
                               schedule={"cron": "external (monitor run --config)"})
     runs = [SimpleNamespace(id=r["id"], status=r["status"], started_at=_when(r.get("started_at")), created_at=None,

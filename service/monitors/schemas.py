@@ -75,6 +75,7 @@ class Budget(BaseModel):
     method: str
     guarantee: str = ""
     arl_runs: float = Field(0.0, description="The guaranteed average run length to a false alert: 52/alpha.")
+    measured: str = Field("", description="What the guarantee and the detectors' delays measured on real tables.")
 
 
 class AlertOut(BaseModel):
