@@ -132,12 +132,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
                                annotations=annotations, options=options, progress=progress,
                                names=(Path(args.benchmark).name, Path(args.production).name),
                                provenance=provenance)
-        if args.thumbnails:
-            # lazy: the thumbnails read the image cache the derivation filled (under the data dir)
-            from service.audits.report_thumbnails import with_thumbnails
-            from service.settings import Settings
+        # lazy: thumbnails (from the image cache the derivation filled) and skin-tone notes, as the API adds
+        from service.audits.report_thumbnails import with_thumbnails
+        from service.settings import Settings
 
-            outcome = with_thumbnails(outcome, prod, Settings(), options=options, domain=pack.name)
+        outcome = with_thumbnails(outcome, prod, Settings(), options=options, domain=pack.name)
     except ServiceError as exc:
         progress.done()
         print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
