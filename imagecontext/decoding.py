@@ -122,6 +122,14 @@ class DecodedImage:
         out.setflags(write=False)
         return out
 
+    @cached_property
+    def blockiness(self) -> float:
+        """The JPEG grid strength of the native pixels (:func:`imagecontext.compression.blockiness`),
+        made once per image: a column and the embedding read it."""
+        from imagecontext.compression import blockiness  # compression's tables need nothing of this module
+
+        return blockiness(self.luma)
+
     @property
     def height(self) -> int:
         return int(self.rgb.shape[0])

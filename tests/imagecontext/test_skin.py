@@ -94,7 +94,7 @@ def missing_reason(rgb):
 
 
 def test_missing_reasons_for_dim_clipped_and_cast():
-    portrait = feat_photo("15-f13-anc-ph.jpg")
+    portrait = feat_photo("0-f1-su-ph.jpg")
     assert missing_reason(portrait) is None
     assert missing_reason(exposure(portrait, 0.3)) in (None, "dim")  # dark but readable
     assert missing_reason(light(portrait, 4.0, 0.25)) == "strong_cast"
