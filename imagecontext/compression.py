@@ -126,7 +126,9 @@ def double_compressed(luma: np.ndarray, luminance_table: tuple[int, ...],
     if h < 64 or w < 64:
         return False, 0.0
     blocks = g[:h, :w].reshape(h // 8, 8, w // 8, 8).transpose(0, 2, 1, 3).reshape(-1, 64)
-    coefficients = blocks @ _LOW_BASIS  # (n_blocks, 5): only the coefficients read below
+    # only the coefficients read below, (n_blocks, 5); einsum, not a BLAS product: BLAS threads
+    # left spinning after it took 5x the CPU time of the whole extraction on a shared machine
+    coefficients = np.einsum("bk,kc->bc", blocks, _LOW_BASIS)
     empty, expected = 0, 0
     for i, (u, v) in enumerate(_LOW_FREQUENCIES):
         step = natural.reshape(8, 8)[u, v]

@@ -34,23 +34,24 @@ _IMMERKAER = np.array([[1, -2, 1], [-2, 4, -2], [1, -2, 1]], dtype=np.float32)
 
 
 def _luma(image: np.ndarray) -> np.ndarray:
-    """Luma as float32 0..255, at most NATIVE_CAP px: from (H, W) luma or (H, W, 3) RGB uint8."""
+    """Luma uint8, at most NATIVE_CAP px: from (H, W) luma or (H, W, 3) RGB uint8."""
     g = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
     h, w = g.shape
     scale = NATIVE_CAP / max(h, w)
     if scale < 1:
         g = cv2.resize(np.ascontiguousarray(g), (max(1, round(w * scale)), max(1, round(h * scale))),
                        interpolation=cv2.INTER_AREA)
-    return g.astype(np.float32)
+    return np.ascontiguousarray(g)
 
 
 def sharpness(image: np.ndarray) -> float:
     """Contrast-normalised variance of the Laplacian of ``image`` (luma or RGB uint8)."""
-    g = _luma(image) / 255.0
-    var = float(g.var())
-    if var < 1e-8:
+    # integer filtering and OpenCV's moments: the ratio does not depend on the grey scale
+    g = _luma(image)
+    var = float(cv2.meanStdDev(g)[1][0, 0]) ** 2
+    if var < 1e-6:
         return 0.0
-    return float(cv2.Laplacian(g, cv2.CV_32F, ksize=1).var() / var)
+    return float(cv2.meanStdDev(cv2.Laplacian(g, cv2.CV_16S, ksize=1))[1][0, 0] ** 2 / var)
 
 
 def noise_level(image: np.ndarray) -> float:
@@ -58,5 +59,6 @@ def noise_level(image: np.ndarray) -> float:
     g = _luma(image)
     if min(g.shape) < 3:
         return 0.0
-    response = cv2.filter2D(g, cv2.CV_32F, _IMMERKAER)[1:-1, 1:-1]
-    return float(math.sqrt(math.pi / 2) * np.abs(response).mean() / 6.0)
+    response = cv2.filter2D(g, cv2.CV_16S, _IMMERKAER)[1:-1, 1:-1]  # |response| <= 16 * 255
+    total = float(cv2.norm(response, cv2.NORM_L1))
+    return float(math.sqrt(math.pi / 2) * total / response.size / 6.0)
