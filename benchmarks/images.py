@@ -157,9 +157,9 @@ def face_quality() -> None:
     empty = list(non_face_photos().values()) + feat_video_frames("no_face.mp4", 4)
     print(f"false positives on {len(empty)} photos/frames without a person: "
           + ", ".join(f"{d} {sum(detect_faces(x, **kw).count for x in empty)}" for d, kw in detectors.items()))
-    turned = [np.ascontiguousarray(np.rot90(x, k)) for x in [feat_photo("single_face.jpg"), feat_photo("0-f1-su-ph.jpg")]
-              for k in (1, 2, 3)]
-    print(f"turned portraits (90/180/270) found: "
+    portraits = [feat_photo("single_face.jpg"), feat_photo("0-f1-su-ph.jpg")]
+    turned = [np.ascontiguousarray(np.rot90(x, k)) for x in portraits for k in (1, 2, 3)]
+    print("turned portraits (90/180/270) found: "
           + ", ".join(f"{d} {sum(detect_faces(x, **kw).found for x in turned)}/{len(turned)}"
                       for d, kw in detectors.items()))
 

@@ -14,4 +14,5 @@ __all__ = ["EXTRACTOR_VERSION", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_PIXELS", "Deco
            "ImageError", "decode", "extract", "embed", "embedding_columns", "COLUMNS", "TEXT_COLUMNS",
            "EMBEDDING_DIM", "EMBEDDING_PREFIX", "extractor_of"]
 
-EXTRACTOR_VERSION = "4"  # 4: CNN faces, normalised skin tone, compression forensics, native noise/sharpness, emb_* embedding
+# 4: CNN faces, normalised skin tone, compression forensics, native noise/sharpness, emb_* embedding
+EXTRACTOR_VERSION = "4"

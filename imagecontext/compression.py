@@ -27,8 +27,7 @@ import math
 
 import numpy as np
 
-from imagecontext.tables import ZIGZAG as _ZIGZAG
-from imagecontext.tables import ijg_luminance_table
+from imagecontext.tables import ZIGZAG as _ZIGZAG, ijg_luminance_table
 
 __all__ = ["coarseness", "quality_of_coarseness", "standard_tables", "blockiness", "double_compressed",
            "DOUBLE_EMPTY_SHARE", "DOUBLE_FINE_QUALITY", "DOUBLE_GRID"]

@@ -58,8 +58,8 @@ def _import_cnn():
 
 _CNN = _import_cnn()
 
-__all__ = ["DETECTOR", "DETECT_SIDE", "SMALL_FACE_SIDE", "FILL_SIDE", "ROTATED_SIDE", "MIN_CONFIDENCE", "FaceBox", "Faces",
-           "detect_faces"]
+__all__ = ["DETECTOR", "DETECT_SIDE", "SMALL_FACE_SIDE", "FILL_SIDE", "ROTATED_SIDE", "MIN_CONFIDENCE",
+           "FaceBox", "Faces", "detect_faces"]
 
 DETECTOR = "libfacedetection" if _CNN is not None else "haar"
 # the CNN's cost grows with the area (one thread: 2.5 ms at 160 px, 6.5 at 256, 10 at 320, 17

@@ -182,9 +182,9 @@ def test_embedding_follows_light_and_compression_not_a_flip():
 
 
 def test_embedding_columns_use_the_detector_prefix():
-    from detectors.embedding import embedding_matrix
-
     import pandas as pd
+
+    from detectors.embedding import embedding_matrix
 
     v = embed(decode(encode(PHOTOS["coffee"])))
     frame = pd.DataFrame([v], columns=list(embedding_columns()))

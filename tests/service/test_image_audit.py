@@ -134,6 +134,8 @@ def test_cli_audit_of_zips_finds_dim_illumination(zips, tmp_path):
     assert top.count("<img ") == 8
     assert re.search(r'<p class="derived">Derived from the images[^<]*illumination \(from img_brightness', html)
     assert "Derived from the images" in md.read_text() and "Derived from the images" in res.stdout
+    # the appearance embedding is named as the embedding detector reads it, and it is tested
+    assert result["columns"]["embeddings"][0] == "emb_0" and result["semantic"]["embedding"]["drifted"] is True
     # the next-round plan names the image of each row to label (the archive member)
     import zipfile
     members = set(zipfile.ZipFile(folder / "prod.zip").namelist())
