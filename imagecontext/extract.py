@@ -4,7 +4,7 @@
 does not apply, e.g. JPEG quality of a PNG, or skin tone when no face was found: then
 ``skin_missing`` says why).
 :data:`COLUMNS` lists the names in order; :func:`embed` gives the appearance embedding,
-stored as ``img_emb_0`` .. ``img_emb_{EMBEDDING_DIM-1}`` (:func:`embedding_columns`).
+stored as ``emb_0`` .. ``emb_{EMBEDDING_DIM-1}`` (:func:`embedding_columns`).
 
 >>> import numpy as np, io
 >>> from PIL import Image
