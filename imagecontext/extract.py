@@ -4,7 +4,7 @@
 does not apply, e.g. JPEG quality of a PNG, or skin tone when no face was found: then
 ``skin_missing`` says why).
 :data:`COLUMNS` lists the names in order; :func:`embed` gives the appearance embedding,
-stored as ``img_emb_0`` .. ``img_emb_{EMBEDDING_DIM-1}`` (:func:`embedding_columns`).
+stored as ``emb_0`` .. ``emb_{EMBEDDING_DIM-1}`` (:func:`embedding_columns`).
 
 >>> import numpy as np, io
 >>> from PIL import Image
@@ -20,8 +20,9 @@ from typing import Literal
 
 import numpy as np
 
+from imagecontext.compression import double_compressed
 from imagecontext.decoding import DecodedImage
-from imagecontext.embedding import EMBEDDING_DIM, appearance_embedding
+from imagecontext.embedding import EMBEDDING_DIM, EMBEDDING_PREFIX, appearance_embedding
 from imagecontext.faces import detect_faces
 from imagecontext.file_facts import file_facts
 from imagecontext.pixel_stats import pixel_stats
@@ -33,6 +34,7 @@ __all__ = ["COLUMNS", "TEXT_COLUMNS", "EMBEDDING_EXTRACTOR", "extract", "embed",
 COLUMNS = (
     "img_format", "img_width", "img_height", "img_aspect", "img_megapixels", "img_bytes",
     "img_n_frames", "img_jpeg_quality", "img_chroma_subsampling",
+    "img_jpeg_coarseness", "img_jpeg_standard_tables", "img_jpeg_double", "img_blockiness",
     "img_brightness", "img_contrast", "img_dark_share", "img_saturated_share",
     "img_cast_a", "img_cast_b", "img_saturation", "img_sharpness", "img_noise",
     "face_found", "face_count", "face_confidence", "face_rotation",
@@ -46,8 +48,8 @@ TEXT_COLUMNS = ("img_format", "img_chroma_subsampling", "skin_ita_category", "sk
 
 # which extractor (module of this package) gives each column: what a report cites as the source
 _EXTRACTOR_COLUMNS = {
-    "file_facts": COLUMNS[:9], "pixel_stats": COLUMNS[9:16], "sharpness": COLUMNS[16:18],
-    "faces": COLUMNS[18:26], "skin": COLUMNS[26:],
+    "file_facts": COLUMNS[:11], "compression": COLUMNS[11:13], "pixel_stats": COLUMNS[13:20],
+    "sharpness": COLUMNS[20:22], "faces": COLUMNS[22:30], "skin": COLUMNS[30:],
 }
 _EXTRACTORS = {column: f"imagecontext.{name}" for name, cols in _EXTRACTOR_COLUMNS.items() for column in cols}
 EMBEDDING_EXTRACTOR = "imagecontext.embedding"
@@ -56,10 +58,11 @@ EMBEDDING_EXTRACTOR = "imagecontext.embedding"
 def extractor_of(column: str) -> str | None:
     """The extractor that derives ``column`` (``None`` for a name no extractor gives).
 
-    >>> extractor_of("img_brightness"), extractor_of("face_count"), extractor_of("img_emb_3")
+    >>> extractor_of("img_brightness"), extractor_of("face_count"), extractor_of("emb_3")
     ('imagecontext.pixel_stats', 'imagecontext.faces', 'imagecontext.embedding')
     """
-    if column.startswith("img_emb_") and column[8:].isdigit() and int(column[8:]) < EMBEDDING_DIM:
+    index = column[len(EMBEDDING_PREFIX):]
+    if column.startswith(EMBEDDING_PREFIX) and index.isdigit() and int(index) < EMBEDDING_DIM:
         return EMBEDDING_EXTRACTOR
     return _EXTRACTORS.get(column)
 
@@ -84,6 +87,8 @@ def extract(image: DecodedImage, *, faces: bool = True,
     # the pixel statistics all measure at the canonical size: resize once, not per statistic
     small = image.canonical
     facts = file_facts(image)
+    luma = image.luma  # native pixels: the JPEG grid, noise and sharpness need them
+    grid = image.blockiness
     stats = pixel_stats(small)
     out: dict[str, object] = {
         "img_format": facts.format, "img_width": facts.width, "img_height": facts.height,
@@ -91,14 +96,20 @@ def extract(image: DecodedImage, *, faces: bool = True,
         "img_bytes": facts.n_bytes, "img_n_frames": facts.n_frames,
         "img_jpeg_quality": facts.jpeg_quality,
         "img_chroma_subsampling": facts.chroma_subsampling,
+        "img_jpeg_coarseness": facts.jpeg_coarseness,
+        "img_jpeg_standard_tables": facts.jpeg_standard_tables,
+        "img_jpeg_double": double_compressed(luma, image.jpeg_quantization[0], grid)[0]
+        if image.jpeg_quantization else None,
+        "img_blockiness": grid,
         "img_brightness": stats.brightness, "img_contrast": stats.contrast,
         "img_dark_share": stats.dark_share, "img_saturated_share": stats.saturated_share,
         "img_cast_a": stats.cast_a, "img_cast_b": stats.cast_b,
         "img_saturation": stats.saturation,
-        "img_sharpness": sharpness(small), "img_noise": noise_level(small),
+        "img_sharpness": sharpness(luma), "img_noise": noise_level(luma),
     }
-    # the detector looks above the canonical size (small faces), at its own working copy
-    found = detect_faces(rgb) if faces else None
+    # the detector looks at the canonical copy first, and above it (small faces) only when
+    # nothing was found
+    found = detect_faces(rgb, working=small) if faces else None
     largest = found.largest if found is not None else None
     # an image without a detected face carries no face-derived value (a size of 0 would
     # read as "a very small face" in a slice on it)
@@ -137,9 +148,9 @@ def embed(image: DecodedImage) -> np.ndarray:
     canonical size like the statistics: on the benchmark photos at 640 and 1024 px the vector of
     the full-size pixels (extractor version 2) had cosine similarity above 0.9999 to it, and cost
     about 2.5 times as much."""
-    return appearance_embedding(image.canonical)
+    return appearance_embedding(image.canonical, image.blockiness)
 
 
 def embedding_columns() -> tuple[str, ...]:
-    """Column names of the embedding: ``img_emb_0`` .. ``img_emb_{EMBEDDING_DIM-1}``."""
-    return tuple(f"img_emb_{i}" for i in range(EMBEDDING_DIM))
+    """Column names of the embedding: ``emb_0`` .. ``emb_{EMBEDDING_DIM-1}``."""
+    return tuple(f"{EMBEDDING_PREFIX}{i}" for i in range(EMBEDDING_DIM))

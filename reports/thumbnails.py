@@ -1,7 +1,9 @@
 """Thumbnails of production rows inside the top limitations, for the HTML report.
 
 A reader trusts "dim illumination" more after seeing the dim photos. For each of the top
-:data:`TOP_LIMITATIONS` change limitations that select rows (a ``definition``), up to
+:data:`TOP_LIMITATIONS` change limitations that select rows (a ``definition``), and then of the
+top :data:`TOP_STANDING` standing ones (a slice that was already weak in the benchmark, e.g.
+dim images, is about image rows too), up to
 :data:`PER_LIMITATION` production rows inside it are drawn (seeded, so the same audit shows the
 same rows) and shown as :data:`SIDE` px JPEG data URIs. The image bytes come through ``read``,
 a callable the caller passes (row position in ``production`` -> encoded image bytes or
@@ -24,10 +26,11 @@ from PIL import Image
 from domains import evaluate
 from reports.result import LimitationRecord
 
-__all__ = ["MAX_PAYLOAD", "PER_LIMITATION", "SIDE", "TOP_LIMITATIONS", "MEDICAL_DOMAINS", "data_uri",
+__all__ = ["MAX_PAYLOAD", "PER_LIMITATION", "SIDE", "TOP_LIMITATIONS", "TOP_STANDING", "MEDICAL_DOMAINS", "data_uri",
            "thumbnail_strips"]
 
 TOP_LIMITATIONS = 5
+TOP_STANDING = 3
 PER_LIMITATION = 8
 SIDE = 64
 MAX_PAYLOAD = 600_000  # bytes of data URIs in all: 40 thumbnails of about 3 KB need a tenth of it
@@ -77,10 +80,12 @@ def thumbnail_strips(limitations: Sequence[LimitationRecord], production: pd.Dat
     if domain in MEDICAL_DOMAINS and not medical_ok:
         return {}, ("Thumbnails were not shown: the dermatology domain's images are patient data; "
                     "set report_thumbnails_medical to show them.")
-    ranked = sorted((lim for lim in limitations if lim.definition and lim.claim == "change"), key=lambda lim: lim.rank)
+    with_rows = sorted((lim for lim in limitations if lim.definition), key=lambda lim: lim.rank)
+    ranked = ([lim for lim in with_rows if lim.claim == "change"][:TOP_LIMITATIONS]
+              + [lim for lim in with_rows if lim.claim != "change"][:TOP_STANDING])
     strips: dict[str, list[str]] = {}
     spent, capped = 0, False
-    for lim in ranked[:TOP_LIMITATIONS]:
+    for lim in ranked:
         rng = np.random.default_rng([seed, lim.rank])
         uris = []
         for row in _rows(lim.definition, production, rng):

@@ -40,6 +40,8 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--html", metavar="OUT.html")
     audit.add_argument("--json", metavar="OUT.json")
     audit.add_argument("--markdown", metavar="OUT.md")
+    audit.add_argument("--thumbnails", action="store_true",
+                       help="image uploads: show thumbnails of production rows in the HTML report's top limitations")
     audit.add_argument("--budget", type=int, default=500, help="rows to label next round")
     audit.add_argument("--alpha", type=float, default=0.05)
     audit.add_argument("--seed", type=int, default=0)
@@ -116,7 +118,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from service.datasets.csv_dialect import parse_dialect
 
     progress = TerminalProgress()
-    options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed}
+    options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed,
+               "report_thumbnails": bool(args.thumbnails)}
     try:
         pack = load_pack(args.domain)
         schema = read_schema(args.schema)
@@ -129,13 +132,22 @@ def cmd_audit(args: argparse.Namespace) -> int:
             return _finish_audit(args, outcome, progress)
         progress(0.0, "reading benchmark")
         dialect = parse_dialect(args.delimiter, args.decimal)
-        bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack, dialect=dialect)
+        provenance: tuple[dict, dict] = ({}, {})  # what was derived from the images, as the API records it
+        bench, bench_roles = read_dataset(args.benchmark, schema=schema, pack=pack, dialect=dialect,
+                                          provenance=provenance[0])
         progress(0.02, "reading production")
-        prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack, dialect=dialect)
+        prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack, dialect=dialect,
+                                        provenance=provenance[1])
         annotations = read_annotations(args.annotations)
         outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=bench_roles, production_roles=prod_roles,
                                annotations=annotations, options=options, progress=progress,
-                               names=(Path(args.benchmark).name, Path(args.production).name))
+                               names=(Path(args.benchmark).name, Path(args.production).name),
+                               provenance=provenance)
+        # lazy: thumbnails (from the image cache the derivation filled) and skin-tone notes, as the API adds
+        from service.audits.report_thumbnails import with_thumbnails
+        from service.settings import Settings
+
+        outcome = with_thumbnails(outcome, prod, Settings(), options=options, domain=pack.name)
     except ServiceError as exc:
         progress.done()
         print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
@@ -158,6 +170,11 @@ def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress)
             print(f"Note ({note.part}): {note.reason}", file=sys.stderr)
     for lim in result.limitations[:5]:
         print(f"  {lim.rank}. [{lim.kind}] {lim.statement}")
+    from reports.derived_note import derived_note  # lazy, like the report modules above
+
+    derived = derived_note(result)
+    if derived:
+        print(derived)
     for label, path in (("HTML report", args.html), ("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label}: {path}")

@@ -33,7 +33,7 @@ class ColumnOut(BaseModel):
 class ColumnSource(BaseModel):
     """Where one column of an image upload came from."""
 
-    column: str = Field(description="A column name; img_emb_* stands for the appearance embedding's columns.")
+    column: str = Field(description="A column name; emb_* stands for the appearance embedding's columns.")
     source: Literal["derived_from_image", "user_metadata"]
     extractor: str | None = Field(default=None, description="The imagecontext extractor that derived it.")
     extractor_version: str | None = Field(default=None, description="imagecontext.EXTRACTOR_VERSION.")

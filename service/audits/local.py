@@ -13,6 +13,7 @@ from service.audits.pipeline import AuditInput, run_audit
 from service.datasets import frame_checks, ingest
 from service.datasets.coerce import coerce_columns
 from service.datasets.images.intake import prepare_file
+from service.datasets.images.origins import derived_ref
 from service.datasets.partitions import read_parts
 from service.datasets.paths import is_glob, parquet_files, split_glob
 from service.errors import InvalidRequest
@@ -54,11 +55,16 @@ def read_annotations(path: str | None) -> tuple[pd.DataFrame, dict[str, str]] | 
 
 
 def read_dataset(path: str | Path, *, schema: Any, pack: Any,
-                 dialect: tuple[str | None, str | None] = (None, None)) -> tuple[pd.DataFrame, dict[str, str]]:
+                 dialect: tuple[str | None, str | None] = (None, None),
+                 provenance: dict[str, Any] | None = None) -> tuple[pd.DataFrame, dict[str, str]]:
     """Read, type and validate one file, Parquet directory or glob exactly as ``POST /v1/datasets``
     (or ``/v1/datasets/register``) would; a file carrying images gets its derived columns first.
-    ``dialect``: a CSV's (delimiter, decimal mark) as named by the user; None: sniffed, as on upload."""
+    ``dialect``: a CSV's (delimiter, decimal mark) as named by the user; None: sniffed, as on upload.
+    ``provenance`` (when given) receives what the audit's reference says of derived columns
+    (``derived_context``), as a stored dataset's would."""
     images = prepare_file(path, pack=pack, user_schema=schema)
+    if images is not None and provenance is not None:
+        provenance.update(derived_ref({"images": images.metadata}))
     if images is not None:
         try:
             frame, _ = read_any(images.path)
@@ -97,12 +103,14 @@ def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any
                  options: dict[str, Any] | None = None, progress: Progress | None = None,
                  names: tuple[str, str] = ("benchmark", "production"),
                  annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
-                 reference_cache: Any = None) -> Any:
-    """One in-memory audit; ``reference_cache`` (a ``ReferenceCache``) keeps the benchmark-side fits."""
+                 reference_cache: Any = None,
+                 provenance: tuple[dict[str, Any], dict[str, Any]] = ({}, {})) -> Any:
+    """One in-memory audit; ``reference_cache`` (a ``ReferenceCache``) keeps the benchmark-side fits;
+    ``provenance``: each side's :func:`read_dataset` provenance (image-derived contexts)."""
     audit_input = AuditInput(audit_id="local", benchmark=benchmark, production=production,
                              benchmark_roles=benchmark_roles, production_roles=production_roles,
-                             benchmark_ref={"id": names[0], "name": names[0]},
-                             production_ref={"id": names[1], "name": names[1]}, pack=pack,
+                             benchmark_ref={"id": names[0], "name": names[0], **provenance[0]},
+                             production_ref={"id": names[1], "name": names[1], **provenance[1]}, pack=pack,
                              options=AuditOptions(**(options or {})).model_dump(), annotations=annotations,
                              reference_cache=reference_cache)
     return run_audit(audit_input, progress=progress or (lambda p, s: None))

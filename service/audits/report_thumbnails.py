@@ -1,9 +1,12 @@
-"""The audit report re-rendered with thumbnails of production rows, when the audit asked for them.
+"""The audit report re-rendered with what the images add: thumbnails of production rows, when the
+audit asked for them, and beside every skin-tone finding the images' brightness and cast.
 
 The pipeline renders the report from the AuditResult; this adds, for an audit with
 ``report_thumbnails``, the thumbnails :mod:`reports.thumbnails` picks, read from the image cache
 through each production row's ``image_sha256`` (:mod:`service.datasets.images.cache`). A production table
-without image hashes (not an image upload) gets a note instead.
+without image hashes (not an image upload) gets a note instead. Whatever the options, a limitation
+whose rows are chosen by skin tone gets :mod:`reports.skin_context`'s note when the production rows
+carry the image-derived columns.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from reports.result import as_result
+from reports.skin_context import skin_tone_notes
 from reports.thumbnails import thumbnail_strips
 from service.datasets.images.cache import read_thumbnail
 from service.datasets.images.derive import HASH_COLUMN
@@ -21,12 +25,19 @@ __all__ = ["with_thumbnails"]
 
 
 def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, options: dict, domain: str) -> Any:
-    """``outcome`` with its HTML re-rendered with thumbnails (unchanged when not asked for)."""
-    if not options.get("report_thumbnails"):
+    """``outcome`` with its HTML re-rendered with thumbnails and skin-tone notes (unchanged when
+    neither applies)."""
+    asked = bool(options.get("report_thumbnails"))
+    if not asked and "img_brightness" not in production.columns:
+        return outcome
+    result = as_result(outcome.result)  # validated once, for the thumbnails' picks and the rendering
+    notes = skin_tone_notes(result.limitations, production)
+    if not asked and not notes:
         return outcome
     from reports import render_html  # lazy: SciPy (~1.2 s); the audit worker imports this module at API start-up
 
-    result = as_result(outcome.result)  # validated once, for the thumbnails' picks and the rendering
+    if not asked:
+        return replace(outcome, html=render_html(result, image_notes=notes))
     if HASH_COLUMN in production.columns:
         hashes = production[HASH_COLUMN].to_numpy()
         strips, note = thumbnail_strips(result.limitations, production,
@@ -35,4 +46,4 @@ def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, op
                                         medical_ok=bool(options.get("report_thumbnails_medical")))
     else:
         strips, note = {}, "Thumbnails were asked for, but the production data was not uploaded with its images."
-    return replace(outcome, html=render_html(result, thumbnails=strips, thumbnail_note=note))
+    return replace(outcome, html=render_html(result, thumbnails=strips, thumbnail_note=note, image_notes=notes))

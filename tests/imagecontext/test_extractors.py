@@ -158,3 +158,34 @@ def test_grey_image_has_no_skin_tone():
     values = extract(decode(encode(faces[0])))
     assert values["face_count"] >= 1 and values["skin_ita"] is None
     assert values["skin_missing"] == "no_colour"
+
+
+def test_embedding_follows_light_and_compression_not_a_flip():
+    # SYNTHETIC perturbations of real photos; distances relative to the median distance
+    # between two different photos
+    import itertools
+
+    from tests.imagecontext.images import feat_photo, non_face_photos
+
+    photos_ = list(non_face_photos().values()) + [PHOTOS["astronaut"], feat_photo("single_face.jpg")]
+    vec = lambda rgb, fmt="PNG", **kw: embed(decode(encode(rgb, fmt, **kw)))  # noqa: E731
+    base = [vec(x) for x in photos_]
+    between = np.median([np.linalg.norm(a - b) for a, b in itertools.combinations(base, 2)])
+    moved = lambda f: np.median([np.linalg.norm(f(x) - b) for x, b in zip(photos_, base)]) / between  # noqa: E731
+    flip = moved(lambda x: vec(x[:, ::-1]))
+    dark = moved(lambda x: vec(darken(x)))
+    heavy_jpeg = moved(lambda x: vec(x, "JPEG", quality=20))
+    light_jpeg = moved(lambda x: vec(x, "JPEG", quality=95))
+    assert flip < 0.1 < dark and flip < 0.2 * dark
+    assert heavy_jpeg > 0.25 and heavy_jpeg > 5 * light_jpeg
+    assert moved(lambda x: vec(blur(x))) > 0.3
+
+
+def test_embedding_columns_use_the_detector_prefix():
+    import pandas as pd
+
+    from detectors.embedding import embedding_matrix
+
+    v = embed(decode(encode(PHOTOS["coffee"])))
+    frame = pd.DataFrame([v], columns=list(embedding_columns()))
+    assert embedding_matrix(frame).shape == (1, EMBEDDING_DIM)

@@ -8,8 +8,7 @@ import pytest
 
 from imagecontext import decode, extract
 from imagecontext.faces import DETECTOR, detect_faces
-from tests.imagecontext.images import (FEAT_PORTRAITS, encode, feat_photo, lfw_upscaled,
-                                       non_face_photos, photos)
+from tests.imagecontext.images import FEAT_PORTRAITS, encode, feat_photo, lfw_upscaled, non_face_photos, photos
 
 
 def test_the_cnn_is_the_detector_in_use():

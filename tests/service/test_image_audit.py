@@ -122,15 +122,25 @@ def test_api_zip_upload_audit_finds_dim_illumination(zips, tmp_path):
 
 def test_cli_audit_of_zips_finds_dim_illumination(zips, tmp_path):
     folder, _ = zips
-    out = tmp_path / "r.json"
+    out, page, md = tmp_path / "r.json", tmp_path / "r.html", tmp_path / "r.md"
     res = subprocess.run([sys.executable, "-m", "service.cli", "audit", "--benchmark", str(folder / "bench.zip"),
                           "--production", str(folder / "prod.zip"), "--domain", "facial_expression",
-                          "--json", str(out)], capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                          "--json", str(out), "--html", str(page), "--markdown", str(md), "--thumbnails"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600,
                          env={**os.environ, "DO_NOT_TRACK": "1", "CONTEXTSHIFT_DATA_DIR": str(tmp_path / "d"),
                               "PYTHONPATH": os.getcwd()})
     assert res.returncode in (0, 1), res.stderr[-3000:]
     result = json.loads(out.read_text())
     _check_top_limitation(result)
+    # the same provenance and thumbnails as through the API, in every rendering
+    assert result["production"]["derived_context"]["illumination"]["from"] == "img_brightness"
+    html = page.read_text()
+    top = re.search(r'id="top-limitation">.*?</div>\s*</div>', html, re.S).group(0)
+    assert top.count("<img ") == 8
+    assert re.search(r'<p class="derived">Derived from the images[^<]*illumination \(from img_brightness', html)
+    assert "Derived from the images" in md.read_text() and "Derived from the images" in res.stdout
+    # the appearance embedding is named as the embedding detector reads it, and it is tested
+    assert result["columns"]["embeddings"][0] == "emb_0" and result["semantic"]["embedding"]["drifted"] is True
     # the next-round plan names the image of each row to label (the archive member)
     import zipfile
     members = set(zipfile.ZipFile(folder / "prod.zip").namelist())

@@ -27,7 +27,7 @@ def test_upload_answer_names_derived_and_user_columns(client):
     assert by["face_height_px"]["feeds_context"] == ["face_size"]
     assert by["skin_tone"]["source"] == "user_metadata" and by["skin_tone"]["extractor"] is None
     assert by["skin_ita_category"]["feeds_context"] == []  # the user's column won: it feeds nothing
-    assert by["img_emb_*"]["extractor"] == "imagecontext.embedding"
+    assert by["emb_*"]["extractor"] == "imagecontext.embedding"
     # the same answer when the dataset is read back
     again = client.get(f"/v1/datasets/{body['id']}").json()
     assert sources(again) == by

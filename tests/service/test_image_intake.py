@@ -55,7 +55,7 @@ def test_zip_upload_derives_context_and_roles(client, settings):
     body = r.json()
     roles = {c["name"]: c["role"] for c in body["columns"]}
     assert roles["illumination"] == "context" and roles["face_size"] == "context"
-    assert roles["img_brightness"] == "feature" and roles["img_emb_0"] == "embedding"
+    assert roles["img_brightness"] == "feature" and roles["emb_0"] == "embedding"
     assert "image" not in roles and body["n_rows"] == 6
     frame = stored_frame(settings, body["id"])
     bright = frame.sort_values("id")["img_brightness"].to_numpy()

@@ -193,7 +193,7 @@ def _table(frame: pd.DataFrame, keep: list[int], values: list, embeddings: list)
     if any(p is not None for p in paths):
         derived[PATH_COLUMN] = paths
     derived = derived[[c for c in derived.columns if c not in base.columns]]  # the user's columns win
-    emb = emb[[c for c in emb.columns if c not in base.columns]]
+    emb = emb.iloc[:, :0] if any(c.startswith(imagecontext.EMBEDDING_PREFIX) for c in base) else emb
     return pd.concat([base, derived, emb], axis=1)
 
 

@@ -6,7 +6,7 @@ context with :mod:`imagecontext` and writes ONE Parquet table: the manifest's co
 (minus ``image``), each row's image hash ``image_sha256`` (role ``ignore``: it finds the
 row's thumbnail in the cache, :mod:`service.datasets.images.cache`), the derived
 ``img_*``/``face_*``/``skin_*`` values (role ``feature``),
-the appearance embedding ``img_emb_*`` (role ``embedding``) and the domain pack's
+the appearance embedding ``emb_*`` (role ``embedding``) and the domain pack's
 mapped context columns (role ``context``; a column the user supplied wins). The usual
 streamed upload then validates and stores that table, so nothing half-written is stored.
 

@@ -2,7 +2,7 @@
 
 :func:`column_sources` is what an image upload's validation report records (``images.columns``,
 served as ``ValidationOut.images``): one entry per derived image value, one for the appearance
-embedding (named ``img_emb_*``), one per pack context derived from an image value and one per pack
+embedding (named ``emb_*``), one per pack context derived from an image value and one per pack
 context (or would-be derived name) the user's manifest supplied, which wins. :func:`derived_ref`
 is what an audit's benchmark/production reference carries of it, so the report can say which
 context values were derived.
@@ -49,7 +49,8 @@ def column_sources(user_columns: Iterable[str], added_context: Iterable[str], pa
         else:
             out.append(_entry(column, DERIVED, extractor=imagecontext.extractor_of(column), version=version,
                               feeds=fed.get(column, ())))
-    out.append(_entry("img_emb_*", DERIVED, extractor=imagecontext.extractor_of("img_emb_0"), version=version))
+    out.append(_entry(f"{imagecontext.EMBEDDING_PREFIX}*", DERIVED,
+                      extractor=imagecontext.extractor_of(imagecontext.embedding_columns()[0]), version=version))
     for column in added:
         source = rules[column].source
         out.append(_entry(column, DERIVED, extractor=imagecontext.extractor_of(source), version=version,
