@@ -69,7 +69,10 @@ def row_masks(found: list[Limitation], benchmark: pd.DataFrame,
 
 
 def _order(lim: Limitation) -> tuple:
-    return ROW_KINDS.index(lim.kind), -lim.score
+    # a total order: two findings on equal rows with the same kind and score (a slice and its twin with a
+    # redundant condition) must not each fold into the other, or both would vanish; the shorter definition
+    # is the parent
+    return ROW_KINDS.index(lim.kind), -lim.score, len(lim.key), lim.key
 
 
 def row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> list[Relation]:

@@ -1,7 +1,7 @@
 """End to end for the deepfake pack: heavy JPEG compression, derived from the images' own
 quantisation tables, defines the pack's slice and is measured there through the CLI, with the
-derived-from-images note. (Which claim leads is the claim layer's call: on this data it ranks
-the overall drop first and says the context mix explains it.)
+derived-from-images note; the top change claim is the concept shift located there (the detector got
+worse on heavily compressed media), which explains the overall drop and the inputs' change.
 
 Data: the real images of :mod:`tests.service.test_image_audit` (LFW faces, their mirror images,
 five sample photos). SYNTHETIC: a share of them is saved as JPEG quality 20 (heavy), the others
@@ -66,5 +66,7 @@ def test_cli_audit_measures_heavy_compression_derived_from_the_tables(zips, tmp_
     # the planted images, found from the pixels' tables: 30 % and 50 % of 205, seeded
     assert 40 <= heavy["n_benchmark"] <= 80 and 80 <= heavy["n_production"] <= 125
     assert heavy["production_value"] < heavy["benchmark_value"] - 0.3 and heavy["p_value_adjusted"] < 1e-6
-    assert "img_jpeg_quality" in json.dumps(result["limitations"][:3])
+    changes = [lim for lim in result["limitations"] if lim["claim"] == "change"]
+    assert changes[0]["kind"] == "concept_shift" and "compression" in changes[0]["key"], [c["key"] for c in changes]
+    assert [c["key"] for c in changes if c["key"] == "concept_shift:all"] == []  # explained, not restated
     assert "Derived from the images" in page.read_text() and "compression (from img_jpeg_quality" in res.stdout
