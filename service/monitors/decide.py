@@ -34,6 +34,7 @@ class RunDecision:
     others: list[Finding] = field(default_factory=list)  # standing, or below the floor: present, never opened
     drift: list[DriftCheck] = field(default_factory=list)
     reset: bool = False  # the benchmark changed: every detector started over this run
+    claimed_rows: frozenset[str] = frozenset()  # harm slices ("overall" or a slice name) an alerting claim states
 
     @property
     def harm(self) -> list[Finding]:
@@ -50,7 +51,10 @@ class RunDecision:
         # the audit's input-shift claim, when it alerts, already says the inputs moved (and what it costs):
         # the drift detectors' findings stay present (their alerts stay open) but open nothing new
         covered = any(f.kind == "covariate_shift" for f in self.changes)
-        return self.changes + self.harm + ([] if covered else self.drifted)
+        # likewise the audit's drop claim on the same rows (overall, or the slice) already says the harm
+        # with its measured loss: one fact, one alert
+        harm = [f for f in self.harm if f.key.split(":", 1)[1] not in self.claimed_rows]
+        return self.changes + harm + ([] if covered else self.drifted)
 
     @property
     def present_keys(self) -> set[str]:
@@ -88,4 +92,19 @@ def decide_run(result: AuditResult, *, benchmark: pd.DataFrame, production: pd.D
     matched = findings.match_open_alerts(changes + others, open_keys, production)
     new_state = {"benchmark": benchmark_digest or state.get("benchmark"), "harm": harm_state, "drift": drift_state}
     return RunDecision(detector_state=new_state, checks=checks, changes=matched[:len(changes)],
-                       others=matched[len(changes):], drift=drift, reset=reset)
+                       others=matched[len(changes):], drift=drift, reset=reset,
+                       claimed_rows=_claimed_rows(result, matched[:len(changes)]))
+
+
+def _claimed_rows(result: AuditResult, changes: list[Finding]) -> frozenset[str]:
+    """The harm detectors' slices (``overall`` or a slice's name) that an alerting drop claim is about."""
+    by_definition = {s.definition: s.name for s in result.slices if s.definition}
+    out = set()
+    for f in changes:
+        if f.kind not in ("concept_shift", "underperforming_slice"):
+            continue
+        if f.key == "concept_shift:all":
+            out.add("overall")
+        elif f.definition and f.definition in by_definition:
+            out.add(by_definition[f.definition])
+    return frozenset(out)

@@ -78,11 +78,14 @@ def test_no_shift_then_shift_gives_exactly_one_alert(client, roots):
     _, drop = roots
     bench = upload_benchmark(client, synthetic_frame(1500, 0))
     with Receiver() as hook:
-        created = client.post("/v1/monitors", json=_body(bench, drop, alerts={"webhook": hook.url}))
+        created = client.post("/v1/monitors", json=_body(bench, drop, alerts={"webhook": hook.url,
+                                                                               "min_severity": "low"}))
         assert created.status_code == 201, created.text
         monitor = created.json()["id"]
         statuses = []
-        # SYNTHETIC: two no-shift files, then two with x1 moved by 0.8 sd, then an empty run.
+        # SYNTHETIC: two no-shift files, then two with x1 moved by 0.8 sd, then an empty run. The model does
+        # not use x1 (its accuracy holds): a shift that costs nothing measurable is severity low, below the
+        # default alert level "medium", so this monitor alerts from "low".
         for i, shift in enumerate([0.0, 0.0, 0.8, 0.8, None]):
             if shift is not None:
                 synthetic_frame(300, 10 + i, shift=shift).to_csv(drop / f"batch{i}.csv", index=False)
@@ -116,6 +119,19 @@ def test_no_shift_then_shift_gives_exactly_one_alert(client, roots):
     html = page.text
     assert "<svg" in html and "<script" not in html.lower() and "http://" not in html.replace(hook.url, "")
     assert alerts[0]["id"] in html and statuses[2]["audit_id"] in html
+
+
+def test_an_accuracy_drop_the_audit_claims_is_one_alert_not_one_per_detector(client, roots):
+    """The harm detector and the audit's drop claim both see the drop over all rows: one fact, one alert."""
+    _, drop = roots
+    bench = upload_benchmark(client, synthetic_frame(1500, 0))
+    monitor = client.post("/v1/monitors", json=_body(bench, drop)).json()["id"]
+    # SYNTHETIC: the model's accuracy falls from 0.85 to 0.55; nothing else moves
+    synthetic_frame(400, 21, accuracy=0.55).to_csv(drop / "worse.csv", index=False)
+    run = wait_run(client, monitor, client.post(f"/v1/monitors/{monitor}/run").json()["run_id"])
+    assert run["status"] == "succeeded"
+    alerts = client.get("/v1/alerts?state=open").json()["items"]
+    assert [a["key"] for a in alerts] == ["concept_shift:all"], [(a["key"], a["kind"]) for a in alerts]
 
 
 def test_trend_page_escapes_user_strings(client, roots):
