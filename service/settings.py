@@ -76,8 +76,8 @@ class Settings(BaseSettings):
                                   "uploaded image, checked from its header before decoding.")
     max_image_bytes: int = Field(default=50 * 1024 * 1024, ge=1, description="Bytes of one encoded image.")
     max_images: int = Field(default=70_000, ge=1, description="Images in one upload (counted on the manifest "
-                            "before any image is read). Each image adds about 280 columns, so rows x columns "
-                            "must also fit max_cells: 70,000 images with up to 8 columns of their own do.")
+                            "before any image is read). Each image adds about 150 columns, so rows x columns "
+                            "must also fit max_cells: 70,000 images with up to 130 columns of their own do.")
     max_archive_members: int = Field(default=200_000, ge=1, description="Members of an uploaded .zip/.tar "
                                      "(counted from the archive's headers).")
     max_image_uploads: int = Field(default=2, ge=1, description="Image uploads deriving at the same time in "

@@ -79,10 +79,12 @@ def test_counts_are_refused_before_any_image_is_read(client, settings):
     rows = pd.DataFrame({"image": [f"img/{i}.png" for i in range(80_000)]})
     r = post(client, zip_of({"manifest.csv": rows.to_csv(index=False).encode()}), "many")
     assert r.status_code == 422 and r.json()["error"]["code"] == "too_many_images", r.text[:300]
-    # 65,000 rows with 50 columns of their own: the derived table would exceed the cell limit
+    # 65,000 rows with 50 columns of their own: with the derived columns (about 150 an image) the table
+    # would exceed a cell limit of 10 M
     wide = pd.DataFrame({f"c{j}": range(65_000) for j in range(50)})
     wide["image"] = [f"img/{i}.png" for i in range(65_000)]
-    r = post(client, zip_of({"manifest.csv": wide.to_csv(index=False).encode()}), "wide")
+    with TestClient(create_app(Settings(data_dir=settings.data_dir, scheduler=False, max_cells=10_000_000))) as small:
+        r = post(small, zip_of({"manifest.csv": wide.to_csv(index=False).encode()}), "wide")
     body = r.json()["error"]
     assert r.status_code == 413 and body["code"] == "too_many_cells", r.text[:300]
     assert "Nothing was derived" in body["message"] and body["details"]["max_images_for_these_columns"] < 65_000

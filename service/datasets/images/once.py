@@ -1,6 +1,6 @@
 """An upload's images derived once each, within a bounded number of derivations at a time.
 
-* :func:`check_cells`: the table an upload will store has the manifest's columns plus about 280
+* :func:`check_cells`: the table an upload will store has the manifest's columns plus about 150
   per image (values, embedding, hash, path, the pack's contexts); rows x those columns must fit
   ``CONTEXTSHIFT_MAX_CELLS``, checked before any image is read, not after all were derived.
 * :func:`derive_once`: a manifest that names the same path or member in many rows reads and
