@@ -26,20 +26,24 @@ from tests.service.test_image_audit import _images
 HEAVY, LIGHT = 25, 92
 
 
-def build_set(seed: int, heavy_share: float, heavy_accuracy: float) -> bytes:
+def build_set(seed: int, heavy_share: float, heavy_accuracy: float, *, accuracy: float = 0.9,
+              heavy_quality: int = HEAVY) -> bytes:
+    """A zip of the real images as JPEG files (``heavy_share`` of them at ``heavy_quality``, the rest at
+    quality 92) with a manifest whose simulated detector is right ``accuracy`` of the time,
+    ``heavy_accuracy`` on the heavily compressed files (SYNTHETIC)."""
     rng = np.random.default_rng(seed)
     images = _images()
     n = len(images)
     heavy = rng.random(n) < heavy_share
     labels = rng.choice(["real", "fake"], n)
-    right = rng.random(n) < np.where(heavy, heavy_accuracy, 0.9)
+    right = rng.random(n) < np.where(heavy, heavy_accuracy, accuracy)
     predictions = np.where(right, labels, np.where(labels == "real", "fake", "real"))
     manifest = pd.DataFrame({"id": np.arange(n), "image": [f"img/{i}.jpg" for i in range(n)],
                              "label": labels, "prediction": predictions})
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for i, rgb in enumerate(images):
-            zf.writestr(f"img/{i}.jpg", encode(rgb, "JPEG", quality=HEAVY if heavy[i] else LIGHT))
+            zf.writestr(f"img/{i}.jpg", encode(rgb, "JPEG", quality=heavy_quality if heavy[i] else LIGHT))
         zf.writestr("manifest.csv", manifest.to_csv(index=False))
     return buf.getvalue()
 

@@ -10,44 +10,21 @@ of the time, 35 % on production's heavy images (labels real/fake are seeded draw
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
 import sys
-import zipfile
 
-import numpy as np
-import pandas as pd
 import pytest
 
-from tests.imagecontext.images import encode
-from tests.service.test_image_audit import _images
-
-
-def build_set(seed: int, heavy_share: float, heavy_accuracy: float) -> bytes:
-    rng = np.random.default_rng(seed)
-    images = _images()
-    n = len(images)
-    heavy = rng.random(n) < heavy_share
-    labels = rng.choice(["real", "fake"], n)
-    right = rng.random(n) < np.where(heavy, heavy_accuracy, 0.85)
-    predictions = np.where(right, labels, np.where(labels == "real", "fake", "real"))
-    manifest = pd.DataFrame({"id": np.arange(n), "image": [f"img/{i}.jpg" for i in range(n)],
-                             "label": labels, "prediction": predictions})
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for i, rgb in enumerate(images):
-            zf.writestr(f"img/{i}.jpg", encode(rgb, "JPEG", quality=20 if heavy[i] else 92))
-        zf.writestr("manifest.csv", manifest.to_csv(index=False))
-    return buf.getvalue()
+from tests.service.test_image_audit_deepfake import build_set as build_jpeg_set
 
 
 @pytest.fixture(scope="module")
 def zips(tmp_path_factory):
     folder = tmp_path_factory.mktemp("deepfake_audit")
-    (folder / "bench.zip").write_bytes(build_set(1, 0.3, 0.85))
-    (folder / "prod.zip").write_bytes(build_set(2, 0.5, 0.35))
+    (folder / "bench.zip").write_bytes(build_jpeg_set(1, 0.3, 0.85, accuracy=0.85, heavy_quality=20))
+    (folder / "prod.zip").write_bytes(build_jpeg_set(2, 0.5, 0.35, accuracy=0.85, heavy_quality=20))
     return folder
 
 
