@@ -27,7 +27,7 @@ run: $(STAMP)
 
 # ruff (pycodestyle, pyflakes, import order) and mypy on the packages that pass them; the settings,
 # and mypy's list of packages, are in pyproject.toml
-LINTED := detectors domains slicelang
+LINTED := detectors domains slicelang audit reports
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/mypy

@@ -137,7 +137,8 @@ def slice_chart(slices: Sequence[SliceRecord], *, overall_value: float | None = 
         for s, y in zip(rows, centres):
             weak = s.name in marked
             both = s.production_value is not None and s.benchmark_value is not None
-            _interval(ax, y + (0.05 if both else 0), s.benchmark_value, s.benchmark_ci, RED if weak else BLUE, "o", None)
+            _interval(ax, y + (0.05 if both else 0), s.benchmark_value, s.benchmark_ci, RED if weak else BLUE, "o",
+                      None)
             _interval(ax, y - (0.05 if both else 0), s.production_value, s.production_ci, ORANGE, "s", None)
         ax.set_yticks(centres, labels)
         for tick, s in zip(ax.get_yticklabels(), rows):
@@ -172,7 +173,8 @@ def prior_chart(benchmark_prior: Mapping[str, float | None], production_estimate
         for i, c in enumerate(classes):
             y = n - 1 - i
             if bench.get(c) is not None:
-                ax.plot([bench[c]], [y + (0.2 if seen else 0.12)], "o", color=BLUE, markersize=5, label="benchmark" if i == 0 else None)
+                ax.plot([bench[c]], [y + (0.2 if seen else 0.12)], "o", color=BLUE, markersize=5,
+                        label="benchmark" if i == 0 else None)
             est = production_estimate[c]
             _interval(ax, y - (0.02 if seen else 0.15), est.estimate, (est.ci_low, est.ci_high), ORANGE, "s",
                       "production estimate" if i == 0 else None)

@@ -5,13 +5,15 @@ benchmark/production references carry them (``derived_context``: context -> the 
 extractor and its version). A reader should know that ``illumination`` was measured from pixels,
 not recorded by a person.
 
+>>> import textwrap
 >>> from reports.result import AuditEvidence
 >>> derived = {"illumination": {"from": "img_brightness", "extractor": "imagecontext.pixel_stats",
 ...                             "extractor_version": "2"}}
 >>> audit = AuditEvidence.model_validate({"benchmark": {"derived_context": derived},
 ...                                       "production": {"derived_context": derived}})
->>> derived_note(audit)
-'Derived from the images (imagecontext version 2), measured from the pixels rather than entered by a person: illumination (from img_brightness, by imagecontext.pixel_stats) in benchmark and production.'
+>>> print(textwrap.fill(derived_note(audit), 100))
+Derived from the images (imagecontext version 2), measured from the pixels rather than entered by a
+person: illumination (from img_brightness, by imagecontext.pixel_stats) in benchmark and production.
 """
 from __future__ import annotations
 

@@ -68,7 +68,8 @@ def _numeric(d: Mapping) -> str:
         x = PAD_L + i * step
         for share, colour, offset in ((bench[i], BLUE, 0.0), (prod[i], ORANGE, step / 2)):
             h = PLOT_H * share / top
-            parts.append(f'<rect x="{x + offset + 0.5:.1f}" y="{PAD_T + PLOT_H - h:.1f}" width="{max(step / 2 - 1, 0.5):.1f}" '
+            parts.append(f'<rect x="{x + offset + 0.5:.1f}" y="{PAD_T + PLOT_H - h:.1f}" '
+                         f'width="{max(step / 2 - 1, 0.5):.1f}" '
                          f'height="{h:.1f}" fill="{colour}" fill-opacity="0.75"/>')
     base = PAD_T + PLOT_H
     parts.append(f'<line x1="{PAD_L}" y1="{base}" x2="{WIDTH - PAD_R}" y2="{base}" stroke="{LINE}"/>')

@@ -32,8 +32,8 @@ def test_decision(t: ShiftTest, ctx: RankingContext, *, statistic: str | None = 
     rule = (f"adjusted p < α = {fmt_num(ctx.alpha)} and {effect} ≥ the floor"
             + (f" {fmt_num(t.effect_floor)}" if t.effect_floor is not None else ""))
     n = sum(v for v in (t.n_reference, t.n_current) if v is not None)
-    return make_decision(statistic or effect, t.effect_size, test=t.method or "test", p_value_adjusted=t.p_value_adjusted,
-                         interval=t.details.get("ci"), n=n or None, rule=rule)
+    return make_decision(statistic or effect, t.effect_size, test=t.method or "test",
+                         p_value_adjusted=t.p_value_adjusted, interval=t.details.get("ci"), n=n or None, rule=rule)
 
 
 def _pair(ci: Sequence[float | None] | None) -> tuple[float | None, float | None]:

@@ -14,13 +14,27 @@ from scipy.stats import norm
 
 from domains import parse
 from domains.expressions import columns_used
-
 from reports.findings_base import (
-    credibly_worse, detail_number, fold_sentence, make_limitation, metric_rows, test_decision, test_note, untested_name,
+    credibly_worse,
+    detail_number,
+    fold_sentence,
+    make_limitation,
+    metric_rows,
+    test_decision,
+    test_note,
+    untested_name,
 )
 from reports.findings_untested import untested_limitation
 from reports.formatting import (
-    capitalise, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten,
+    capitalise,
+    fmt_metric,
+    fmt_n,
+    fmt_num,
+    fmt_p,
+    fmt_share,
+    lower_is_better,
+    metric_label,
+    shorten,
 )
 from reports.records import Limitation, RankingContext, make_decision
 from reports.result import AuditEvidence, ShiftTest, SliceRecord, UntestedContextRecord

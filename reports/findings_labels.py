@@ -161,8 +161,9 @@ def _overall_drop(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]
                       "benchmark covers, so the drop lies in what is new in production.")
     else:
         # not significant is not "explained": the within-context test may have too few shared rows to tell
-        statement += (f" Within the contexts both datasets share it is not significant ({fmt_p(within_p, 'adjusted p')}):"
-                      " the change of the context mix may explain it, or too few rows share contexts to tell.")
+        statement += (" Within the contexts both datasets share it is not significant "
+                      f"({fmt_p(within_p, 'adjusted p')}): the change of the context mix may explain it, or too few "
+                      "rows share contexts to tell.")
     statement += contradiction_sentence(estimate_checks(audit, ctx))
     title = (f"{metric_label(metric)} dropped in production ({fmt_num(overall.benchmark_value)} → "
              f"{fmt_num(overall.production_value)})")

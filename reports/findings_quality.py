@@ -35,13 +35,15 @@ def label_quality_findings(lq: LabelQuality, ctx: RankingContext) -> list[Limita
     lo, hi = interval_ends(lq.alpha_ci)
     n_items = lq.n_items_agreement or lq.n_items
     if alpha is not None and (hi if hi is not None else alpha) < KRIPPENDORFF_TENTATIVE:
-        statement = (f"Annotators agree poorly on the benchmark labels: Krippendorff's α is {fmt_metric(alpha, (lo, hi))} "
+        statement = ("Annotators agree poorly on the benchmark labels: Krippendorff's α is "
+                     f"{fmt_metric(alpha, (lo, hi))} "
                      f"({fmt_n(n_items)} items, {fmt_num(lq.n_annotators, 0)} annotators), below "
                      f"{KRIPPENDORFF_TENTATIVE}, the lowest value usually accepted even for tentative conclusions.")
         found.append(make_limitation("label_quality", None, f"annotators agree poorly (α {fmt_num(alpha)})", statement,
                                      (1 - alpha) * ctx.priors.shift_gap,
                                      {"krippendorff_alpha": alpha, "alpha_ci": [lo, hi],
-                                      "severity_basis": f"(1 − α {alpha:.2f}) × assumed gap {ctx.priors.shift_gap:.2f}"},
+                                      "severity_basis":
+                                          f"(1 − α {alpha:.2f}) × assumed gap {ctx.priors.shift_gap:.2f}"},
                                      subject="agreement", claim="standing", decision=make_decision(
                                          "Krippendorff's alpha", alpha, interval=[lo, hi],
                                          n=n_items,
@@ -54,7 +56,8 @@ def label_quality_findings(lq: LabelQuality, ctx: RankingContext) -> list[Limita
         who = shorten(a.id, 40)
         statement = (f"Annotator {who} gave {fmt_share(share)} of the benchmark labels ({fmt_n(a.n_labels)}), "
                      f"above the {fmt_share(cap)} cap, so the benchmark leans on one person's judgement.")
-        found.append(make_limitation("label_quality", None, f"one annotator ({who}) gave {fmt_share(share)} of the labels",
+        title = f"one annotator ({who}) gave {fmt_share(share)} of the labels"
+        found.append(make_limitation("label_quality", None, title,
                                      statement, (share - cap) * ctx.priors.shift_gap,
                                      {"annotator": a.id, "share": share, "cap": cap,
                                       "severity_basis": f"(share {share:.2f} − cap {cap:.2f}) × assumed gap "
@@ -72,10 +75,12 @@ def label_quality_findings(lq: LabelQuality, ctx: RankingContext) -> list[Limita
         statement = (f"Annotators {names} ({fmt_share(share)} of the labels) agree with the consensus no better than "
                      f"chance (mean agreement {fmt_num(mean_agreement)}); their labels look like noise and should be "
                      f"reviewed or removed.")
-        found.append(make_limitation("label_quality", None, "some annotators agree with the others only at chance level",
+        title = "some annotators agree with the others only at chance level"
+        found.append(make_limitation("label_quality", None, title,
                                      statement, share * (1 - mean_agreement),
                                      {"annotators": [a.id for a in chance[:20]], "label_share": share,
-                                      "severity_basis": f"label share {share:.3f} × (1 − agreement {mean_agreement:.2f})"},
+                                      "severity_basis":
+                                          f"label share {share:.3f} × (1 − agreement {mean_agreement:.2f})"},
                                      subject="near_chance_annotators", claim="standing",
                                      decision=make_decision("agreement with the consensus", mean_agreement,
                                                             test="label permutation test",

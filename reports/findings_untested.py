@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from detectors.intervals import wilson_interval
 from reports.findings_base import (
-    credibly_worse, fold_sentence, make_limitation, measured_in_production, metric_rows, untested_name,
+    credibly_worse,
+    fold_sentence,
+    make_limitation,
+    measured_in_production,
+    metric_rows,
+    untested_name,
 )
 from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_share, lower_is_better, metric_label, shorten
 from reports.records import Limitation, RankingContext, make_decision

@@ -26,7 +26,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from reports import html_sections as sections
 from reports.formatting import (
-    capitalise, fmt_decision, fmt_metric, fmt_n, fmt_seconds, fmt_value, metric_label, shorten,
+    capitalise,
+    fmt_decision,
+    fmt_metric,
+    fmt_n,
+    fmt_seconds,
+    fmt_value,
+    metric_label,
+    shorten,
 )
 from reports.html_scenarios import scenario_view
 from reports.html_sections import ROW_CAP, TABLE_CAP, generated_text as _generated
@@ -99,7 +106,8 @@ def _headline(audit: AuditEvidence, items: Sequence[LimitationRecord]) -> dict:
     if not production:
         estimates = sections.label(audit)["estimates"]
         if estimates and estimates[0]["value"] != sections.MISSING:
-            production, production_note = "≈ " + estimates[0]["value"], f"label-free estimate ({estimates[0]['method']})"
+            production = "≈ " + estimates[0]["value"]
+            production_note = f"label-free estimate ({estimates[0]['method']})"
         else:
             production, production_note = "not measured", "no production labels and no label-free estimate"
     counts = {s: sum(1 for lim in items if lim.severity == s) for s in ("high", "medium", "low")}
@@ -124,7 +132,8 @@ def _shift_if_tested(flag, ran: bool):
 
 def _covariate_shift(audit: AuditEvidence):
     cov = audit.covariate
-    tests = [*cov.features, *(cov.outputs.tests if cov.outputs else []), *([cov.multivariate] if cov.multivariate else [])]
+    tests = [*cov.features, *(cov.outputs.tests if cov.outputs else []),
+             *([cov.multivariate] if cov.multivariate else [])]
     return _shift_if_tested(recorded(cov, "is_shift"), any(t.ran for t in tests))
 
 
@@ -172,7 +181,8 @@ def _engine_note(engine: Mapping[str, Any]) -> str | None:
 def _priors(params: Parameters) -> dict:
     """The gaps this audit assumed where none could be measured: as recorded, else the defaults."""
     recorded_priors, defaults = params.severity_priors, SeverityPriors()
-    values = {name: fmt_value(recorded_priors[name] if recorded_priors.get(name) is not None else getattr(defaults, name))
+    values = {name: fmt_value(recorded_priors[name] if recorded_priors.get(name) is not None
+                              else getattr(defaults, name))
               for name in ("untested_gap", "shift_gap", "label_shift_gap")}
     return {**values, "recorded": bool(recorded_priors)}
 
@@ -243,7 +253,8 @@ def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation
         "standing_worst": _outranking_standing(v, standing),
         "n_limitations": len(rows),
         "covariate": sections.covariate(audit), "label": sections.label(audit), "context": sections.context(audit),
-        "slices": sections.slices(audit, [lim.slice for lim in items if lim.kind == "underperforming_slice" and lim.slice]),
+        "slices": sections.slices(audit, [lim.slice for lim in items
+                                          if lim.kind == "underperforming_slice" and lim.slice]),
         "plan": sections.plan(next_round_record(audit, plan)), "scenarios": scenario_view(audit),
         "parameters": _parameter_rows(params), "timings": _timings(audit),
         "engine": _engine_note(params.engine),

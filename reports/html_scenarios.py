@@ -15,7 +15,8 @@ def scenario_view(audit: AuditEvidence) -> dict:
     rows = []
     for match in audit.scenarios[:SCENARIO_CAP]:
         rows.append({
-            "title": shorten(match.title, 120), "cause": shorten(match.cause, 300), "action": shorten(match.action, 400),
+            "title": shorten(match.title, 120), "cause": shorten(match.cause, 300),
+            "action": shorten(match.action, 400),
             "reference": shorten(match.reference or "", 240), "score": f"{match.score:+.2f}", "fits": match.fits,
             "signals": [{"status": c.status, "signal": shorten(c.signal, 160), "evidence": shorten(c.evidence, 300)}
                         for c in match.signals[:8]],

@@ -18,12 +18,27 @@ from reports.derived_note import derived_note
 from reports.distribution_charts import distribution_note, histogram_svg
 from reports.findings_labels import performance_estimates
 from reports.formatting import (
-    effect_label, fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten,
+    effect_label,
+    fmt_metric,
+    fmt_n,
+    fmt_num,
+    fmt_p,
+    fmt_share,
+    lower_is_better,
+    metric_label,
+    shorten,
 )
 from reports.reading import recorded
 from reports.records import KIND_LABELS
 from reports.result import (
-    Attribution, AuditEvidence, LabelSection, NextRound, PriorEstimate, ShiftTest, SliceRecord, UntestedContextRecord,
+    Attribution,
+    AuditEvidence,
+    LabelSection,
+    NextRound,
+    PriorEstimate,
+    ShiftTest,
+    SliceRecord,
+    UntestedContextRecord,
 )
 
 __all__ = ["MISSING", "TABLE_CAP", "ROW_CAP", "DIST_CAP", "covariate", "label", "context", "slices", "plan",
@@ -291,7 +306,8 @@ def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
     chart = charts.slice_chart(ordered[:CHART_SLICES], overall_value=audit.overall.benchmark_value if audit.overall
                                else None, metric=overall_metric or "metric", highlight=sorted(weak),
                                max_slices=CHART_SLICES)
-    return {"rows": rows, "more": more, "chart": trusted_svg(chart), "n": len(ordered), "metric": metric_label(audit.metric),
+    return {"rows": rows, "more": more, "chart": trusted_svg(chart), "n": len(ordered),
+            "metric": metric_label(audit.metric),
             "labelled": any(s.production_value is not None for s in everything),
             "not_charted": max(0, len(ordered) - CHART_SLICES),
             "production_only": sum(1 for s in ordered[:CHART_SLICES] if s.benchmark_value is None

@@ -31,8 +31,8 @@ from reports.grouping import Relation, fold
 from reports.records import SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order
 from reports.result import AuditEvidence, as_evidence
 
-__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "candidate_findings", "verdict", "fails_gate", "GATE_LEVELS", "claims",
-           "undecided", "sample_size", "decided", "undecided_notes"]
+__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "candidate_findings", "verdict", "fails_gate",
+           "GATE_LEVELS", "claims", "undecided", "sample_size", "decided", "undecided_notes"]
 
 GATE_LEVELS = ("shift", "low", "medium", "high")
 

@@ -155,8 +155,8 @@ def _split_reason(t: Target, n: int, already: int, remaining: int, total_weight:
     return out
 
 
-def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation], *, budget: int, min_slice_size: int = 30,
-                    candidates=None) -> NextRoundPlan:
+def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation], *, budget: int,
+                    min_slice_size: int = 30, candidates=None) -> NextRoundPlan:
     """Split ``budget`` labels across slices and choose production rows to label.
 
     Parameters

@@ -22,13 +22,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from slicelang import equals
-
 from reports.findings_base import untested_name
 from reports.findings_data import slice_gap, slice_shares
 from reports.formatting import fmt_share, lower_is_better
 from reports.records import Limitation, RankingContext, finding_key
 from reports.result import AuditEvidence, SliceRecord
+from slicelang import equals
 
 __all__ = ["Target", "untested_targets", "slice_targets", "limitation_index", "UNKNOWN_CI_WIDTH"]
 

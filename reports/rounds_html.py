@@ -48,7 +48,8 @@ def progress_svg(rounds: Sequence[Mapping[str, Any]], threshold: float | None = 
     for tick in (0, 0.25, 0.5, 0.75, 1):
         _, y = _xy(0, 1, tick)
         parts.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y}" y2="{y}" stroke="#e5e7eb"/>'
-                     f'<text x="{LEFT - 6}" y="{y + 4}" font-size="11" text-anchor="end" fill="#4b5563">{tick:.2f}</text>')
+                     f'<text x="{LEFT - 6}" y="{y + 4}" font-size="11" text-anchor="end" '
+                     f'fill="#4b5563">{tick:.2f}</text>')
     if threshold is not None:
         _, y = _xy(0, 1, threshold)
         parts.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y}" y2="{y}" stroke="#067647" stroke-dasharray="6 4"/>')

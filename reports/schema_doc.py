@@ -19,7 +19,8 @@ from reports.result import AuditResult
 
 __all__ = ["MARKER", "render_reference", "write_schema_md"]
 
-MARKER = "<!-- generated from the models in reports/result/ by `python -m reports.schema_doc`: edit the model, not below -->"
+MARKER = ("<!-- generated from the models in reports/result/ by `python -m reports.schema_doc`: "
+          "edit the model, not below -->")
 SCHEMA_MD = Path(__file__).with_name("SCHEMA.md")
 
 

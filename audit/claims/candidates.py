@@ -261,7 +261,8 @@ def _rows(lim: Limitation, data: ClaimData, masks: dict, bench_masks: dict) -> t
     if not lim.definition or lim.kind not in ROW_KINDS:
         return None
     try:
-        return (evaluate(lim.definition, data.benchmark).to_numpy(), evaluate(lim.definition, data.production).to_numpy())
+        return (evaluate(lim.definition, data.benchmark).to_numpy(),
+                evaluate(lim.definition, data.production).to_numpy())
     except (ValueError, KeyError):
         return None
 

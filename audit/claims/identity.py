@@ -97,13 +97,15 @@ def row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> list
             same = int(mp.sum()) == int(mc.sum())
             if same and _order(parent) > _order(child):
                 continue  # equal rows: only the more telling finding is a parent
-            if not same and (_significantly_worse(child, parent) or (child.claim == "change" and parent.claim != "change")):
+            nested_change = child.claim == "change" and parent.claim != "change"
+            if not same and (_significantly_worse(child, parent) or nested_change):
                 continue  # worse than its parent, or a change inside a standing weakness: a fact of its own
             parents.append((int(mp.sum()), _order(parent), parent, same))
         if parents:
             _, _, parent, same = min(parents, key=lambda p: p[:2])
+            share = f"{int(mc.sum()):,} of its {int(masks[parent.key].sum()):,} rows"
             relations.append(Relation(child.key, parent.key, "same_rows" if same else "nested",
-                                      note="" if same else f"{int(mc.sum()):,} of its {int(masks[parent.key].sum()):,} rows"))
+                                      note="" if same else share))
     return relations
 
 

@@ -8,8 +8,9 @@ a class-mix change. Two searches restate them as the ``concept_shift`` of that s
   the size of the audit's correction family plus the slices tried, beyond the practical floor;
 * **a whole-population change that lives in one slice** — an observed class-mix change (or an overall
   metric drop), already a claim of the audit, that is significant inside a slice holding at most two
-  thirds of production (Bonferroni over the slices tried: a hierarchical test, asked only of a claim that passed
-  the audit's correction; beyond the floor) and absent outside it. Under a change of the class mix alone (``P(x | y)`` fixed) the classes would
+  thirds of production (Bonferroni over the slices tried: a hierarchical test, asked only of a claim
+  that passed the audit's correction; beyond the floor) and absent outside it. Under a change of the
+  class mix alone (``P(x | y)`` fixed) the classes would
   move inside and outside every slice alike; a change confined to some rows is a change of the labels
   given the inputs there. The tightest such slice is named.
 

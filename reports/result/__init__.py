@@ -11,24 +11,56 @@ the ranking computes from it; every public function of ``reports`` takes either,
 validates it once (:func:`as_evidence`).
 """
 from reports.result.audit import (
-    SCHEMA_VERSION, AuditEvidence, AuditResult, Columns, DatasetRef, Overall, Parameters, as_evidence, as_result,
+    SCHEMA_VERSION,
+    AuditEvidence,
+    AuditResult,
+    Columns,
+    DatasetRef,
+    Overall,
+    Parameters,
+    as_evidence,
+    as_result,
 )
 from reports.result.base import Interval, Number
 from reports.result.claims import (
-    Allocation, Decision, LimitationRecord, NextRound, Note, ScenarioMatch, Severity, SignalCheck, Verdict,
+    Allocation,
+    Decision,
+    LimitationRecord,
+    NextRound,
+    Note,
+    ScenarioMatch,
+    Severity,
+    SignalCheck,
+    Verdict,
 )
 from reports.result.inputs import CovariateSection, MultivariateTest, ShiftTest, TestGroup
 from reports.result.labels import (
-    Annotator, ConceptSection, EstimateCheck, EstimatedPerformance, LabelQuality, LabelSection, MethodEstimate,
-    MetricEstimate, ObservedPerformance, PriorEstimate, SourceDisagreement,
+    Annotator,
+    ConceptSection,
+    EstimateCheck,
+    EstimatedPerformance,
+    LabelQuality,
+    LabelSection,
+    MethodEstimate,
+    MetricEstimate,
+    ObservedPerformance,
+    PriorEstimate,
+    SourceDisagreement,
 )
 from reports.result.populations import (
-    Attribution, AttributionCell, Discovery, EmbeddingRegion, EmbeddingTest, SemanticSection, SliceRecord,
+    Attribution,
+    AttributionCell,
+    Discovery,
+    EmbeddingRegion,
+    EmbeddingTest,
+    SemanticSection,
+    SliceRecord,
     UntestedContextRecord,
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "AuditEvidence", "AuditResult", "ScenarioMatch", "SignalCheck", "as_evidence", "as_result", "Number", "Interval",
+    "SCHEMA_VERSION", "AuditEvidence", "AuditResult", "ScenarioMatch", "SignalCheck", "as_evidence", "as_result",
+    "Number", "Interval",
     "DatasetRef", "Overall", "Parameters", "Columns", "ShiftTest", "MultivariateTest", "TestGroup",
     "CovariateSection", "PriorEstimate", "MetricEstimate", "MethodEstimate", "EstimatedPerformance",
     "ObservedPerformance", "EstimateCheck", "ConceptSection", "LabelSection", "Annotator", "SourceDisagreement",
