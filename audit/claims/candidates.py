@@ -119,10 +119,14 @@ def _metric_component(data: ClaimData, mb: np.ndarray | None, mp: np.ndarray | N
     scores_b = None if data.proba_b is None or data.proba_b.shape[1] != 2 else data.proba_b[:, 1]
     scores_p = None if data.proba_p is None or data.proba_p.shape[1] != 2 else data.proba_p[:, 1]
 
+    yb, pb, yp, pp = data.y_true_b, data.y_pred_b, data.y_true_p, data.y_pred_p
+    if yb is None or pb is None or yp is None or pp is None:
+        raise ValueError("a metric re-test needs labels and outputs on both sides")
+
     def run(adj: Adjusted) -> Retest:
         w = adj.w if mb is None else adj.w * mb
         rows = adj.keep_p if mp is None else adj.keep_p & mp
-        return metric_retest(data.metric, w, data.y_true_b, data.y_pred_b, data.y_true_p[rows], data.y_pred_p[rows],
+        return metric_retest(data.metric, w, yb, pb, yp[rows], pp[rows],
                              classes=data.classes, positive=data.positive, floor=floor, scores_b=scores_b,
                              scores_p=None if scores_p is None else scores_p[rows])
     return run
@@ -133,6 +137,8 @@ def _label_component(data: ClaimData, label: Column | None, predicted: Column | 
     production is unlabelled), then the predicted classes, which a class-mix change moves as well."""
     def run(adj: Adjusted) -> Retest:
         column = predicted if (adj.labels_changed or label is None) else label
+        if column is None:
+            raise ValueError("the class mix needs the labels or the predicted classes")
         return mix_retest(adj.w, column.benchmark, column.production[adj.keep_p], floor=1.0, effect="prior_shift")
     return run
 
@@ -240,6 +246,8 @@ def _label_cause(lim: Limitation, data: ClaimData) -> Cause | None:
         return None
     if data.y_true_p is not None:
         column = data.column("<label>", numeric=False)
+        if column is None:
+            return None
         return Cause(what=lim.title, codes=column.benchmark, matched=frozenset({"<label>"}),
                      shares=production_shares(column.production, int(max(column.benchmark.max(initial=0),
                                                                           column.production.max(initial=0))) + 1))
@@ -322,6 +330,8 @@ def _drop(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
     cause = Cause(what=lim.title, remove_b=mb, remove_p=mp)
     if lim.evidence.get("located_by") == "class_mix":  # the labels changed given the inputs in these rows
         label = data.column("<label>", numeric=False)
+        if label is None:
+            return Candidate(lim, (), (), cause, located=True)
 
         def inside(adj: Adjusted) -> Retest:
             return mix_retest(adj.w * mb, label.benchmark, label.production[adj.keep_p & mp], floor=LABEL_FLOOR,

@@ -41,12 +41,15 @@ MAX_TRIED = 8
 
 def slice_change(data: ClaimData, keep_b: np.ndarray, keep_p: np.ndarray, name: str) -> MetricChange | None:
     """The benchmark → production test of the primary metric on some rows of each side."""
+    yb, pb, yp, pp = data.y_true_b, data.y_pred_b, data.y_true_p, data.y_pred_p
+    if yb is None or pb is None or yp is None or pp is None:
+        return None  # a metric change needs labels and outputs on both sides
     scores_b = None if data.proba_b is None or data.proba_b.shape[1] != 2 else data.proba_b[keep_b, 1]
     scores_p = None if data.proba_p is None or data.proba_p.shape[1] != 2 else data.proba_p[keep_p, 1]
     try:
-        return metric_change_test(data.metric, data.y_true_b[keep_b], data.y_pred_b[keep_b], data.y_true_p[keep_p],
-                                  data.y_pred_p[keep_p], scores_b=scores_b, scores_p=scores_p, positive=data.positive,
-                                  alpha=data.alpha, effect_floor=data.floor("performance_drop", 0.05),
+        return metric_change_test(data.metric, yb[keep_b], pb[keep_b], yp[keep_p], pp[keep_p], scores_b=scores_b,
+                                  scores_p=scores_p, positive=data.positive, alpha=data.alpha,
+                                  effect_floor=data.floor("performance_drop", 0.05),
                                   min_samples=min(30, data.min_slice_size), random_state=data.seed, name=name)
     except DetectorInputError:
         return None
@@ -77,7 +80,7 @@ def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench
         mb, mp = bench_masks[lim.key], masks[lim.key]
         change = slice_change(data, mb, mp, str(lim.slice))
         dropped, p_adj = _dropped(change, data.metric, n_family, data.alpha)
-        if not dropped:
+        if not dropped or change is None:
             continue
         head = _as_concept(lim, change, p_adj, n_family, float(mp.mean()), data.metric)
         if head.key in keys:
@@ -149,6 +152,8 @@ def _absent(test, alpha: float) -> bool:
 
 
 def _label_mix(data: ClaimData, mb: np.ndarray, mp: np.ndarray):
+    if data.y_true_b is None or data.y_true_p is None:
+        raise ValueError("the class mix inside a slice needs labels on both sides")
     return mix_retest(mb.astype(float), data.y_true_b, data.y_true_p[mp], floor=LABEL_FLOOR,
                       effect="total_variation")
 
@@ -183,7 +188,7 @@ def located_whole(found: list[Limitation], evidence: AuditEvidence, masks: dict[
             change = slice_change(data, mb, mp, name)
             dropped, p_adj = _dropped(change, data.metric, n_family, data.alpha)
             rest = slice_change(data, ~mb, ~mp, "outside " + name)
-            if dropped and rest is not None and _absent(rest.test, data.alpha):
+            if dropped and change is not None and rest is not None and _absent(rest.test, data.alpha):
                 base = Limitation(rank=0, kind="underperforming_slice", slice=name, title=name, statement="",
                                   score=0.0, severity="low", definition=definition)
                 head = _as_concept(base, change, p_adj, n_family, float(mp.mean()), data.metric)
