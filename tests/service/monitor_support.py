@@ -13,6 +13,7 @@ import pandas as pd
 
 from reports import plan_next_round, rank_limitations, verdict
 from reports.result import AuditResult, as_evidence, as_result
+from service.settings import get_settings
 
 
 def synthetic_frame(n: int, seed: int, *, shift: float = 0.0, accuracy: float = 0.85) -> pd.DataFrame:
@@ -102,3 +103,21 @@ def concluded(evidence: dict, *, budget: int = 100) -> AuditResult:
     plan = plan_next_round(found, ranked, budget=budget, min_slice_size=found.parameters.min_slice_size)
     return as_result({**found.model_dump(mode="json"), "limitations": [lim.to_dict() for lim in ranked],
                       "verdict": verdict(found, ranked), "next_round": plan.to_dict()})
+
+
+def cron_environment(monkeypatch, data_dir, roots) -> None:
+    """The environment a cron job's ``contextshift monitor run <id>`` runs in: the service's data dir and
+    monitor roots from the shell, no scheduler; settings re-read (clear them again when done)."""
+    monkeypatch.setenv("CONTEXTSHIFT_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(roots))
+    monkeypatch.setenv("CONTEXTSHIFT_SCHEDULER", "off")
+    get_settings.cache_clear()
+
+
+def directory_monitor(client, benchmark: str, drop, name: str, **body) -> str:
+    """The id of an hourly monitor of the folder ``drop`` created through the API."""
+    response = client.post("/v1/monitors", json={
+        "name": name, "benchmark": benchmark, "source": {"type": "directory", "path": str(drop)},
+        "schedule": {"interval_seconds": 3600}, **body})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.cli import main
 from service.settings import Settings, get_settings
-from tests.service.monitor_support import synthetic_frame, upload_benchmark
+from tests.service.monitor_support import cron_environment, directory_monitor, synthetic_frame, upload_benchmark
 
 
 def test_monitor_run_by_config_keeps_state_between_runs(tmp_path, capsys):
@@ -52,16 +52,11 @@ def test_monitor_run_bad_input_exits_2(tmp_path, capsys):
 def test_monitor_run_by_id_on_the_configured_database(tmp_path, monkeypatch, capsys):
     drop = tmp_path / "drop"
     drop.mkdir()
-    monkeypatch.setenv("CONTEXTSHIFT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop))
-    monkeypatch.setenv("CONTEXTSHIFT_SCHEDULER", "off")
-    get_settings.cache_clear()
+    cron_environment(monkeypatch, tmp_path / "data", drop)
     try:
         with TestClient(create_app(Settings())) as client:
             bench = upload_benchmark(client, synthetic_frame(600, 0))
-            monitor = client.post("/v1/monitors", json={
-                "name": "cron", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
-                "schedule": {"interval_seconds": 3600}, "options": {"discovery": False}}).json()["id"]
+            monitor = directory_monitor(client, bench, drop, "cron", options={"discovery": False})
         synthetic_frame(200, 3).to_csv(drop / "a.csv", index=False)
         assert main(["monitor", "run", monitor]) == 0
         assert "open alert" in capsys.readouterr().out
@@ -95,16 +90,11 @@ def test_monitor_run_by_id_without_monitor_roots_names_the_setting_and_stores_no
     """It printed a traceback, exited 2, stored a failed run and blamed the monitor's folder."""
     drop = tmp_path / "drop"
     drop.mkdir()
-    monkeypatch.setenv("CONTEXTSHIFT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop))
-    monkeypatch.setenv("CONTEXTSHIFT_SCHEDULER", "off")
-    get_settings.cache_clear()
+    cron_environment(monkeypatch, tmp_path / "data", drop)
     try:
         with TestClient(create_app(Settings())) as client:
             bench = upload_benchmark(client, synthetic_frame(300, 0))
-            monitor = client.post("/v1/monitors", json={
-                "name": "cron", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
-                "schedule": {"interval_seconds": 3600}}).json()["id"]
+            monitor = directory_monitor(client, bench, drop, "cron")
         synthetic_frame(100, 3).to_csv(drop / "a.csv", index=False)
         monkeypatch.delenv("CONTEXTSHIFT_MONITOR_ROOTS")  # the cron job's shell lacks it
         get_settings.cache_clear()

@@ -14,7 +14,8 @@ from service.app import create_app
 from service.cli import main
 from service.monitors import alerting
 from service.settings import Settings, get_settings
-from tests.service.monitor_support import synthetic_frame, upload_benchmark, wait_run
+from tests.service.monitor_support import (cron_environment, directory_monitor, synthetic_frame, upload_benchmark,
+                                           wait_run)
 
 BATCHES = [dict(seed=10 + i, **({"accuracy": 0.65, "shift": 0.5} if i >= 2 else {})) for i in range(5)]
 
@@ -88,17 +89,12 @@ def test_the_service_and_the_cron_path_reach_the_same_detector_state(tmp_path, m
     cfg = _monitor(cron)
     drop = tmp_path / "roots" / "drop"
     drop.mkdir(parents=True)
-    monkeypatch.setenv("CONTEXTSHIFT_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("CONTEXTSHIFT_MONITOR_ROOTS", str(drop.parent))
-    monkeypatch.setenv("CONTEXTSHIFT_SCHEDULER", "off")
-    get_settings.cache_clear()
+    cron_environment(monkeypatch, tmp_path / "data", drop.parent)
     try:
         with TestClient(create_app(Settings())) as client:
             bench = upload_benchmark(client, synthetic_frame(1500, 0))
-            monitor = client.post("/v1/monitors", json={
-                "name": "twin", "benchmark": bench, "source": {"type": "directory", "path": str(drop)},
-                "schedule": {"interval_seconds": 3600}, "options": {"discovery": False},
-                "alerts": {"min_severity": "low"}}).json()["id"]
+            monitor = directory_monitor(client, bench, drop, "twin", options={"discovery": False},
+                                        alerts={"min_severity": "low"})
             for i in range(3):
                 _drop(cron, i)
                 assert main(["monitor", "run", "--config", cfg]) == 0
