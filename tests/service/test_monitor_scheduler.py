@@ -3,6 +3,7 @@ service processes on one database never execute the same run. All data SYNTHETIC
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -63,7 +64,9 @@ def test_schedule_survives_restart(tmp_path):
             before = {r["id"] for r in _scheduled(second, monitor)}
             # SYNTHETIC: x1 moved by 1 sd, picked up by the schedule of the restarted service (the run loads
             # the scientific stack and audits: 12 s alone, over a minute beside another worker's tests)
-            synthetic_frame(300, 9, shift=1.0).to_csv(tmp_path / "drop" / "shifted.csv", index=False)
+            # written beside the folder and moved in whole, so a firing never reads half a file
+            synthetic_frame(300, 9, shift=1.0).to_csv(tmp_path / "shifted.csv", index=False)
+            os.replace(tmp_path / "shifted.csv", tmp_path / "drop" / "shifted.csv")
             alerted = wait_for(lambda: [r for r in _scheduled(second, monitor)
                                         if r["id"] not in before and r["alerts"]], timeout=150)
             assert alerted[0]["status"] == "succeeded" and alerted[0]["n_rows"] == 300
