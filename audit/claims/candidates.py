@@ -32,14 +32,21 @@ import numpy as np
 import pandas as pd
 
 from audit.claims.adjustment import Adjusted, Cause, production_shares
+from audit.claims.components import (
+    drop_direction,
+    label_component,
+    metric_component,
+    mix_component,
+    numeric_component,
+    share_component,
+)
 from audit.claims.data import ClaimData, Column
 from audit.claims.identity import ROW_KINDS
 from detectors.context import CONTEXT_EFFECT_FLOORS
 from detectors.covariate import DEFAULT_EFFECT_FLOORS
 from detectors.density_ratio import density_ratio_weights, domain_scores
-from detectors.reweighted import Retest, metric_retest, mix_retest, numeric_retest, share_retest
+from detectors.reweighted import Retest, mix_retest
 from domains import columns_used, evaluate, parse
-from reports.formatting import lower_is_better
 from reports.records import Limitation
 from reports.result import AuditEvidence
 
@@ -94,59 +101,6 @@ def _floor_of(effect_name: str | None, default: float) -> float:
     return float(CONTEXT_EFFECT_FLOORS.get(effect_name or "", DEFAULT_EFFECT_FLOORS.get(effect_name or "", default)))
 
 
-def _numeric_component(column: Column, floor: float) -> Callable[[Adjusted], Retest]:
-    scale = float(np.nanstd(column.benchmark))
-
-    def run(adj: Adjusted) -> Retest:
-        return numeric_retest(adj.w, column.benchmark, column.production[adj.keep_p], floor=floor, scale=scale)
-    return run
-
-
-def _mix_component(column: Column, floor: float, effect: str = "cramers_v") -> Callable[[Adjusted], Retest]:
-    def run(adj: Adjusted) -> Retest:
-        return mix_retest(adj.w, column.benchmark, column.production[adj.keep_p], floor=floor, effect=effect)
-    return run
-
-
-def _share_component(mb: np.ndarray, mp: np.ndarray, floor: float) -> Callable[[Adjusted], Retest]:
-    def run(adj: Adjusted) -> Retest:
-        return share_retest(adj.w, mb, mp[adj.keep_p], floor=floor)
-    return run
-
-
-def _metric_component(data: ClaimData, mb: np.ndarray | None, mp: np.ndarray | None,
-                      floor: float) -> Callable[[Adjusted], Retest]:
-    scores_b = None if data.proba_b is None or data.proba_b.shape[1] != 2 else data.proba_b[:, 1]
-    scores_p = None if data.proba_p is None or data.proba_p.shape[1] != 2 else data.proba_p[:, 1]
-
-    yb, pb, yp, pp = data.y_true_b, data.y_pred_b, data.y_true_p, data.y_pred_p
-    if yb is None or pb is None or yp is None or pp is None:
-        raise ValueError("a metric re-test needs labels and outputs on both sides")
-
-    def run(adj: Adjusted) -> Retest:
-        w = adj.w if mb is None else adj.w * mb
-        rows = adj.keep_p if mp is None else adj.keep_p & mp
-        return metric_retest(data.metric, w, yb, pb, yp[rows], pp[rows],
-                             classes=data.classes, positive=data.positive, floor=floor, scores_b=scores_b,
-                             scores_p=None if scores_p is None else scores_p[rows])
-    return run
-
-
-def _label_component(data: ClaimData, label: Column | None, predicted: Column | None) -> Callable[[Adjusted], Retest]:
-    """The class mix: observed labels, unless the labels are known to have changed given the inputs (or
-    production is unlabelled), then the predicted classes, which a class-mix change moves as well."""
-    def run(adj: Adjusted) -> Retest:
-        column = predicted if (adj.labels_changed or label is None) else label
-        if column is None:
-            raise ValueError("the class mix needs the labels or the predicted classes")
-        return mix_retest(adj.w, column.benchmark, column.production[adj.keep_p], floor=1.0, effect="prior_shift")
-    return run
-
-
-def _drop_direction(metric: str) -> int:
-    return 1 if lower_is_better(metric) else -1
-
-
 def _covariate(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> Candidate:
     tests = _tests_by_name(evidence)
     components, directions, ratio_columns = [], [], []
@@ -157,14 +111,14 @@ def _covariate(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> Can
         if kind == "missing_rate":
             if name in data.benchmark.columns and name in data.production.columns:
                 mb, mp = data.benchmark[name].isna().to_numpy(), data.production[name].isna().to_numpy()
-                components.append(_share_component(mb, mp, floor))
+                components.append(share_component(mb, mp, floor))
                 directions.append(0)
             continue
         numeric = f.get("effect_name") == "wasserstein_normed"
         column = data.column(str(name), numeric=numeric)
         if column is None:
             continue
-        components.append(_numeric_component(column, floor) if column.numeric else _mix_component(column, floor))
+        components.append(numeric_component(column, floor) if column.numeric else mix_component(column, floor))
         directions.append(0)
         ratio_columns.append(str(name))
     outputs = []
@@ -176,7 +130,7 @@ def _covariate(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> Can
             continue
         test = tests.get(f"{name}|output")
         floor = getattr(test, "effect_floor", None) or _floor_of(o.get("effect_name"), 0.05)
-        components.append(_numeric_component(column, floor) if column.numeric else _mix_component(column, floor))
+        components.append(numeric_component(column, floor) if column.numeric else mix_component(column, floor))
         directions.append(0)
         outputs.append(name)
     cause = _covariate_cause(lim, data, ratio_columns[:MAX_RATIO_FEATURES] or outputs)
@@ -202,7 +156,7 @@ def _joint(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> tuple[C
     column = Column("<joint>", True, scores[0], scores[1])
     w = np.exp(np.clip(scores[0], -30, 30))
     w = np.minimum(w / w.mean(), 20.0)
-    return _numeric_component(column, JOINT_FLOOR), Cause(what=lim.title, ratio=w / w.mean(), matched=frozenset(names))
+    return numeric_component(column, JOINT_FLOOR), Cause(what=lim.title, ratio=w / w.mean(), matched=frozenset(names))
 
 
 def _frame_of(data: ClaimData, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -237,7 +191,7 @@ def _label(lim: Limitation, data: ClaimData) -> Candidate | None:
         return None
     if label is None and lim.evidence.get("source") == "observed_labels":
         return None
-    return Candidate(lim, (_label_component(data, label, predicted),), (0,), _label_cause(lim, data),
+    return Candidate(lim, (label_component(data, label, predicted),), (0,), _label_cause(lim, data),
                      compares=frozenset({"<label>" if label is not None else OUTPUTS}))
 
 
@@ -288,7 +242,7 @@ def _mix(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
     if ev.get("kind") == "slice_share" and rows is not None:
         mb, mp = rows
         cause = Cause(what=lim.title, codes=mb.astype(int), shares=production_shares(mp.astype(int), 2))
-        return Candidate(lim, (_share_component(mb, mp, floor),), (_share_direction(lim),), cause, located=True)
+        return Candidate(lim, (share_component(mb, mp, floor),), (_share_direction(lim),), cause, located=True)
     name = ev.get("name")
     if ev.get("kind") != "context" or not name:
         return None
@@ -298,10 +252,10 @@ def _mix(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
         return None
     if column.numeric:
         codes_b, codes_p = column.bins()
-        component = _numeric_component(column, floor)
+        component = numeric_component(column, floor)
     else:
         codes_b, codes_p = column.benchmark, column.production
-        component = _mix_component(column, floor)
+        component = mix_component(column, floor)
     k = int(max(codes_b.max(initial=0), codes_p.max(initial=0))) + 1
     return Candidate(lim, (component,), (0,), Cause(what=lim.title, codes=codes_b, shares=production_shares(codes_p, k),
                                                     matched=frozenset({str(name)})), compares=frozenset({str(name)}))
@@ -312,7 +266,7 @@ def _untested(lim: Limitation, rows) -> Candidate | None:
         return None
     mb, mp = rows
     floor = CONTEXT_EFFECT_FLOORS["untested_share"]
-    return Candidate(lim, (_share_component(mb, mp, floor),), (1,), Cause(what=lim.title, remove_b=mb, remove_p=mp),
+    return Candidate(lim, (share_component(mb, mp, floor),), (1,), Cause(what=lim.title, remove_b=mb, remove_p=mp),
                      located=True)
 
 
@@ -320,11 +274,11 @@ def _drop(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
     if not data.labelled or data.y_pred_b is None or data.y_pred_p is None:
         return None
     floor = data.floor("performance_drop", 0.05)
-    direction = _drop_direction(data.metric)
+    direction = drop_direction(data.metric)
     if rows is None:
         if lim.slice is not None or lim.definition:
             return None
-        return Candidate(lim, (_metric_component(data, None, None, floor),), (direction,),
+        return Candidate(lim, (metric_component(data, None, None, floor),), (direction,),
                          Cause(what=lim.title, labels_changed=True))
     mb, mp = rows
     cause = Cause(what=lim.title, remove_b=mb, remove_p=mp)
@@ -337,7 +291,7 @@ def _drop(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
             return mix_retest(adj.w * mb, label.benchmark, label.production[adj.keep_p & mp], floor=LABEL_FLOOR,
                               effect="total_variation")
         return Candidate(lim, (inside,), (0,), cause, located=True)
-    return Candidate(lim, (_metric_component(data, mb, mp, floor),), (direction,), cause, located=True)
+    return Candidate(lim, (metric_component(data, mb, mp, floor),), (direction,), cause, located=True)
 
 
 def _weak(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
@@ -347,7 +301,7 @@ def _weak(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
         mb, mp = rows
         floor = CONTEXT_EFFECT_FLOORS["share_difference"]
         cause = Cause(what=lim.title, codes=mb.astype(int), shares=production_shares(mp.astype(int), 2))
-        return Candidate(lim, (_share_component(mb, mp, floor),), (_share_direction(lim),), cause, located=True)
+        return Candidate(lim, (share_component(mb, mp, floor),), (_share_direction(lim),), cause, located=True)
     return _drop(lim, data, rows)
 
 
