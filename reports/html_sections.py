@@ -315,7 +315,7 @@ def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
 
 
 def plan(p: NextRound | None) -> dict | None:
-    """The next-round plan section from the plan (``NextRoundPlan`` as a NextRound, or the stored ``next_round``)."""
+    """The next-round plan section from the AuditResult's ``next_round``."""
     if p is None:
         return None
     shown, more = capped([a for a in p.allocations if a.n_to_label > 0] or p.allocations)
@@ -330,10 +330,9 @@ def plan(p: NextRound | None) -> dict | None:
                          "share": fmt_share(a.production_share, MISSING),
                          "width": fmt_num(a.ci_width, missing=MISSING)} for a in shown],
         "more": more, "has_rows": bool(rows),
-        # the rows to label are open records (their tags depend on the plan's targets)
-        "rows": [{"rank": r.get("rank"), "id": shorten(r.get("id"), 60), "slice": r.get("slice"),
-                  "uncertainty": fmt_num(r.get("uncertainty"), 3, MISSING), "group": shorten(r.get("group") or "", 40),
-                  "tags": shorten(", ".join(str(t) for t in (r.get("tags") or []) if t != r.get("slice")), 160)}
+        "rows": [{"rank": r.rank, "id": shorten(r.id, 60), "slice": r.slice,
+                  "uncertainty": fmt_num(r.uncertainty, 3, MISSING), "group": shorten(r.group or "", 40),
+                  "tags": shorten(", ".join(str(t) for t in r.tags if t != r.slice), 160)}
                  for r in rows],
         "rows_more": rows_more,
     }

@@ -8,8 +8,8 @@ from pydantic import Field, model_validator
 
 from reports.result.base import Closed, Interval, Number, Record
 
-__all__ = ["Severity", "Decision", "LimitationRecord", "Verdict", "Allocation", "NextRound", "Note", "SignalCheck",
-           "ScenarioMatch"]
+__all__ = ["Severity", "Decision", "LimitationRecord", "Verdict", "Allocation", "LabelRequest", "NextRound", "Note",
+           "SignalCheck", "ScenarioMatch"]
 
 Severity = Literal["none", "low", "medium", "high"]
 STANDING_KINDS = frozenset({"benchmark_saturation", "label_quality"})  # standing whatever the audit shows
@@ -92,12 +92,27 @@ class Allocation(Record):
     key: str = ""
 
 
+class LabelRequest(Record):
+    """One production row to label: why (``slice``), how uncertain, and every planned slice it is in."""
+
+    rank: int
+    id: Any
+    slice: str
+    uncertainty: Number = None
+    group: Optional[str] = None
+    tags: list[str] = Field(default_factory=list)
+    image: Optional[str] = Field(None, description="The row's image (path or archive member) when the data came "
+                                                   "as images.")
+
+
 class NextRound(Record):
+    """The next benchmark round (what ``reports.plan_next_round`` returns): the budget split, and the rows to label."""
+
     audit_id: Optional[str] = None
     budget: int
     min_slice_size: int
     allocations: list[Allocation] = Field(default_factory=list)
-    rows: list[dict[str, Any]] = Field(default_factory=list)
+    rows: list[LabelRequest] = Field(default_factory=list)
     n_allocated: int = 0
     n_unallocated: int = 0
     diversity_rule: str = ""
