@@ -227,7 +227,7 @@ def _mix_shift(t: ShiftTest, ctx: RankingContext, slices_by_name: dict[str, Slic
         statement = (f"The share of {name} changed from {fmt_share(bench)} of the benchmark to {fmt_share(prod)} "
                      f"of production ({note}).")
         gap = slice_gap(s, ctx) if s else None
-        if gap is not None:
+        if gap is not None and s is not None:
             statement += (f" Its {metric_label(ctx.metric)} on the benchmark is "
                           f"{fmt_metric(s.benchmark_value, s.benchmark_ci)} against "
                           f"{fmt_num(ctx.overall_value)} overall.")

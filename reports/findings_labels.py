@@ -135,7 +135,7 @@ def _overall_drop(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]
     metric = overall.metric or ctx.metric
     drop = _drop(overall.benchmark_value, overall.production_value, metric)
     within = overall.within_context_changed is True
-    if overall.changed is not True or (drop or 0) <= 0:
+    if overall.changed is not True or drop is None or drop <= 0:
         return []
     test = overall.change_test
     lo, hi = interval_ends(overall.change_difference_ci or (test.details.get("difference_ci") if test else None))
@@ -187,7 +187,7 @@ def _concept_shift(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation
         metric = s.metric or ctx.metric
         drop = _drop(s.benchmark_value, s.production_value, metric)
         # SliceResult: p_value_adjusted tests benchmark vs production; ``changed`` is the decision.
-        if s.changed is not True or (drop or 0) <= 0 or s.status != "ok":
+        if s.changed is not True or drop is None or drop <= 0 or s.status != "ok":
             continue
         share, _ = slice_shares(s, ctx)
         name = shorten(s.title or s.name)

@@ -112,7 +112,7 @@ def _panels(tests: Sequence[ShiftTest], distributions: Mapping[str, Mapping]) ->
     for t in tests:
         summary = distributions.get(t.name)
         svg = histogram_svg(summary) if t.drifted and summary is not None else ""
-        if svg:
+        if svg and summary is not None:
             panels.append({"name": t.name, "svg": trusted_svg(svg), "note": distribution_note(summary),
                            "effect": f"{effect_label(t.effect_name)} {fmt_num(t.effect_size, 3)}"})
     return capped(panels, DIST_CAP)
@@ -282,8 +282,11 @@ def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
     everything = audit.slices
     weak.update(s.name for s in everything if s.underperforming is True)
     gaps = {id(s): _gap(s, audit) for s in everything}
-    ordered = sorted(everything, key=lambda s: (s.name not in weak,
-                                                -(gaps[id(s)] if gaps[id(s)] is not None else -9.0)))
+
+    def order(s: SliceRecord) -> tuple[bool, float]:  # weak first, then by gap; unknown gaps last
+        gap = gaps[id(s)]
+        return s.name not in weak, -(gap if gap is not None else -9.0)
+    ordered = sorted(everything, key=order)
     shown, more = capped(ordered)
     overall_metric = audit.overall.metric if audit.overall else None
     min_rows = audit.parameters.min_slice_size

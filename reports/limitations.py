@@ -22,6 +22,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
+from typing import Any
 
 from reports.findings_data import data_findings
 from reports.findings_inputs import covariate_findings
@@ -29,7 +30,7 @@ from reports.findings_labels import label_findings
 from reports.formatting import fmt_num, metric_label
 from reports.grouping import Relation, fold
 from reports.records import SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order
-from reports.result import AuditEvidence, as_evidence
+from reports.result import AuditEvidence, LimitationRecord, as_evidence
 
 __all__ = ["Limitation", "SeverityPriors", "rank_limitations", "candidate_findings", "verdict", "fails_gate",
            "GATE_LEVELS", "claims", "undecided", "sample_size", "decided", "undecided_notes"]
@@ -119,14 +120,14 @@ def _locate_overall_drop(found: list[Limitation]) -> list[Limitation]:
     return folded
 
 
-def claims(limitations: Sequence[Limitation]) -> tuple[list, list]:
+def claims(limitations: Sequence[Limitation | LimitationRecord]) -> tuple[list, list]:
     """``(change claims, standing limitations)``, each in rank order."""
     ordered = sorted(limitations, key=lambda lim: lim.rank)
     return ([lim for lim in ordered if claim_of(lim) == "change"],
             [lim for lim in ordered if claim_of(lim) == "standing"])
 
 
-def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation]) -> dict:
+def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord]) -> dict:
     """The one-sentence answer a newcomer reads first: ``{"shift_detected", "severity", "summary", "status",
     "reasons", "sample_size", "changes", "standing"}``.
 
@@ -149,7 +150,7 @@ def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation]) -
     # Severity describes what changed: a weakness the benchmark shows as well is the model card's
     # (``standing_severity``), so an audit where nothing changed never reads as a problem found.
     severity, standing_severity = worst(changes), worst(standing)
-    out = {"shift_detected": shift, "severity": severity, "standing_severity": standing_severity,
+    out: dict[str, Any] = {"shift_detected": shift, "severity": severity, "standing_severity": standing_severity,
            "status": status, "reasons": reasons,
            "sample_size": sample_size(audit) if status == "inconclusive" else None,
            "changes": [lim.key for lim in changes if getattr(lim, "key", None)],
@@ -185,7 +186,7 @@ def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation]) -
     return out
 
 
-def _standing_sentence(standing: Sequence[Limitation], *, outranks: bool = False) -> str:
+def _standing_sentence(standing: Sequence[Limitation | LimitationRecord], *, outranks: bool = False) -> str:
     """The standing limitations after the changes; when the worst of them is more severe than every
     change, the sentence says so, so that an assumed change does not hide a measured weakness."""
     if not standing:
@@ -243,7 +244,7 @@ def sample_size(audit: AuditEvidence | Mapping, *, power: float = 0.8) -> dict |
             "n_needed_per_side": needed, "sentence": sentence}
 
 
-def fails_gate(result: Mapping, level: str) -> bool:
+def fails_gate(result: AuditEvidence | Mapping, level: str) -> bool:
     """Should a CI job fail on this AuditResult at ``level`` (``contextshift audit --fail-on``)?
 
     ``"shift"``: the verdict says a shift was detected. ``"low" | "medium" | "high"``: some change claim
@@ -257,8 +258,8 @@ def fails_gate(result: Mapping, level: str) -> bool:
     """
     if level not in GATE_LEVELS:
         raise ValueError(f"level must be one of {GATE_LEVELS}, got {level!r}.")
-    result = as_evidence(result)
+    evidence = as_evidence(result)
     if level == "shift":
-        return result.verdict is not None and result.verdict.shift_detected
+        return evidence.verdict is not None and evidence.verdict.shift_detected
     floor = SEVERITY_ORDER[level]
-    return any(SEVERITY_ORDER[lim.severity] >= floor for lim in result.limitations if claim_of(lim) == "change")
+    return any(SEVERITY_ORDER[lim.severity] >= floor for lim in evidence.limitations if claim_of(lim) == "change")

@@ -183,7 +183,7 @@ def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
                      "production rows.")
     chosen = (select_rows(candidates, [(t.name, counts[id(t)]) for t in ordered if counts[id(t)] > 0],
                           all_rows_target=PRODUCTION_SAMPLE) if candidates is not None else ())
-    selected = {}
+    selected: dict[str, int] = {}
     for row in chosen:
         selected[row.slice] = selected.get(row.slice, 0) + 1
     allocations = [

@@ -105,7 +105,8 @@ def slice_targets(audit: AuditEvidence, ctx: RankingContext, heads: dict[str, Li
         lim = heads.get(name)
         is_claim = lim is not None and lim.kind in ("underperforming_slice", "concept_shift", "untested_context")
         claimed = _gap_claimed(s, gap, ctx, is_claim)
-        weight = (share or 0.0) * (gap + (UNKNOWN_CI_WIDTH if width is None else width) / 2) if claimed else 0.0
+        weight = ((share or 0.0) * (gap + (UNKNOWN_CI_WIDTH if width is None else width) / 2)
+                  if claimed and gap is not None else 0.0)
         reason = f"limitation #{lim.rank}; " if lim is not None else ""
         reason += f"{fmt_share(share)} of production" + (f", gap {gap:+.2f}" if gap is not None else "")
         if not claimed:

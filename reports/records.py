@@ -158,7 +158,7 @@ class RankingContext:
     higher_is_better: bool
     overall_value: float | None
     overall_ci: Any
-    overall_n: float | None
+    overall_n: int | None
     overall_production_value: float | None
     measured: Any  # reports.measured.MeasuredChange of the overall metric, None without labelled production
     n_benchmark: float | None
