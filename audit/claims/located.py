@@ -4,8 +4,10 @@ Labels that changed inside one slice of production show up as a weak slice, as a
 a class-mix change. Two searches restate them as the ``concept_shift`` of that slice:
 
 * **a weak slice whose metric fell** — the slice's production metric is below its own benchmark value,
-  tested with :func:`detectors.metric_change.metric_change_test`, its p-value Bonferroni-adjusted to
-  the size of the audit's correction family plus the slices tried, beyond the practical floor;
+  tested with :func:`detectors.metric_change.metric_change_test` on the primary metric and on accuracy
+  (:func:`slice_metrics`: a class-weighted metric cannot move, or barely, where the model gives nearly
+  every row of a slice one class), its p-value Bonferroni-adjusted to the size of the audit's correction
+  family plus the slices tried, times the metrics asked, beyond the practical floor;
 * **a whole-population change that lives in one slice** — an observed class-mix change (or an overall
   metric drop), already a claim of the audit, that is significant inside a slice holding at most two
   thirds of production (Bonferroni over the slices tried: a hierarchical test, asked only of a claim
@@ -21,6 +23,7 @@ every other claim.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +36,7 @@ from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, low
 from reports.records import Limitation, finding_key, make_decision, severity_label
 from reports.result import AuditEvidence
 
-__all__ = ["located_changes", "located_whole", "slice_change"]
+__all__ = ["located_changes", "located_whole", "slice_change", "slice_metrics", "measured_metric"]
 
 SLICE_KINDS = ("underperforming_slice", "concept_shift")
 MAX_TRIED = 8
@@ -87,15 +90,6 @@ def slice_change(data: ClaimData, keep_b: np.ndarray, keep_p: np.ndarray, name: 
     return change
 
 
-def why_not_primary(change: MetricChange, primary: str, pred_b: np.ndarray, pred_p: np.ndarray) -> str:
-    """Why a slice's change is measured with another metric than the audit's primary one ("" when not)."""
-    if change.metric == primary:
-        return ""
-    if measured_metric(primary, pred_b, pred_p) != primary:
-        return f"{metric_label(primary)} cannot move here: the model gives every row of this context the same class"
-    return f"{metric_label(primary)} cannot be measured here: one class has too few rows in this context"
-
-
 def _dropped(change: MetricChange | None, n_family: int, alpha: float) -> tuple[bool, float]:
     """Did the metric drop (beyond the floor, Bonferroni-adjusted p below alpha)? And the adjusted p."""
     if change is None or change.test.status != "ok":
@@ -104,6 +98,52 @@ def _dropped(change: MetricChange | None, n_family: int, alpha: float) -> tuple[
     worse = diff > 0 if lower_is_better(change.metric) else diff < 0
     p_adj = min(1.0, float(change.test.p_value) * n_family)
     return bool(worse and abs(diff) >= change.test.effect_floor and p_adj < alpha), p_adj
+
+
+def slice_metrics(primary: str) -> tuple[str, ...]:
+    """The metrics a slice's change is asked of: the primary one and accuracy (Bonferroni over both).
+
+    A class-weighted metric such as balanced accuracy rests, inside a slice, on the few rows of a class
+    the slice rarely holds or the model rarely predicts there: it cannot move where the model gives every
+    row one class, and its interval can be too wide to place a drop that accuracy, which rests on every
+    row, measures plainly.
+    """
+    return (primary,) if primary == "accuracy" else (primary, "accuracy")
+
+
+@dataclass(frozen=True)
+class _Drop:
+    change: MetricChange
+    p_adj: float
+    n_tests: int
+    why: str
+
+
+def _drop_of(data: ClaimData, name: str, mb: np.ndarray, mp: np.ndarray, n_family: int) -> _Drop | None:
+    """The clearest drop of a slice's metric among :func:`slice_metrics` (Bonferroni over ``n_family`` and
+    the metrics), or None when none dropped."""
+    if data.y_pred_b is None or data.y_pred_p is None:
+        return None
+    metrics = slice_metrics(data.metric)
+    n_tests = n_family * len(metrics)
+    changes = [slice_change(data, mb, mp, name, m) for m in metrics]
+    dropped = [(p_adj, change) for change in changes for ok, p_adj in [_dropped(change, n_tests, data.alpha)]
+               if ok and change is not None]
+    if not dropped:
+        return None
+    p_adj, change = min(dropped, key=lambda d: d[0])
+    why = ""
+    if change.metric != data.metric:
+        primary = changes[0]
+        if measured_metric(data.metric, data.y_pred_b[mb], data.y_pred_p[mp]) != data.metric:
+            why = (f"{metric_label(data.metric)} cannot move here: the model gives every row of this context the "
+                   "same class")
+        elif primary is None or primary.test.status != "ok":
+            why = f"{metric_label(data.metric)} cannot be measured here: one class has too few rows in this context"
+        else:
+            why = (f"tested with {metric_label(data.metric)} and with accuracy, Bonferroni over both: "
+                   f"{metric_label(data.metric)} rests here on few rows of a class, accuracy on every row")
+    return _Drop(change, p_adj, n_tests, why)
 
 
 def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
@@ -119,12 +159,10 @@ def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench
     out = list(found)
     for lim in tried:
         mb, mp = bench_masks[lim.key], masks[lim.key]
-        change = slice_change(data, mb, mp, str(lim.slice))
-        dropped, p_adj = _dropped(change, n_family, data.alpha)
-        if not dropped or change is None:
+        drop = _drop_of(data, str(lim.slice), mb, mp, n_family)
+        if drop is None:
             continue
-        why = why_not_primary(change, data.metric, data.y_pred_b[mb], data.y_pred_p[mp])
-        head = _as_concept(lim, change, p_adj, n_family, float(mp.mean()), why)
+        head = _as_concept(lim, drop.change, drop.p_adj, drop.n_tests, float(mp.mean()), drop.why)
         if head.key in keys:
             continue  # the within-context test claimed it: one key, one claim (the slice folds into it by rows)
         out[out.index(lim)] = head
@@ -240,29 +278,16 @@ def located_whole(found: list[Limitation], evidence: AuditEvidence, masks: dict[
 def _drop_inside(data: ClaimData, name: str, definition: str, mb: np.ndarray, mp: np.ndarray,
                  n_family: int) -> Limitation | None:
     """The concept shift of a slice where the overall drop lives: the slice's metric dropped, the rest's
-    did not. Asked of the primary metric and of accuracy (Bonferroni over both; the rest must show nothing
-    on either): a class-weighted metric such as balanced accuracy rests on the few rows of a rare class
-    inside a slice, so its interval there can be too wide to place a drop that accuracy measures plainly."""
-    if data.y_pred_b is None or data.y_pred_p is None:
-        return None
-    metrics = [data.metric] + (["accuracy"] if data.metric != "accuracy" else [])
-    n_tests = n_family * len(metrics)
-    inside = [slice_change(data, mb, mp, name, m if len(metrics) > 1 else None) for m in metrics]
-    outside = [slice_change(data, ~mb, ~mp, "outside " + name, m if len(metrics) > 1 else None) for m in metrics]
+    did not (on any of the metrics asked: :func:`slice_metrics`)."""
+    outside = [slice_change(data, ~mb, ~mp, "outside " + name, m) for m in slice_metrics(data.metric)]
     if any(rest is None or not _absent(rest.test, data.alpha) for rest in outside):
         return None
-    dropped = [(p_adj, change) for change in inside for ok, p_adj in [_dropped(change, n_tests, data.alpha)]
-               if ok and change is not None]
-    if not dropped:
+    drop = _drop_of(data, name, mb, mp, n_family)
+    if drop is None:
         return None
-    p_adj, change = min(dropped, key=lambda d: d[0])
-    why = why_not_primary(change, data.metric, data.y_pred_b[mb], data.y_pred_p[mp])
-    if why and inside[0] is not None and inside[0].test.status == "ok":
-        why = (f"tested with {metric_label(data.metric)} and with accuracy, Bonferroni over both: "
-               f"{metric_label(data.metric)} rests here on few rows of a class, accuracy on every row")
     base = Limitation(rank=0, kind="underperforming_slice", slice=name, title=name, statement="", score=0.0,
                       severity="low", definition=definition)
-    return _as_concept(base, change, p_adj, n_tests, float(mp.mean()), why)
+    return _as_concept(base, drop.change, drop.p_adj, drop.n_tests, float(mp.mean()), drop.why)
 
 
 def _labels_changed(name: str, definition: str, inside, outside, n_family: int, data: ClaimData,
