@@ -10,7 +10,7 @@ import warnings
 from importlib import import_module
 
 _EXPORTS = {
-    "Limitation": "reports.limitations",
+    "LimitationRecord": "reports.result",
     "SeverityPriors": "reports.limitations",
     "rank_limitations": "reports.limitations",
     "verdict": "reports.limitations",
@@ -32,8 +32,8 @@ _EXPORTS = {
     "write_evidently_page": "reports.evidently_page",
     "evidently_page_html": "reports.evidently_page",
 }
-# former names of the one plan type, still importable with a DeprecationWarning
-_RENAMED = {"NextRoundPlan": "NextRound", "SliceAllocation": "Allocation"}
+# former names of the one plan type and the one limitation type, still importable with a DeprecationWarning
+_RENAMED = {"NextRoundPlan": "NextRound", "SliceAllocation": "Allocation", "Limitation": "LimitationRecord"}
 __all__ = list(_EXPORTS)
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from reports.limitations import verdict
-from reports.records import Limitation
 from reports.result import AuditEvidence, LimitationRecord, NextRound, Verdict, as_evidence
 
 __all__ = ["conclude"]
 
 
-def conclude(evidence: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord],
+def conclude(evidence: AuditEvidence | Mapping, limitations: Sequence[LimitationRecord],
              plan: NextRound | None = None) -> AuditEvidence:
     """``evidence`` with ``limitations`` (in rank order), their verdict and ``plan`` as its conclusions.
 
@@ -29,13 +28,12 @@ def conclude(evidence: AuditEvidence | Mapping, limitations: Sequence[Limitation
     ----------
     evidence : AuditEvidence, AuditResult or its JSON
         Validated once; conclusions it already holds are replaced.
-    limitations : sequence of Limitation or LimitationRecord
+    limitations : sequence of LimitationRecord
         From :func:`reports.rank_limitations` (or a stored result's).
     plan : NextRound, optional
         From :func:`reports.plan_next_round`; without one the report has no next-round section.
     """
     evidence = as_evidence(evidence)
-    records = sorted((lim if isinstance(lim, LimitationRecord) else LimitationRecord.model_validate(lim.to_dict())
-                      for lim in limitations), key=lambda lim: lim.rank)
+    records = sorted(limitations, key=lambda lim: lim.rank)
     decided = Verdict.model_validate(verdict(evidence, records))
     return evidence.model_copy(update={"limitations": records, "verdict": decided, "next_round": plan})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from reports.findings_base import detail_number, make_limitation, test_decision, test_note
 from reports.formatting import effect_label, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, shorten
-from reports.records import Limitation, RankingContext, make_decision
-from reports.result import AuditEvidence, MultivariateTest, ShiftTest
+from reports.records import RankingContext, make_decision
+from reports.result import AuditEvidence, LimitationRecord, MultivariateTest, ShiftTest
 from reports.shift_loss import shift_loss
 
 __all__ = ["covariate_findings"]
@@ -74,7 +74,7 @@ def _output_sentence(tests: list[ShiftTest]) -> str:
     return f" The model's outputs changed too: {', '.join(phrases)}."
 
 
-def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     """One covariate-shift limitation when an input, the inputs jointly or the model's outputs changed."""
     covariate = audit.covariate
     drifted = sorted((t for t in covariate.features + covariate.missing if t.flagged),

@@ -14,14 +14,14 @@ from reports.findings_base import (
     untested_name,
 )
 from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_share, lower_is_better, metric_label, shorten
-from reports.records import Limitation, RankingContext, make_decision
-from reports.result import ShiftTest, SliceRecord, UntestedContextRecord
+from reports.records import RankingContext, make_decision
+from reports.result import LimitationRecord, ShiftTest, SliceRecord, UntestedContextRecord
 
 __all__ = ["untested_limitation"]
 
 
 def untested_limitation(u: UntestedContextRecord, ctx: RankingContext, folded: list[ShiftTest],
-                        measured: SliceRecord | None) -> Limitation:
+                        measured: SliceRecord | None) -> LimitationRecord:
     """An untested context; with labelled production rows its metric there is measured and compared
     with the benchmark's overall metric (what the benchmark promised), never with production's own
     overall (which these rows are part of, and which they may be all of)."""

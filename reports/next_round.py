@@ -41,8 +41,8 @@ from collections.abc import Mapping, Sequence
 
 from reports.formatting import shorten
 from reports.plan_targets import Target, limitation_index, slice_targets, untested_targets
-from reports.records import Limitation, RankingContext
-from reports.result import Allocation, AuditEvidence, NextRound, as_evidence
+from reports.records import RankingContext
+from reports.result import Allocation, AuditEvidence, LimitationRecord, NextRound, as_evidence
 from reports.selection import DIVERSITY_RULE, select_rows
 
 __all__ = ["plan_next_round", "PRODUCTION_SAMPLE"]
@@ -50,7 +50,7 @@ __all__ = ["plan_next_round", "PRODUCTION_SAMPLE"]
 PRODUCTION_SAMPLE = "production sample"
 
 
-def _sample_key(limitations: Sequence[Limitation]) -> str:
+def _sample_key(limitations: Sequence[LimitationRecord]) -> str:
     """The top limitation about no particular rows (a shift of all production), else "production_sample:all"."""
     lim = next((lim for lim in limitations if lim.slice is None and lim.kind != "benchmark_saturation"), None)
     return lim.key if lim is not None else "production_sample:all"
@@ -119,7 +119,7 @@ def _split_reason(t: Target, n: int, already: int, remaining: int, total_weight:
     return out
 
 
-def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation], *, budget: int,
+def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationRecord], *, budget: int,
                     min_slice_size: int = 30, candidates=None) -> NextRound:
     """Split ``budget`` labels across slices and choose production rows to label.
 
@@ -127,7 +127,7 @@ def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
     ----------
     audit : AuditEvidence, AuditResult or its JSON
         The audit (``reports/SCHEMA.md``); JSON is validated first.
-    limitations : sequence of Limitation
+    limitations : sequence of LimitationRecord
         From :func:`reports.rank_limitations`; used to explain allocations.
     budget : int
         Number of rows that can be labelled in the next round (>= 0).
