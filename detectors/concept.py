@@ -51,6 +51,7 @@ from detectors.label_shift import prior_shift_effect
 from detectors.metric_ci import observed_performance
 from detectors.performance import compare_performance
 from detectors.univariate import chi2_two_sample as pooled_chi2
+from detectors.validation import as_mask
 
 __all__ = ["GroupChange", "ConceptShiftResult", "ConceptShiftDetector", "proportion_change",
            "group_performance_change", "two_proportion_pvalue", "observed_label_shift", "PerformanceDeparture",
@@ -207,24 +208,13 @@ def group_performance_change(success_ref, success_cur, *, group_ref=None, group_
     the same length (e.g. a slice, or ``y_true == c`` for per-class recall; all rows if None).
     Keyword arguments go to :func:`proportion_change`.
     """
-    s_ref, s_cur = _bool(success_ref, "success_ref"), _bool(success_cur, "success_cur")
-    g_ref = np.ones(len(s_ref), bool) if group_ref is None else _bool(group_ref, "group_ref")
-    g_cur = np.ones(len(s_cur), bool) if group_cur is None else _bool(group_cur, "group_cur")
+    s_ref, s_cur = as_mask("success_ref", success_ref), as_mask("success_cur", success_cur)
+    g_ref = np.ones(len(s_ref), bool) if group_ref is None else as_mask("group_ref", group_ref)
+    g_cur = np.ones(len(s_cur), bool) if group_cur is None else as_mask("group_cur", group_cur)
     if len(g_ref) != len(s_ref) or len(g_cur) != len(s_cur):
         raise DetectorInputError("group masks must have the same length as the success arrays.")
     return proportion_change(s_ref[g_ref].sum(), g_ref.sum(), s_cur[g_cur].sum(), g_cur.sum(),
                              name=name, metric=metric, group=group, **kwargs)
-
-
-def _bool(values, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise DetectorInputError(f"{name} must be 1-D, got shape {arr.shape}.")
-    if arr.dtype != bool:
-        if arr.size and (~np.isin(arr, [0, 1])).any():
-            raise DetectorInputError(f"{name} must be boolean.")
-        arr = arr.astype(bool)
-    return arr
 
 
 def observed_label_shift(y_ref, y_cur, classes, *, alpha=0.05, effect_floor=0.05, min_samples=30,
@@ -333,7 +323,7 @@ class ConceptShiftDetector:
         prior_ref = np.bincount(encode(self.y_true_, self.classes_, "y_true"), minlength=k) / len(self.y_true_)
         prior_cur = np.bincount(encode(y_cur, self.classes_, "y_true"), minlength=k) / len(y_cur)
         cls = self.classes_.tolist()
-        rows = np.ones(len(y_cur), bool) if expected_rows is None else _bool(expected_rows, "expected_rows")
+        rows = np.ones(len(y_cur), bool) if expected_rows is None else as_mask("expected_rows", expected_rows)
         if len(rows) != len(y_cur):
             raise DetectorInputError("expected_rows must have one entry per production row.")
         departures = () if expected is None or not rows.any() else performance_departures(

@@ -75,7 +75,6 @@ from detectors.base import (
 from detectors.context_results import ContextShiftResult, SliceShare, UntestedContext
 from detectors.context_tests import (
     MISSING,
-    _as_mask,
     _numbers,
     _share_stats,
     declared_kind,
@@ -90,6 +89,7 @@ from detectors.context_tests import (
 from detectors.correction import readjust
 from detectors.covariate import categorical_shift_test
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
+from detectors.validation import as_mask
 
 __all__ = ["ContextShiftDetector", "ContextShiftResult", "ContextCounts", "SliceShare", "UntestedContext",
            "CONTEXT_EFFECT_FLOORS", "literal_text", "exceedance_pvalue", "rarity_pvalue"]
@@ -299,8 +299,8 @@ class ContextShiftDetector:
                 bench_mask, prod_mask = masks
             except (TypeError, ValueError):
                 raise DetectorInputError(f"slice {name!r}: expected (benchmark_mask, production_mask).") from None
-            b = _as_mask(bench_mask, n1, f"slice {name!r} benchmark mask")
-            p = _as_mask(prod_mask, n2, f"slice {name!r} production mask")
+            b = as_mask(f"slice {name!r} benchmark mask", bench_mask, n1)
+            p = as_mask(f"slice {name!r} production mask", prod_mask, n2)
             counts.append((int(b.sum()), int(p.sum())))
         return self._shares_from_counts(dict(zip(slices, counts)), n1, n2)
 

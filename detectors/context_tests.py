@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from detectors.base import DetectorInputError, ShiftTest
+from detectors.base import ShiftTest
 from detectors.context_results import UntestedContext
 from detectors.intervals import newcombe_interval, wilson_interval
 from slicelang import compare, equals, literal_text
@@ -58,17 +58,6 @@ def _share_stats(k1: np.ndarray, n1: int, k2: np.ndarray, n2: int) -> list[dict]
     return [{"benchmark_share": k1[i] / n1, "benchmark_share_ci": (lo1[i], hi1[i]), "production_share": k2[i] / n2,
              "production_share_ci": (lo2[i], hi2[i]), "difference": k2[i] / n2 - k1[i] / n1,
              "difference_ci": (dlo[i], dhi[i])} for i in range(k1.size)]
-
-
-def _as_mask(mask, n: int, what: str) -> np.ndarray:
-    arr = np.asarray(mask)
-    if arr.shape != (n,):
-        raise DetectorInputError(f"{what} must be a boolean mask of shape ({n},), got {arr.shape}.")
-    if arr.dtype != bool:
-        if not np.isin(arr, [0, 1]).all():
-            raise DetectorInputError(f"{what} must be boolean.")
-        arr = arr.astype(bool)
-    return arr
 
 
 

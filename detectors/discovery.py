@@ -44,6 +44,7 @@ from scipy import stats
 from detectors.base import DetectorInputError, Result, check_alpha, check_correction, check_in, check_int, check_number
 from detectors.correction import adjust_pvalues
 from detectors.intervals import newcombe_interval, wilson_interval
+from detectors.validation import as_mask
 from slicelang import all_of, equals, in_range, is_missing
 
 __all__ = ["Condition", "DiscoveredSlice", "DiscoveryResult", "discover_weak_slices"]
@@ -196,12 +197,9 @@ def discover_weak_slices(context: pd.DataFrame, errors, *, max_conditions: int =
     -------
     DiscoveryResult
     """
-    e = np.asarray(errors)
-    if not isinstance(context, pd.DataFrame) or e.shape != (len(context),):
-        rows = len(getattr(context, "index", []))
-        raise DetectorInputError(f"errors must have shape ({rows},) like the context rows.")
-    if not np.isin(e, [0, 1]).all():
-        raise DetectorInputError("errors must be boolean or 0/1 (1 = the model was wrong).")
+    if not isinstance(context, pd.DataFrame):
+        raise DetectorInputError(f"context must be a DataFrame, got {type(context).__name__}.")
+    e = as_mask("errors", errors, len(context))  # 1 = the model was wrong
     check_in("max_conditions", max_conditions, (1, 2, 3))
     check_int("min_support", min_support, minimum=1)
     check_int("n_bins", n_bins, minimum=1)

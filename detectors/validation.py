@@ -17,7 +17,7 @@ import numpy as np
 __all__ = [
     "DetectorInputError", "CORRECTION_NAMES", "check_alpha", "check_correction", "check_int", "check_number",
     "check_fraction", "check_in", "check_bool", "check_random_state", "check_effect_floors", "check_names",
-    "check_distinct", "check_probabilities", "check_numbers",
+    "check_distinct", "check_probabilities", "check_numbers", "as_mask",
 ]
 
 
@@ -137,6 +137,23 @@ def check_probabilities(name: str, values: Any, *, allow_nan: bool = True) -> No
     known = ~np.isnan(v) if allow_nan else np.ones(v.shape, bool)
     if np.any(~((v[known] >= 0) & (v[known] <= 1))):
         raise DetectorInputError(f"{name} must lie in [0, 1]{'' if allow_nan else ' (no NaN)'}.")
+
+
+def as_mask(name: str, values: Any, n: int | None = None) -> np.ndarray:
+    """``values`` as a 1-D boolean array (of length ``n`` when given); 0/1 are read as False/True.
+
+    >>> as_mask("rows", [0, 1, 1]).tolist()
+    [False, True, True]
+    """
+    arr = np.asarray(values)
+    if arr.ndim != 1 or (n is not None and arr.shape != (n,)):
+        shape = "(n,)" if n is None else f"({n},)"
+        raise DetectorInputError(f"{name} must be a boolean mask of shape {shape}, got shape {arr.shape}.")
+    if arr.dtype != bool:
+        if arr.size and not np.isin(arr, [0, 1]).all():
+            raise DetectorInputError(f"{name} must be boolean (or 0/1), got values {np.unique(arr)[:5].tolist()}.")
+        arr = arr.astype(bool)
+    return arr
 
 
 def check_effect_floors(name: str, value: Any, known: Iterable[str]) -> None:

@@ -11,11 +11,13 @@ from detectors.intervals import z_value
 from detectors.online_testing import lord_plus_plus
 from detectors.validation import (
     DetectorInputError,
+    as_mask,
     check_distinct,
     check_in,
     check_int,
     check_names,
     check_number,
+    check_numbers,
     check_probabilities,
 )
 
@@ -72,3 +74,27 @@ def test_functions_use_the_same_checks():
         lord_plus_plus([0.01], alpha=0.05, w0=0.1)
     with pytest.raises(DetectorInputError, match=r"alpha must be"):
         lord_plus_plus([0.01], alpha=0)
+
+
+@pytest.mark.parametrize("values, message", [
+    ([], "bets must be a non-empty sequence of numbers, got []."),
+    ("0.5", "bets must be a non-empty sequence of numbers, got '0.5'."),
+    ((0.5, -1.0), "bets[1] must be a finite number in (0, inf), got -1.0."),
+    ((0.5, float("nan")), "bets[1] must be a finite number in (0, inf), got nan."),
+])
+def test_a_sequence_of_numbers_names_the_bad_item(values, message):
+    check_numbers("bets", (0.5, 1.0), minimum=0, open_low=True)
+    with pytest.raises(DetectorInputError) as caught:
+        check_numbers("bets", values, minimum=0, open_low=True)
+    assert str(caught.value) == message
+
+
+def test_a_mask_is_one_dimensional_boolean_of_the_rows_length():
+    assert as_mask("rows", np.array([1, 0, 1])).tolist() == [True, False, True]
+    assert as_mask("rows", [True, False], 2).dtype == bool
+    with pytest.raises(DetectorInputError, match=r"rows must be a boolean mask of shape \(3,\), got shape \(2,\)"):
+        as_mask("rows", [True, False], 3)
+    with pytest.raises(DetectorInputError, match=r"rows must be a boolean mask of shape \(n,\)"):
+        as_mask("rows", [[True]])
+    with pytest.raises(DetectorInputError, match=r"rows must be boolean \(or 0/1\), got values \[0, 2\]"):
+        as_mask("rows", [0, 2])
