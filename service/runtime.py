@@ -32,14 +32,14 @@ class Runtime:
     _reference_cache: Any = field(default=None, repr=False)
 
     def reference_cache(self) -> Any:
-        """The benchmark-side fit cache (``service.audits.pipeline.reference_cache``) under
+        """The benchmark-side fit cache (``audit.pipeline.reference_cache``) under
         ``data_dir/cache/reference``, shared by the audit worker and monitor runs; None when
         ``CONTEXTSHIFT_REFERENCE_CACHE=off``. Made on first use: importing the pipeline is slow."""
         if not self.settings.reference_cache:
             return None
         with _cache_lock:
             if self._reference_cache is None:
-                from service.audits.pipeline.reference_cache import ReferenceCache  # lazy: the pipeline, ~2 s
+                from audit.pipeline.reference_cache import ReferenceCache  # lazy: the pipeline, ~2 s
 
                 self._reference_cache = ReferenceCache(self.settings.data_dir / "cache" / "reference", max_items=32)
         return self._reference_cache

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.result import as_result
+from audit.options import AuditOptions
 from reports.skin_context import skin_tone_notes
 from reports.thumbnails import thumbnail_strips
 from service.datasets.images.cache import read_thumbnail
@@ -24,13 +24,14 @@ from service.datasets.images.derive import HASH_COLUMN
 __all__ = ["with_thumbnails"]
 
 
-def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, options: dict, domain: str) -> Any:
+def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, options: AuditOptions,
+                    domain: str) -> Any:
     """``outcome`` with its HTML re-rendered with thumbnails and skin-tone notes (unchanged when
     neither applies)."""
-    asked = bool(options.get("report_thumbnails"))
+    asked = options.report_thumbnails
     if not asked and "img_brightness" not in production.columns:
         return outcome
-    result = as_result(outcome.result)  # validated once, for the thumbnails' picks and the rendering
+    result = outcome.result
     notes = skin_tone_notes(result.limitations, production)
     if not asked and not notes:
         return outcome
@@ -42,8 +43,8 @@ def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, op
         hashes = production[HASH_COLUMN].to_numpy()
         strips, note = thumbnail_strips(result.limitations, production,
                                         lambda i: read_thumbnail(settings, hashes[i]),
-                                        seed=int(options.get("seed") or 0), domain=domain,
-                                        medical_ok=bool(options.get("report_thumbnails_medical")))
+                                        seed=options.seed, domain=domain,
+                                        medical_ok=options.report_thumbnails_medical)
     else:
         strips, note = {}, "Thumbnails were asked for, but the production data was not uploaded with its images."
     return replace(outcome, html=render_html(result, thumbnails=strips, thumbnail_note=note, image_notes=notes))

@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from audit.role_hints import upload_warnings
 from service import roles
 from service.datasets import validation
 from service.datasets.coerce import coerce_columns
@@ -31,7 +32,6 @@ from service.datasets.paths import resolve_inside
 from service.datasets.upload import expectations, validation_failed
 from service.errors import BadUpload, InvalidRequest
 from service.models import DatasetRow
-from service.role_hints import upload_warnings
 
 
 def register_dataset(runtime: Any, *, name: str, role: str, pack: Any, user_schema: Any,

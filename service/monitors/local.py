@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from service.errors import InvalidRequest
+from service.errors import InvalidRequest, audit_input_errors
 from service.monitors.batch import Batch
 from service.monitors.directory_source import take_directory
-from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
-                                       execute_run)
+from service.monitors.run_path import BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary, execute_run
 from service.settings import Settings, get_settings
 
 if TYPE_CHECKING:  # annotations only: the typed result's models (~0.08 s) load once a run has new rows
@@ -171,23 +170,23 @@ class StateFileStore:
     def audit(self, run_id: str, batch: Batch, roles: dict[str, str], validation: dict, side: BenchmarkSide,
               alpha_k: float) -> tuple[None, dict[str, Any]]:
         # lazy, new rows only: the pipeline loads SciPy and pandas (~2 s); the schemas' models ~0.03 s
-        from service.audits.pipeline import AuditInput, run_audit
-        from service.schemas import AuditOptions
+        from audit import AuditData, AuditOptions, run_audit
 
         options = {key: v for key, v in self.monitor.options.items() if key != "harm_tolerance"}
-        outcome = run_audit(AuditInput(
-            audit_id=run_id, benchmark=side.frame, production=batch.frame, benchmark_roles=side.roles,
-            production_roles=roles, benchmark_ref={"id": "benchmark", "name": Path(self.config["benchmark"]).name},
-            production_ref={"id": run_id, "name": batch.description or "new rows"}, pack=side.pack,
-            options=AuditOptions(**{**options, "alpha": alpha_k}).model_dump(),
-            reference_cache=_reference_cache(self.config, self.path), benchmark_digest=side.digest),
-            progress=lambda p, s: None)
+        with audit_input_errors():
+            outcome = run_audit(
+                AuditData(side.frame, side.roles, {"id": "benchmark", "name": Path(self.config["benchmark"]).name},
+                          digest=side.digest),
+                AuditData(batch.frame, roles, {"id": run_id, "name": batch.description or "new rows"}),
+                pack=side.pack, options=AuditOptions(**{**options, "alpha": alpha_k}), audit_id=run_id,
+                reference_cache=_reference_cache(self.config, self.path))
+        result = outcome.result_json
         if self.config.get("out"):
             out = Path(self.config["out"])
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{run_id}.html").write_text(outcome.html, encoding="utf-8")
-            (out / f"{run_id}.json").write_text(json.dumps(outcome.result), encoding="utf-8")
-        return None, outcome.result
+            (out / f"{run_id}.json").write_text(json.dumps(result), encoding="utf-8")
+        return None, result
 
     def active_alerts(self) -> list[Any]:
         return [_alert_row(a) for a in self.state["alerts"] if a["state"] in ACTIVE]
@@ -249,7 +248,7 @@ def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:
     job's working directory is arbitrary); none with ``CONTEXTSHIFT_REFERENCE_CACHE=off``."""
     if not Settings().reference_cache:
         return None
-    from service.audits.pipeline.reference_cache import ReferenceCache  # lazy: the audit pipeline (~2 s)
+    from audit.pipeline.reference_cache import ReferenceCache  # lazy: the audit pipeline (~2 s)
 
     return ReferenceCache(Path(config.get("reference_cache") or state_path.parent / "cache" / "reference"))
 

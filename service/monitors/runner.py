@@ -6,7 +6,7 @@ become a production dataset and a normal audit (so a run's ``audit_id`` opens a 
 report). The benchmark side is computed once per monitor and reused: its frame read from Parquet,
 its column roles and the domain pack are kept in memory (:class:`BenchmarkCache`), and everything
 the audit fits on the benchmark alone (detectors' reference summaries, the performance estimators'
-bootstrap) goes through the runtime's :class:`~service.audits.pipeline.reference_cache.ReferenceCache`
+bootstrap) goes through the runtime's :class:`~audit.pipeline.reference_cache.ReferenceCache`
 (memory and ``data_dir/cache/reference``), so a run costs about the tests on its new rows
 (benchmarks/monitoring.py measures it).
 """
@@ -19,18 +19,27 @@ from typing import Any
 
 import pandas as pd
 
+from audit.options import AuditOptions
+from service.audits.schemas import AuditRequest
 from service.audits.worker import atomic_write_text
-from service.errors import ServiceError
+from service.errors import ServiceError, audit_input_errors
 from service.monitors import budget, findings
 from service.monitors.alerting import ACTIVE, payload
 from service.monitors.models import MonitorRow
 from service.monitors.outbox import Outbox, message
-from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
-                                       execute_run, production_roles, run_error)
+from service.monitors.run_path import (
+    BenchmarkSide,
+    MonitorView,
+    RunRecord,
+    check_engine,
+    checks_summary,
+    execute_run,
+    production_roles,
+    run_error,
+)
 from service.monitors.sources import Batch, take_directory, take_sql
 from service.monitors.store import MonitorStore, now
 from service.roles import describe_columns, roles_for_audit
-from service.schemas import AuditOptions
 
 __all__ = ["BenchmarkSide", "BenchmarkCache", "ServiceRunStore", "execute", "production_roles", "take",
            "check_engine", "check_roots"]
@@ -167,32 +176,33 @@ def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[st
           side: BenchmarkSide, alpha: float) -> tuple[str, dict[str, Any]]:
     """A normal audit row, executed here with the cached benchmark side and its cached fits."""
     # lazy: the audit pipeline (SciPy, ~2 s) would load at API start-up, which imports this module
-    from service.audits.pipeline import AuditInput, run_audit
+    from audit import AuditData, run_audit
 
-    options = AuditOptions(**{k: v for k, v in monitor.options.items() if k in AuditOptions.model_fields})
-    options = {**options.model_dump(), "alpha": alpha}
+    options = AuditOptions(**{**{k: v for k, v in monitor.options.items() if k in AuditOptions.model_fields},
+                              "alpha": alpha})
     audits = runtime.audits
     row = audits.create(benchmark_id=monitor.benchmark_id, production_id=dataset.id, domain=monitor.domain,
-                        options=options)
+                        options=AuditRequest(options=options).stored())
     if audits.mark_running(row.id) is False:  # the audit store is compare-and-set: another instance claimed it
         raise ServiceError(f"Audit {row.id} was claimed by another instance.", code="audit_claimed")
     try:
-        outcome = run_audit(AuditInput(
-            audit_id=row.id, benchmark=side.frame, production=frame, benchmark_roles=side.roles,
-            production_roles=column_roles, benchmark_ref=side.ref,
-            production_ref={"id": dataset.id, "name": dataset.name}, pack=side.pack, options=options,
-            reference_cache=runtime.reference_cache(), benchmark_digest=side.digest),
-            progress=lambda p, stage: audits.set_progress(row.id, p, stage))
+        with audit_input_errors():
+            outcome = run_audit(AuditData(side.frame, side.roles, side.ref, digest=side.digest),
+                                AuditData(frame, column_roles, {"id": dataset.id, "name": dataset.name}),
+                                pack=side.pack, options=options, audit_id=row.id,
+                                reference_cache=runtime.reference_cache(),
+                                progress=lambda p, stage: audits.set_progress(row.id, p, stage))
         atomic_write_text(audits.reports_dir / f"{row.id}.html", outcome.html)
         atomic_write_text(audits.reports_dir / f"{row.id}.md", outcome.markdown)
         for fmt, text in (outcome.exports or {}).items():
             atomic_write_text(audits.reports_dir / f"{row.id}.next-round.{fmt}", text)
-        audits.mark_succeeded(row.id, outcome.result, f"{row.id}.html")
+        result = outcome.result_json
+        audits.mark_succeeded(row.id, result, f"{row.id}.html")
     except BaseException as exc:
         error = run_error(exc)  # the code and message, as the audit worker stores them (no traceback)
         audits.mark_failed(row.id, error if isinstance(exc, ServiceError) else {**error, "code": "audit_error"})
         raise
-    return row.id, outcome.result
+    return row.id, result
 
 
 def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: str, *,
