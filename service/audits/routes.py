@@ -7,13 +7,12 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 
 from reports.result import AuditResult, as_result
-from service.audits.schemas import AuditRequest
+from service.audits.models import AuditRow
+from service.audits.schemas import AuditCreate, AuditList, AuditRequest, AuditStatus
 from service.audits.stored import stored_sections
 from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest, NotFound, QueueFull, StoredResultInvalid
-from service.models import AuditRow
-from service.rounds.store import RoundStore
-from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus, ErrorResponse
+from service.schemas import ERROR_RESPONSES, ErrorResponse
 
 router = APIRouter(prefix="/v1/audits", tags=["audits"], responses=ERROR_RESPONSES)
 # a guess the client can act on: one audit of a typical table takes tens of seconds
@@ -78,7 +77,7 @@ def _check_queue(runtime: Any) -> None:
 def _series_benchmark(runtime: Any, body: AuditCreate) -> tuple[Any, dict[str, Any]]:
     """The union of the series' rounds as a benchmark dataset, and what the result records of it;
     the audit's domain defaults to the series'."""
-    rounds = RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs)
+    rounds = runtime.rounds
     domain = rounds.series(body.benchmark_series).domain
     if "domain" not in body.model_fields_set:
         body.domain = domain

@@ -1,14 +1,53 @@
 """Request and response bodies of ``/v1/audits``, and what an audit row keeps of its request."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from datetime import datetime
+from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from audit.options import AuditOptions
 from service.errors import StoredOptionsInvalid
 
-__all__ = ["AuditRequest"]
+__all__ = ["AuditCreate", "AuditStatus", "AuditList", "AuditRequest"]
+
+
+class AuditCreate(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    benchmark: str | None = Field(default=None, min_length=1, max_length=64)
+    benchmark_series: str | None = Field(default=None, min_length=1, max_length=128,
+                                         description="Audit against the union of this benchmark series' rounds "
+                                                     "instead of one 'benchmark' dataset.")
+    production: str = Field(min_length=1, max_length=64)
+    domain: str = Field(default="generic", min_length=1, max_length=64)
+    annotations: str | None = Field(default=None, max_length=64,
+                                    description="Dataset of role 'annotations': item_id, annotator_id, label.")
+    options: AuditOptions = Field(default_factory=AuditOptions)
+
+    @model_validator(mode="after")
+    def _one_benchmark(self) -> "AuditCreate":
+        if (self.benchmark is None) == (self.benchmark_series is None):
+            raise ValueError("name exactly one of 'benchmark' (a dataset) and 'benchmark_series' (a benchmark series)")
+        return self
+
+
+class AuditStatus(BaseModel):
+    id: str
+    status: Literal["queued", "running", "succeeded", "failed"]
+    progress: float = 0.0
+    stage: str | None = None
+    domain: str | None = None
+    benchmark: str | None = None
+    production: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    verdict: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class AuditList(BaseModel):
+    items: list[AuditStatus]
 
 
 class AuditRequest(BaseModel):

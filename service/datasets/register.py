@@ -27,11 +27,11 @@ from service.datasets.images.intake import on_image_error
 from service.datasets.images.origins import column_sources
 from service.datasets.images.sources import IMAGE_COLUMN, ImageLimits
 from service.datasets.ingest_formats import _check_types
+from service.datasets.models import DatasetRow
 from service.datasets.partitions import decimals_as_float, fingerprint
 from service.datasets.paths import resolve_inside
 from service.datasets.upload import expectations, validation_failed
 from service.errors import BadUpload, InvalidRequest
-from service.models import DatasetRow
 
 
 def register_dataset(runtime: Any, *, name: str, role: str, pack: Any, user_schema: Any,

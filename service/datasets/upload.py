@@ -18,10 +18,10 @@ from service.datasets import frame_checks, ingest, validation
 from service.datasets.bounded import UploadLimits
 from service.datasets.chunk_validation import ChunkedValidation
 from service.datasets.images import intake as image_intake
+from service.datasets.models import DatasetRow
 from service.datasets.partitions import PartWriter
 from service.datasets.store import ARROW_FAULTS, arrow_fault
 from service.errors import ValidationFailed
-from service.models import DatasetRow
 
 
 def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role: str, pack: Any,
