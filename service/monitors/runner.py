@@ -37,12 +37,12 @@ from service.monitors.run_path import (
     production_roles,
     run_error,
 )
-from service.monitors.sources import Batch, take_directory, take_sql
+from service.monitors.sources import Batch, Source, SourceLimits, source_for
 from service.monitors.store import MonitorStore, now
 from service.roles import describe_columns, roles_for_audit
 
 __all__ = ["BenchmarkSide", "BenchmarkCache", "ServiceRunStore", "execute", "production_roles", "take",
-           "check_engine", "check_roots"]
+           "check_engine", "monitor_source"]
 
 class BenchmarkCache:
     """The benchmark side of each monitor, read once (thread-safe, bounded)."""
@@ -72,27 +72,14 @@ class BenchmarkCache:
         return side
 
 
-def check_roots(settings: Any) -> None:
-    """A directory source needs ``CONTEXTSHIFT_MONITOR_ROOTS`` in this process's environment: without
-    it no folder is readable, and the fault is the setting, not the monitor's folder."""
-    if not list(settings.monitor_roots):
-        raise ServiceError("Directory sources are disabled in this process: CONTEXTSHIFT_MONITOR_ROOTS is not set. "
-                           "Set it to the folder(s) monitors may read (as the server that defined the monitor has "
-                           "it) and run again.", code="directory_sources_disabled", status_code=409)
+def monitor_source(monitor: Any, settings: Any) -> Source:
+    """A stored monitor's source, read within this process's roots, databases and limits."""
+    return source_for(monitor.source, limits=SourceLimits.of(settings), roots=list(settings.monitor_roots),
+                      databases=settings.monitor_databases)
 
 
 def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
-    source = monitor.source
-    if source["type"] == "directory":
-        check_roots(settings)
-        return take_directory(source, store.taken_files(monitor.id), list(settings.monitor_roots),
-                              max_rows=settings.monitor_max_rows_per_run, max_bytes=settings.monitor_max_bytes_per_run)
-    url = settings.monitor_databases.get(source["database"])
-    if url is None:
-        raise ServiceError(f"Database {source['database']!r} is no longer configured.", code="unknown_database")
-    return take_sql(source, url, monitor.watermark, max_rows=settings.monitor_max_rows_per_run,
-                    timeout_s=settings.monitor_query_timeout_s, max_value_bytes=settings.monitor_max_value_bytes,
-                    max_bytes=settings.monitor_max_sql_bytes_per_run)
+    return monitor_source(monitor, settings).take(store.taken_files(monitor.id), monitor.watermark)
 
 
 class ServiceRunStore:
