@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from audit.engine import EngineSummaries
 from audit.options import AuditOptions
 from audit.pipeline import AuditInput, AuditOutcome, Progress, run
 
@@ -50,7 +51,8 @@ def _ref(data: AuditData, default: str) -> dict[str, Any]:
 def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options: AuditOptions | None = None,
               progress: Progress | None = None, annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
               audit_id: str = "local", title: str | None = None, reference_cache: Any = None,
-              summaries: Any = None, data_quality: Mapping[str, list] | None = None) -> AuditOutcome:
+              summaries: EngineSummaries | None = None,
+              data_quality: Mapping[str, list] | None = None) -> AuditOutcome:
     """Audit ``production`` against ``benchmark`` under ``pack``.
 
     Parameters
@@ -72,8 +74,8 @@ def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options
         is the same without it, only slower for a benchmark seen before.
     summaries, data_quality : optional
         From an engine that scanned every row and passes samples as the frames: its exact counts
-        and sketches, and the out-of-range warnings it found (``{"benchmark": [...], "production":
-        [...]}``); None: computed from the frames.
+        and sketches (:class:`audit.engine.EngineSummaries`), and the out-of-range warnings it
+        found (``{"benchmark": [...], "production": [...]}``); None: computed from the frames.
 
     Returns
     -------

@@ -19,6 +19,7 @@ import pandas as pd
 
 from audit.claims.scenarios import match_scenarios
 from audit.data_quality import data_quality_notes
+from audit.engine import EngineSummaries
 from audit.errors import AuditInputError
 from audit.options import AuditOptions
 from audit.pipeline import mix, overall, reference, slicing, stages
@@ -54,7 +55,7 @@ class AuditInput:
     options: AuditOptions
     annotations: tuple[pd.DataFrame, dict[str, str]] | None = None  # (table, column roles)
     title: str | None = None  # shown in the report; default: "<pack title>: <benchmark> vs <production>"
-    summaries: Any = None  # the Dask engine's exact counts and sketches of every row, when it scanned the data
+    summaries: EngineSummaries | None = None  # an engine's counts and sketches of every row, when it scanned them
     # benchmark-side fits kept across audits (audit.pipeline.reference_cache.ReferenceCache); the
     # result is the same with or without it, only faster when the benchmark was seen before
     reference_cache: Any = None
