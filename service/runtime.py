@@ -14,7 +14,7 @@ from service.audits.worker import AuditWorker
 from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.monitors.store import check_no_monitor_uses
-from service.packs.registry import PackRegistry
+from service.packs.store import PackRegistry
 from service.rounds.store import RoundStore, check_no_round_uses
 from service.settings import Settings
 

@@ -39,10 +39,10 @@ class FrameCheck:
 
 
 def domain_pack(pack: Any) -> Any:
-    """The DomainPack behind a ``service.packs.registry.PackView`` (the upload's handle) or the pack itself."""
+    """The DomainPack behind a ``service.packs.store.PackView`` (the upload's handle) or the pack itself."""
     # lazy: the pack registry loads SQLAlchemy and the dataset store (~0.8 s); a CLI audit checks its
     # files here and needs no database
-    from service.packs.registry import PackView
+    from service.packs.store import PackView
 
     return pack.pack if isinstance(pack, PackView) else pack
 
@@ -58,7 +58,7 @@ def refusing_expectations(frame: pd.DataFrame, column_roles: Mapping[str, str],
                           pack: Any) -> list[validation.Expectation]:
     """What the roles imply plus the pack's expectations on the columns present, without the
     declared context ranges :func:`range_rules` turns into warnings."""
-    from service.packs.registry import view  # lazy: SQLAlchemy and the stores (~0.8 s); see domain_pack
+    from service.packs.store import view  # lazy: SQLAlchemy and the stores (~0.8 s); see domain_pack
 
     found = validation.schema_expectations(frame, dict(column_roles))
     if pack is not None:

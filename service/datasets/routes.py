@@ -18,7 +18,7 @@ from service.datasets.schemas import DatasetList, DatasetOut, DatasetRegister, D
 from service.datasets.upload import store_upload
 from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest
-from service.packs.registry import resolve_pack
+from service.packs.store import resolve_pack
 from service.roles import parse_schema, roles_for_audit, schema_differs, with_roles
 from service.schemas import ERROR_RESPONSES
 
