@@ -52,7 +52,8 @@ def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options
               progress: Progress | None = None, annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
               audit_id: str = "local", title: str | None = None, reference_cache: Any = None,
               summaries: EngineSummaries | None = None,
-              data_quality: Mapping[str, list] | None = None) -> AuditOutcome:
+              data_quality: Mapping[str, list] | None = None,
+              extra_parameters: Mapping[str, Any] | None = None) -> AuditOutcome:
     """Audit ``production`` against ``benchmark`` under ``pack``.
 
     Parameters
@@ -76,6 +77,9 @@ def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options
         From an engine that scanned every row and passes samples as the frames: its exact counts
         and sketches (:class:`audit.engine.EngineSummaries`), and the out-of-range warnings it
         found (``{"benchmark": [...], "production": [...]}``); None: computed from the frames.
+    extra_parameters : mapping, optional
+        Recorded in the result's ``parameters`` beside the options, e.g. the benchmark series the
+        service built the benchmark from (``{"benchmark_series": {...}}``).
 
     Returns
     -------
@@ -94,5 +98,6 @@ def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options
                      pack=pack, options=options if options is not None else AuditOptions(), annotations=annotations,
                      title=title, summaries=summaries, reference_cache=reference_cache,
                      benchmark_digest=benchmark.digest,
-                     data_quality=None if data_quality is None else dict(data_quality))
+                     data_quality=None if data_quality is None else dict(data_quality),
+                     extra_parameters=dict(extra_parameters or {}))
     return run(inp, progress or (lambda fraction, stage: None))

@@ -61,6 +61,8 @@ class AuditInput:
     reference_cache: Any = None
     benchmark_digest: str | None = None  # the stored benchmark's sha256; None: the cache hashes the frame
     data_quality: dict[str, list] | None = None  # warnings on every row (Dask engine); None: the frames are checked
+    # recorded in the result's parameters beside the options (the benchmark series a benchmark was built from)
+    extra_parameters: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -298,7 +300,8 @@ def run(inp: AuditInput, progress: Progress) -> AuditOutcome:
     derived = derived_columns(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
     columns = set_aside_one_sided(benchmark, inp.production, columns, notes, {"columns": derived})
     notes += production_only_context_notes(columns.contexts_only_in_production, derived)
-    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, inp.options.model_dump(), notes=notes,
+    options = {**inp.options.model_dump(), **inp.extra_parameters}
+    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, options, notes=notes,
                               summaries=inp.summaries)
     ctx.classes = stages.resolve_classes(ctx)
     ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,

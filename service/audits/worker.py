@@ -35,6 +35,11 @@ def atomic_write_text(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _series(request: AuditRequest) -> dict[str, Any]:
+    """What the result's parameters record of a benchmark series audited against, beside the options."""
+    return {"benchmark_series": request.benchmark_series} if request.benchmark_series else {}
+
+
 class AuditWorker:
     """Runs submitted audits; ``runtime`` gives the stores, packs and settings."""
 
@@ -77,7 +82,7 @@ class AuditWorker:
         if (options.engine or runtime.settings.engine) == "dask":
             with audit_input_errors():
                 outcome = self._on_dask(audit_id, bench_row, prod_row, pack, options, contexts,
-                                        self._annotations(request.annotations))
+                                        self._annotations(request.annotations), _series(request))
             self._store(audit_id, outcome)
             return
         if any(has_images(r) for r in (bench_row, prod_row)):
@@ -98,13 +103,13 @@ class AuditWorker:
                 AuditData(production, roles_for_audit(prod_row.columns, context_columns=contexts),
                           {"id": prod_row.id, "name": prod_row.name, **derived_ref(prod_row.validation)}),
                 pack=pack, options=options, annotations=self._annotations(request.annotations), audit_id=audit_id,
-                reference_cache=runtime.reference_cache(),
+                reference_cache=runtime.reference_cache(), extra_parameters=_series(request),
                 progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
         outcome = with_thumbnails(outcome, production, runtime.settings, options=options, domain=pack.name)
         self._store(audit_id, outcome)
 
     def _on_dask(self, audit_id: str, bench_row, prod_row, pack, options: AuditOptions, contexts: list[str],
-                 annotations):
+                 annotations, extra_parameters: dict[str, Any]):
         """The Dask engine reads the stored Parquet partitions where they are; nothing is loaded whole.
         A registered dataset of image paths has its images derived on the cluster first, into scratch
         partitions removed after the audit (:mod:`service.audits.engine.images`)."""
@@ -134,7 +139,7 @@ class AuditWorker:
                 benchmark_roles=dict(sides[0].roles), production_roles=dict(sides[1].roles),
                 refs=(dict(sides[0].ref), dict(sides[1].ref)), client=client, annotations=annotations,
                 cache=runtime.reference_cache(), keep=(HASH_COLUMN,), finish=finish,
-                notes={"images": images} if images else None,
+                notes={"images": images} if images else None, extra_parameters=extra_parameters,
                 progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
