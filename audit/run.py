@@ -9,13 +9,14 @@ summaries an engine computed over every row, the data-quality warnings it found.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
 from audit.engine import EngineSummaries
 from audit.options import AuditOptions
 from audit.pipeline import AuditInput, AuditOutcome, Progress, run
+from reports.result import AuditResult
 
 __all__ = ["AuditData", "AuditOutcome", "Progress", "run_audit"]
 
@@ -53,7 +54,8 @@ def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options
               audit_id: str = "local", title: str | None = None, reference_cache: Any = None,
               summaries: EngineSummaries | None = None,
               data_quality: Mapping[str, list] | None = None,
-              extra_parameters: Mapping[str, Any] | None = None) -> AuditOutcome:
+              extra_parameters: Mapping[str, Any] | None = None,
+              report_images: Callable[[AuditResult, pd.DataFrame], Any] | None = None) -> AuditOutcome:
     """Audit ``production`` against ``benchmark`` under ``pack``.
 
     Parameters
@@ -80,6 +82,9 @@ def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options
     extra_parameters : mapping, optional
         Recorded in the result's ``parameters`` beside the options, e.g. the benchmark series the
         service built the benchmark from (``{"benchmark_series": {...}}``).
+    report_images : callable(result, production) -> reports.report_images.ReportImages, optional
+        What images add to the HTML report (thumbnails read from the caller's image cache, notes
+        beside skin-tone findings); called once, before the report is rendered.
 
     Returns
     -------
@@ -99,5 +104,5 @@ def run_audit(benchmark: AuditData, production: AuditData, *, pack: Any, options
                      title=title, summaries=summaries, reference_cache=reference_cache,
                      benchmark_digest=benchmark.digest,
                      data_quality=None if data_quality is None else dict(data_quality),
-                     extra_parameters=dict(extra_parameters or {}))
+                     extra_parameters=dict(extra_parameters or {}), report_images=report_images)
     return run(inp, progress or (lambda fraction, stage: None))

@@ -63,6 +63,8 @@ class AuditInput:
     data_quality: dict[str, list] | None = None  # warnings on every row (Dask engine); None: the frames are checked
     # recorded in the result's parameters beside the options (the benchmark series a benchmark was built from)
     extra_parameters: dict[str, Any] = field(default_factory=dict)
+    # (AuditResult, production rows) -> what the images add to the report (the service's thumbnails)
+    report_images: Callable[[AuditResult, pd.DataFrame], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -342,7 +344,7 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     # timings are measured before rendering, so that the report and the JSON agree
     result = AuditResult.model_validate({**dict(evidence), **conclusions, "timings": clock.totals()})
     # rendered from the AuditResult alone: its stored limitations, verdict and plan, computed once above
-    html = render_html(result)
+    html = render_html(result, images=inp.report_images(result, inp.production) if inp.report_images else None)
     markdown = render_markdown(result)
     clock.stage("report", "done")
     return AuditOutcome(result=result, html=html, markdown=markdown,

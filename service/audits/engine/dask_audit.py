@@ -123,13 +123,13 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
                   benchmark_roles: dict[str, str], production_roles: dict[str, str], options: AuditOptions,
                   progress: Progress, refs: tuple[dict, dict], client: Any = None, scheduler: str | None = None,
                   cache: Any = None, audit_id: str = "local", annotations: Any = None, title: str | None = None,
-                  keep: tuple[str, ...] = (), finish: Callable[[Any, Any], Any] | None = None,
+                  keep: tuple[str, ...] = (), report_images: Callable[[Any, Any], Any] | None = None,
                   notes: Mapping[str, Any] | None = None, extra_parameters: Mapping[str, Any] | None = None):
     """Audit two Parquet datasets on a dask.distributed cluster; returns the pipeline's AuditOutcome.
 
     ``keep`` names columns the production sample keeps although no test reads them (the image
-    hashes thumbnails are found by); ``finish(outcome, production_sample)`` gives the outcome
-    returned (the report with thumbnails); ``notes`` are added to ``parameters.engine``,
+    hashes thumbnails are found by); ``report_images(result, production_sample)`` gives what the
+    images add to the report (thumbnails of sampled rows); ``notes`` are added to ``parameters.engine``,
     ``extra_parameters`` to ``parameters``."""
     columns = resolve_columns(benchmark_roles, production_roles)
     with audit_input_errors():
@@ -142,14 +142,13 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
     quality = {"benchmark": range_warnings(client, benchmark, pack, benchmark_roles),
                "production": range_warnings(client, production, pack, production_roles)}
     with audit_input_errors():
-        outcome = run_audit(
+        return run_audit(
             AuditData(scan_b.sample, benchmark_roles, refs[0],
                       digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}"),
             AuditData(scan_p.sample, production_roles, refs[1]), pack=pack, options=options,
             annotations=annotations, audit_id=audit_id, title=title, reference_cache=cache, summaries=summaries,
-            data_quality=quality, extra_parameters=extra_parameters,
+            data_quality=quality, extra_parameters=extra_parameters, report_images=report_images,
             progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
-    return finish(outcome, scan_p.sample) if finish is not None else outcome
 
 
 def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[str, str]:
