@@ -192,9 +192,9 @@ def main(argv: list[str] | None = None) -> int:
                         "holds them (and do not store them)")
     args = parser.parse_args(argv)
 
+    from audit.pipeline import STAGES
     from domains import load_builtin
     from service.audits.local import audit_frames
-    from service.audits.pipeline import STAGES
     from service.roles import infer_roles
 
     pack = load_builtin(args.domain)
@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     contexts = [c.name for c in pack.context]
     roles_b = infer_roles(bench.columns, context_columns=contexts)
     roles_p = infer_roles(prod.columns, context_columns=contexts)
-    import sklearn, scipy  # noqa: F401,E401  imported before the clock starts, as in a running server
+    import sklearn  # noqa: F401,E401  imported before the clock starts, as in a running server
+
     import reports  # noqa: F401
 
     # A running server has loaded every module an audit uses (sklearn's estimators, matplotlib...)
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "audit-benchmark.html").write_text(outcome.html, encoding="utf-8")
     report_kb = len(outcome.html.encode()) / 1024
     increase = sampler.peak - before
-    timings = {k[:-2]: v for k, v in outcome.result["timings"].items()}
+    timings = {k[:-2]: v for k, v in outcome.result_json["timings"].items()}
     total = timings.get("total", wall)
     ratio = total / floor
     print(f"wall time: {wall:.1f} s" + (" (under cProfile: slower than a normal run)" if profiler else ""))
@@ -253,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, seconds in timings.items():
         cpu_s = cpu_total if name == "total" else cpu.seconds.get(name, float("nan"))
         print(f"{name:<11} {seconds:7.2f}  {seconds / floor:7.1f}  {cpu_s:5.2f}")
-    print(f"verdict: {outcome.result['verdict']['summary']}")
-    found = claims(outcome.result)
+    print(f"verdict: {outcome.result_json['verdict']['summary']}")
+    found = claims(outcome.result_json)
     payload = {"rows": args.rows, "benchmark_rows": args.benchmark_rows, "columns": args.columns,
                "domain": args.domain, "profiled": bool(profiler), "stages_s": timings, "total_s": total,
                "sort_floor_s": round(floor, 3), "ratio_to_floor": round(ratio, 2),

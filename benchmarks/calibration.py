@@ -40,7 +40,7 @@ def audit(bench, prod, domain, seed):
     contexts = [c.name for c in pack.context]
     return audit_frames(bench, prod, pack=pack, options={"seed": seed},
                         benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
-                        production_roles=infer_roles(prod.columns, context_columns=contexts)).result
+                        production_roles=infer_roles(prod.columns, context_columns=contexts)).result_json
 
 
 def upper_bound(k: int, n: int, z: float = 1.96) -> float:

@@ -34,7 +34,7 @@ def _audit(bench: pd.DataFrame, prod: pd.DataFrame, contexts: list[str], seed: i
     roles.update(roles_extra or {})
     return audit_frames(bench, prod, pack=load_builtin("generic"),
                         options={"seed": seed, "evidently_companion": False},
-                        benchmark_roles=dict(roles), production_roles=dict(roles)).result
+                        benchmark_roles=dict(roles), production_roles=dict(roles)).result_json
 
 
 def covid_frame() -> pd.DataFrame:

@@ -91,15 +91,15 @@ class PeakMemory:
 
 
 def dask_audit(client, bench_dir: Path, prod_dir: Path, pack, **options):
+    from audit.options import AuditOptions
     from service.audits.engine.dask_audit import audit_parquet, parquet_roles
     from service.audits.engine.datasets import ParquetDataset
-    from service.schemas import AuditOptions
 
     datasets = [ParquetDataset.open(d) for d in (bench_dir, prod_dir)]
     roles = [parquet_roles(d, schema=None, pack=pack) for d in datasets]
     refs = tuple({"id": d.name, "name": d.name} for d in datasets)
     return audit_parquet(datasets[0], datasets[1], pack=pack, benchmark_roles=roles[0], production_roles=roles[1],
-                         options=AuditOptions(engine="dask", **options).model_dump(), client=client, refs=refs,
+                         options=AuditOptions(engine="dask", **options), client=client, refs=refs,
                          progress=lambda f, s: None)
 
 
@@ -121,7 +121,7 @@ def at_scale(client, pids, bench_dir, prod_dir, pack) -> dict:
     with PeakMemory(pids) as memory:
         outcome = dask_audit(client, bench_dir, prod_dir, pack)
     seconds = time.perf_counter() - started
-    result = outcome.result
+    result = outcome.result_json
     mb = lambda b: round(b / 2**20)  # noqa: E731
     return {"rows": {"benchmark": result["benchmark"]["n_rows"], "production": result["production"]["n_rows"]},
             "wall_s": round(seconds, 1), "peak_mb_total": mb(memory.total),
@@ -179,9 +179,9 @@ def main() -> None:
     small_b = generate(args.data, "benchmark", args.compare_rows)
     small_p = generate(args.data, "production", args.compare_rows)
     t0 = time.perf_counter()
-    pandas_result = pandas_audit(small_b, small_p, pack).result
+    pandas_result = pandas_audit(small_b, small_p, pack).result_json
     t1 = time.perf_counter()
-    dask_result = dask_audit(client, small_b, small_p, pack).result
+    dask_result = dask_audit(client, small_b, small_p, pack).result_json
     t2 = time.perf_counter()
     report["compare"] = {"rows": args.compare_rows, "pandas_s": round(t1 - t0, 1), "dask_s": round(t2 - t1, 1),
                          **compare(pandas_result, dask_result)}

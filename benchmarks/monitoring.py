@@ -59,7 +59,7 @@ class Monitor:
         self.k += 1
         level = budget.run_alpha(self.alpha, self.k) if self.policy == "spending" else self.alpha
         result = audit_frames(self.bench, batch, pack=self.pack, benchmark_roles=self.roles,
-                              production_roles=self.roles, options={"alpha": level, "discovery": False}).result
+                              production_roles=self.roles, options={"alpha": level, "discovery": False}).result_json
         out = {}
         for floor in ("medium", "low"):
             out[floor] = [f.kind for f in findings.alertable(result, floor)[0]]

@@ -54,23 +54,22 @@ def _tests_alone(folder: Path, batch_file: Path) -> float:
     """The audit of the batch on in-memory frames with a warm memory cache: only the per-run tests."""
     import pandas as pd
 
+    from audit import AuditData, run_audit
+    from audit.options import AuditOptions
+    from audit.pipeline.reference_cache import ReferenceCache, frame_digest
     from service.audits.local import load_pack
-    from service.audits.pipeline import AuditInput, run_audit
-    from service.audits.pipeline.reference_cache import ReferenceCache, frame_digest
     from service.roles import infer_roles
-    from service.schemas import AuditOptions
 
     bench, rows = pd.read_parquet(folder / "benchmark.parquet"), pd.read_parquet(batch_file)
     pack, roles = load_pack("generic"), infer_roles(bench.columns)
     cache, digest = ReferenceCache(folder / "tests-alone-cache"), frame_digest(bench)
-    options = AuditOptions(alpha=0.05 / 2 / 52).model_dump()
+    options = AuditOptions(alpha=0.05 / 2 / 52)
 
     def once() -> float:
         started = time.process_time()
-        run_audit(AuditInput(audit_id="alone", benchmark=bench, production=rows, benchmark_roles=roles,
-                             production_roles=roles, benchmark_ref={"id": "b", "name": "b"},
-                             production_ref={"id": "p", "name": "p"}, pack=pack, options=options,
-                             reference_cache=cache, benchmark_digest=digest), progress=lambda p, s: None)
+        run_audit(AuditData(bench, roles, {"id": "b", "name": "b"}, digest=digest),
+                  AuditData(rows, roles, {"id": "p", "name": "p"}), pack=pack, options=options, audit_id="alone",
+                  reference_cache=cache)
         return time.process_time() - started
 
     once()  # fits the benchmark side into the cache

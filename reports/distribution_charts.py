@@ -1,5 +1,5 @@
 """Small-multiple histograms of drifted features, drawn from the aggregates in
-``covariate.distributions`` (see ``service/audits/pipeline/distributions.py``), never from rows.
+``covariate.distributions`` (see ``audit/pipeline/distributions.py``), never from rows.
 
 Hand-written SVG rather than matplotlib: a panel is 2–4 kB instead of ~20 kB, so a report with
 a dozen drifted features on wide data stays far under 1 MB, and nothing heavy is imported.

@@ -1,7 +1,7 @@
 """One limitation per fact: fold findings that restate another one into it.
 
 Which findings restate which is decided by the audit pipeline, which can see the rows and run the
-tests (:mod:`service.audits.pipeline.facts`); here the folding itself is pure: a :class:`Relation` says
+tests (:mod:`audit.pipeline.facts`); here the folding itself is pure: a :class:`Relation` says
 "``child`` is part of ``parent``, because ``reason``", and :func:`fold` keeps the parent, moves the
 child into its ``related`` list and adds one sentence saying what the parent also explains.
 

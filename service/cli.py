@@ -114,12 +114,18 @@ def _write(path: str | None, text: str) -> None:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     # lazy: the audit pipeline (pandas, SciPy, ~2.5 s) is only for `audit`
+    from audit.options import AuditOptions
     from service.audits.local import audit_frames, load_pack, read_annotations, read_dataset, read_schema
     from service.datasets.csv_dialect import parse_dialect
 
     progress = TerminalProgress()
-    options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed,
-               "report_thumbnails": bool(args.thumbnails)}
+    try:
+        dask = {"engine": "dask", "sample_rows": args.sample_rows} if args.engine == "dask" else {}
+        options = AuditOptions(budget=args.budget, alpha=args.alpha, seed=args.seed,
+                               report_thumbnails=bool(args.thumbnails), **dask)
+    except ValueError as exc:  # pydantic's ValidationError: --alpha, --budget, --seed or --sample-rows out of range
+        print(f"error [invalid_options]: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         pack = load_pack(args.domain)
         schema = read_schema(args.schema)
@@ -127,7 +133,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             from service.audits.engine.dask_audit import audit_paths  # lazy: dask.distributed (~1 s), --engine dask
 
             outcome = audit_paths(args.benchmark, args.production, pack=pack, schema=schema, progress=progress,
-                                  options={**options, "engine": "dask", "sample_rows": args.sample_rows},
+                                  options=options,
                                   scheduler=args.scheduler, annotations=read_annotations(args.annotations))
             return _finish_audit(args, outcome, progress)
         progress(0.0, "reading benchmark")
@@ -158,12 +164,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def _finish_audit(args: argparse.Namespace, outcome, progress: TerminalProgress) -> int:
     progress.done()
     _write(args.html, outcome.html)
-    _write(args.json, json.dumps(outcome.result, indent=2))
+    _write(args.json, json.dumps(outcome.result_json, indent=2))
     _write(args.markdown, outcome.markdown)
     from reports import fails_gate  # lazy: reports.limitations loads NumPy and pydantic (~1.5 s alone)
-    from reports.result import as_result  # lazy: pydantic models (~0.1 s) that `--help` must not load
 
-    result = as_result(outcome.result)
+    result = outcome.result
     print(verdict_line(result.verdict))
     for note in result.notes:  # what the audit could not do with these roles, and the columns to give them
         if note.part in ROLE_NOTES:
@@ -197,7 +202,6 @@ def verdict_line(verdict) -> str:
 def cmd_demo(args: argparse.Namespace) -> int:
     # lazy: example data and the audit pipeline (pandas, SciPy, ~2.5 s) are only for `demo`
     from domains.examples import make_example
-    from reports.result import as_result
     from service.audits.local import audit_frames, load_pack
     from service.roles import infer_roles
 
@@ -217,8 +221,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     progress.done()
     _write(str(out / "report.html"), outcome.html)
     _write(str(out / "report.md"), outcome.markdown)
-    _write(str(out / "audit.json"), json.dumps(outcome.result, indent=2))
-    verdict = as_result(outcome.result).verdict
+    _write(str(out / "audit.json"), json.dumps(outcome.result_json, indent=2))
+    verdict = outcome.result.verdict
     print(verdict_line(verdict))
     print(f"Report: {(out / 'report.html').resolve()}")
     return EXIT_OK

@@ -1,16 +1,17 @@
 """FastAPI dependencies, as ``Annotated`` aliases used by the routers."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from service.datasets.store import DatasetStore
 from service.errors import Forbidden, Unauthorized
 from service.key_roles import Keyring, allows, route_role
-from service.runtime import Runtime
 from service.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from service.runtime import Runtime
 
 _bearer = HTTPBearer(auto_error=False, description="API key with a role, when keys are configured.")
 
@@ -20,14 +21,9 @@ def get_runtime(request: Request) -> Runtime:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
-
-
-def get_datasets(runtime: RuntimeDep) -> DatasetStore:
-    return runtime.datasets
-
-
-DatasetsDep = Annotated[DatasetStore, Depends(get_datasets)]
+# Any where FastAPI reads it: the runtime wires every resource's store together, so importing it here
+# would make each resource's routes depend on all the others (the resources' import-linter contract)
+RuntimeDep = Annotated[Any, Depends(get_runtime)]
 
 
 def require_api_key(request: Request, settings: SettingsDep,

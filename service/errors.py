@@ -1,8 +1,12 @@
-"""Domain exceptions of the service; ``app.py`` maps them to the API's error shape."""
+"""Domain exceptions of the service; ``app.py`` maps them to the API's error shape, and the audit
+library's own refusals are mapped to them here (:func:`audit_input_errors`)."""
 from __future__ import annotations
 
 import errno
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from audit.errors import AuditInputError
 
 _FULL_TEXTS = ("no space left on device", "database or disk is full", "disk quota exceeded")
 
@@ -118,3 +122,20 @@ class StoredResultInvalid(ServiceError):
 
     status_code = 500
     code = "stored_result_invalid"
+
+
+@contextmanager
+def audit_input_errors() -> Iterator[None]:
+    """The audit library's refusal of its input (:class:`audit.errors.AuditInputError`) as the
+    service's 422, with the library's code and details: the API, the CLI and monitors say the same."""
+    try:
+        yield
+    except AuditInputError as exc:
+        raise InvalidRequest(exc.message, code=exc.code, details=exc.details) from None
+
+
+class StoredOptionsInvalid(ServiceError):
+    """Stored audit options that no longer parse as the audit's options: the audit fails, clearly."""
+
+    status_code = 500
+    code = "stored_options_invalid"

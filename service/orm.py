@@ -1,4 +1,5 @@
-"""The declarative base every table of the service derives from, and its one load rule.
+"""The declarative base every table of the service derives from, its one load rule, and the
+row ids every resource mints and checks.
 
 SQLite hands back naive datetimes even for ``DateTime(timezone=True)`` columns, so a GET showed
 no UTC offset where the POST had one. Every write uses :func:`utcnow`, so every loaded naive
@@ -6,16 +7,26 @@ datetime is UTC: the ``load`` hook below attaches it, for every table of every m
 """
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timezone
 
 from sqlalchemy import event
 from sqlalchemy.orm import DeclarativeBase
 
-__all__ = ["Base", "utcnow", "as_utc"]
+__all__ = ["Base", "utcnow", "as_utc", "new_id", "storable_key"]
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def storable_key(key: str) -> bool:
+    """False for keys no row can have and PostgreSQL refuses to compare (NUL, over-long)."""
+    return "\x00" not in key and len(key) <= 255
 
 
 class Base(DeclarativeBase):

@@ -116,11 +116,3 @@ def roles_for_audit(columns: Iterable[Mapping[str, Any]], *, context_columns: It
         else:
             roles[name] = "context" if name in contexts else _by_convention(name)
     return roles
-
-
-def role_disagreements(benchmark: Mapping[str, str], production: Mapping[str, str]) -> list[dict[str, str]]:
-    """Audit notes for shared columns whose roles differ between the two datasets."""
-    return [{"part": f"column {name}",
-             "reason": f"'{name}' is a {benchmark[name]} column in the benchmark but a {production[name]} column in "
-                       "production; it is compared only where both roles allow it. Give both uploads the same schema."}
-            for name in benchmark if name in production and benchmark[name] != production[name]]

@@ -9,11 +9,13 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.audits.store import AuditStore
+from service.audits.store import AuditStore, check_no_audit_uses
 from service.audits.worker import AuditWorker
 from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
-from service.packs.registry import PackRegistry
+from service.monitors.store import check_no_monitor_uses
+from service.packs.store import PackRegistry
+from service.rounds.store import RoundStore, check_no_round_uses
 from service.settings import Settings
 
 log = logging.getLogger("contextshift")
@@ -31,15 +33,20 @@ class Runtime:
     worker: AuditWorker | None = None
     _reference_cache: Any = field(default=None, repr=False)
 
+    @property
+    def rounds(self) -> RoundStore:
+        """Benchmark series and their rounds, over this runtime's datasets, audits and packs."""
+        return RoundStore(self.sessions, self.datasets, self.audits, self.packs)
+
     def reference_cache(self) -> Any:
-        """The benchmark-side fit cache (``service.audits.pipeline.reference_cache``) under
+        """The benchmark-side fit cache (``audit.pipeline.reference_cache``) under
         ``data_dir/cache/reference``, shared by the audit worker and monitor runs; None when
         ``CONTEXTSHIFT_REFERENCE_CACHE=off``. Made on first use: importing the pipeline is slow."""
         if not self.settings.reference_cache:
             return None
         with _cache_lock:
             if self._reference_cache is None:
-                from service.audits.pipeline.reference_cache import ReferenceCache  # lazy: the pipeline, ~2 s
+                from audit.pipeline.reference_cache import ReferenceCache  # lazy: the pipeline, ~2 s
 
                 self._reference_cache = ReferenceCache(self.settings.data_dir / "cache" / "reference", max_items=32)
         return self._reference_cache
@@ -52,7 +59,8 @@ class Runtime:
         sessions = session_factory(engine)
         runtime = cls(settings=settings, engine=engine, sessions=sessions,
                       datasets=DatasetStore(sessions, settings.data_dir, partition_rows=settings.partition_rows,
-                                            roots=settings.data_roots),
+                                            roots=settings.data_roots,
+                                            users=(check_no_audit_uses, check_no_round_uses, check_no_monitor_uses)),
                       audits=AuditStore(sessions, settings.data_dir, lease_s=settings.audit_lease_s),
                       packs=PackRegistry(sessions))
         removed = runtime.datasets.remove_orphans()

@@ -68,7 +68,7 @@ def audit_pair(table: PreparedTable, benchmark: pd.DataFrame, production: pd.Dat
         outcome = audit_frames(benchmark, production, pack=pack, options={"seed": int(seed), "alpha": alpha},
                                benchmark_roles=infer_roles(benchmark.columns, context_columns=contexts),
                                production_roles=infer_roles(production.columns, context_columns=contexts))
-    return outcome.result
+    return outcome.result_json
 
 
 def seed_for(*parts: Any) -> int:

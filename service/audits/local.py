@@ -3,23 +3,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Mapping
 
 import pandas as pd
 
+from audit import AuditData, AuditOptions, AuditOutcome, run_audit
+from audit.run import Progress
 from domains import PackError, is_builtin, list_builtin, load_builtin, load_pack_yaml
 from service import roles
-from service.audits.pipeline import AuditInput, run_audit
 from service.datasets import frame_checks, ingest
 from service.datasets.coerce import coerce_columns
 from service.datasets.images.intake import prepare_file
 from service.datasets.images.origins import derived_ref
 from service.datasets.partitions import read_parts
 from service.datasets.paths import is_glob, parquet_files, split_glob
-from service.errors import InvalidRequest
-from service.schemas import AuditOptions
-
-Progress = Callable[[float, str], None]
+from service.errors import InvalidRequest, audit_input_errors
 
 
 def load_pack(name: str) -> Any:
@@ -100,19 +98,20 @@ def read_any(path: str | Path, dialect: tuple[str | None, str | None] = (None, N
 
 def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any,
                  benchmark_roles: dict[str, str], production_roles: dict[str, str],
-                 options: dict[str, Any] | None = None, progress: Progress | None = None,
+                 options: AuditOptions | Mapping[str, Any] | None = None, progress: Progress | None = None,
                  names: tuple[str, str] = ("benchmark", "production"),
                  annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
                  reference_cache: Any = None,
                  provenance: tuple[dict[str, Any], dict[str, Any]] = ({}, {}),
-                 report_images: Any = None) -> Any:
-    """One in-memory audit; ``reference_cache`` (a ``ReferenceCache``) keeps the benchmark-side fits;
-    ``provenance``: each side's :func:`read_dataset` provenance (image-derived contexts);
-    ``report_images``: what the images add to the report (:func:`service.audits.report_thumbnails.images_for`)."""
-    audit_input = AuditInput(audit_id="local", benchmark=benchmark, production=production,
-                             benchmark_roles=benchmark_roles, production_roles=production_roles,
-                             benchmark_ref={"id": names[0], "name": names[0], **provenance[0]},
-                             production_ref={"id": names[1], "name": names[1], **provenance[1]}, pack=pack,
-                             options=AuditOptions(**(options or {})).model_dump(), annotations=annotations,
-                             reference_cache=reference_cache, report_images=report_images)
-    return run_audit(audit_input, progress=progress or (lambda p, s: None))
+                 report_images: Any = None) -> AuditOutcome:
+    """One in-memory audit (:func:`audit.run_audit`) of frames read by :func:`read_dataset`;
+    ``options`` as given by the caller, validated here; ``reference_cache`` (a ``ReferenceCache``)
+    keeps the benchmark-side fits; ``provenance``: each side's :func:`read_dataset` provenance
+    (image-derived contexts); ``report_images``: what the images add to the report
+    (:func:`service.audits.report_thumbnails.images_for`)."""
+    typed = options if isinstance(options, AuditOptions) else AuditOptions.model_validate(dict(options or {}))
+    with audit_input_errors():
+        return run_audit(AuditData(benchmark, benchmark_roles, {"id": names[0], "name": names[0], **provenance[0]}),
+                         AuditData(production, production_roles, {"id": names[1], "name": names[1], **provenance[1]}),
+                         pack=pack, options=typed, progress=progress, annotations=annotations,
+                         reference_cache=reference_cache, report_images=report_images)

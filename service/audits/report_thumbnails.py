@@ -9,11 +9,12 @@ an image upload) gets a note instead.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
+from audit.options import AuditOptions
 from reports.report_images import ReportImages, report_images
 from reports.result import AuditResult
 from service.datasets.images.cache import read_thumbnail
@@ -24,7 +25,7 @@ __all__ = ["images_for", "ImagesFor"]
 ImagesFor = Callable[[AuditResult, pd.DataFrame], "ReportImages | None"]
 
 
-def images_for(settings: Any, *, options: Mapping[str, Any], domain: str) -> ImagesFor:
+def images_for(settings: Any, *, options: AuditOptions, domain: str) -> ImagesFor:
     """What the images add to the report of an audit with these ``options`` under the pack ``domain``:
     a function of the AuditResult and the production rows (``None`` when they add nothing)."""
     def images(result: AuditResult, production: pd.DataFrame) -> ReportImages | None:
@@ -34,7 +35,6 @@ def images_for(settings: Any, *, options: Mapping[str, Any], domain: str) -> Ima
 
             def read(i: int) -> bytes | None:
                 return read_thumbnail(settings, hashes[i])
-        return report_images(result.limitations, production, read, thumbnails=bool(options.get("report_thumbnails")),
-                             seed=int(options.get("seed") or 0), domain=domain,
-                             medical_ok=bool(options.get("report_thumbnails_medical")))
+        return report_images(result.limitations, production, read, thumbnails=options.report_thumbnails,
+                             seed=options.seed, domain=domain, medical_ok=options.report_thumbnails_medical)
     return images

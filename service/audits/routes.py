@@ -7,12 +7,12 @@ from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 
 from reports.result import AuditResult, as_result
+from service.audits.models import AuditRow
+from service.audits.schemas import AuditCreate, AuditList, AuditRequest, AuditStatus
 from service.audits.stored import stored_sections
 from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest, NotFound, QueueFull, StoredResultInvalid
-from service.models import AuditRow
-from service.rounds.store import RoundStore
-from service.schemas import ERROR_RESPONSES, AuditCreate, AuditList, AuditStatus, ErrorResponse
+from service.schemas import ERROR_RESPONSES, ErrorResponse
 
 router = APIRouter(prefix="/v1/audits", tags=["audits"], responses=ERROR_RESPONSES)
 # a guess the client can act on: one audit of a typical table takes tens of seconds
@@ -48,16 +48,15 @@ def create_audit(body: AuditCreate, runtime: RuntimeDep) -> AuditStatus | JSONRe
             f"(got roles {bench.role!r} and {prod.role!r}).", code="invalid_dataset_role",
             details={"benchmark": bench.role, "production": prod.role})
     runtime.packs.get(body.domain)
-    options = body.options.model_dump()
-    if series:
-        options["benchmark_series"] = series[1]
     if body.annotations is not None:
         notes = runtime.datasets.get(body.annotations)
         if notes.role != "annotations":
             raise InvalidRequest(f"'annotations' must name a dataset of role 'annotations' (got {notes.role!r}).",
                                  code="invalid_dataset_role", details={"annotations": notes.role})
-        options["annotations"] = notes.id
-    row = runtime.audits.create(benchmark_id=bench.id, production_id=prod.id, domain=body.domain, options=options)
+    request = AuditRequest(options=body.options, annotations=body.annotations,
+                           benchmark_series=series[1] if series else None)
+    row = runtime.audits.create(benchmark_id=bench.id, production_id=prod.id, domain=body.domain,
+                                options=request.stored())
     runtime.worker.submit(row.id)
     return status_of(row)
 
@@ -78,7 +77,7 @@ def _check_queue(runtime: Any) -> None:
 def _series_benchmark(runtime: Any, body: AuditCreate) -> tuple[Any, dict[str, Any]]:
     """The union of the series' rounds as a benchmark dataset, and what the result records of it;
     the audit's domain defaults to the series'."""
-    rounds = RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs)
+    rounds = runtime.rounds
     domain = rounds.series(body.benchmark_series).domain
     if "domain" not in body.model_fields_set:
         body.domain = domain
@@ -98,7 +97,8 @@ def list_audits(runtime: RuntimeDep, limit: Annotated[int, Query(ge=1, le=1000)]
 def get_audit(audit_id: str, runtime: RuntimeDep) -> JSONResponse:
     row = runtime.audits.get(audit_id)
     if row.status == "succeeded" and row.result is not None:
-        series = {"benchmark_series": row.options["benchmark_series"]} if row.options.get("benchmark_series") else {}
+        request = AuditRequest.from_stored(audit_id, row.options)
+        series = {"benchmark_series": request.benchmark_series} if request.benchmark_series else {}
         body = {**row.result, **series, "id": row.id, "status": row.status}
         try:
             body = as_result(body).model_dump(mode="json")

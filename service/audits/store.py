@@ -18,9 +18,10 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.datasets.store import new_id, storable_key
-from service.errors import NotFound
-from service.models import AuditRow, DomainPackRow, InstanceRow
+from service.audits.models import AuditRow, InstanceRow
+from service.errors import Conflict, NotFound
+from service.orm import new_id, storable_key
+from service.packs.models import DomainPackRow
 
 log = logging.getLogger("contextshift.audits")
 
@@ -163,3 +164,12 @@ class AuditStore:
             s.delete(row)
         for suffix in (".html", ".md", ".evidently.html", ".next-round.csv", ".next-round.jsonl"):
             (self.reports_dir / f"{audit_id}{suffix}").unlink(missing_ok=True)
+
+
+def check_no_audit_uses(s: Session, dataset_id: str) -> None:
+    """Conflict while an audit still uses the dataset (run by the dataset store before a delete)."""
+    used = s.scalars(select(AuditRow.id).where(or_(AuditRow.benchmark_id == dataset_id,
+                                                   AuditRow.production_id == dataset_id))).first()
+    if used:
+        raise Conflict(f"Dataset {dataset_id!r} is used by audit {used!r}; delete the audit first.",
+                       details={"dataset": dataset_id, "audit": used})

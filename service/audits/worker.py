@@ -11,12 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from audit.options import AuditOptions
 from service.audits.engine.datasets import ParquetDataset
 from service.audits.engine.images import has_images, image_side
 from service.audits.report_thumbnails import images_for
+from service.audits.schemas import AuditRequest
 from service.datasets.images.derive import HASH_COLUMN
 from service.datasets.images.origins import derived_ref
-from service.errors import InvalidRequest, ServiceError
+from service.errors import InvalidRequest, ServiceError, audit_input_errors
 from service.roles import roles_for_audit
 
 log = logging.getLogger("contextshift.worker")
@@ -31,6 +33,11 @@ def atomic_write_text(path: Path, text: str) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _series(request: AuditRequest) -> dict[str, Any]:
+    """What the result's parameters record of a benchmark series audited against, beside the options."""
+    return {"benchmark_series": request.benchmark_series} if request.benchmark_series else {}
 
 
 class AuditWorker:
@@ -64,41 +71,45 @@ class AuditWorker:
             self.futures.pop(audit_id, None)
 
     def _execute(self, audit_id: str) -> None:
-        # lazy: the audit pipeline (SciPy, ~2 s) loads at the first audit, not at API start-up
-        from service.audits.pipeline import AuditInput, run_audit
-
         runtime = self.runtime
         row = runtime.audits.get(audit_id)
+        request = AuditRequest.from_stored(audit_id, row.options)  # typed again before anything runs
+        options = request.options
         datasets = runtime.datasets
         bench_row, prod_row = datasets.get(row.benchmark_id), datasets.get(row.production_id)
         pack = runtime.packs.get(row.domain, version=row.domain_version)
         contexts = [c.name for c in pack.context]  # roles are resolved under the audit's pack, as the CLI does
-        options = {k: v for k, v in row.options.items() if k != "annotations"}
-        if (options.get("engine") or runtime.settings.engine) == "dask":
-            outcome = self._on_dask(audit_id, bench_row, prod_row, pack, options, contexts,
-                                    self._annotations(row.options.get("annotations")))
+        if (options.engine or runtime.settings.engine) == "dask":
+            with audit_input_errors():
+                outcome = self._on_dask(audit_id, bench_row, prod_row, pack, options, contexts,
+                                        self._annotations(request.annotations), _series(request))
             self._store(audit_id, outcome)
             return
         if any(has_images(r) for r in (bench_row, prod_row)):
             raise InvalidRequest("A registered dataset of image paths is audited on the Dask engine, which derives "
                                  'its images on the workers: send "options": {"engine": "dask"}.',
                                  code="images_need_dask", details={"engine": "dask"})
+        # lazy: the audit pipeline (SciPy, ~2 s) loads at the first audit, not at API start-up
+        from audit import AuditData, run_audit
+
         production = datasets.load_frame(prod_row.id)
-        audit_input = AuditInput(
-            audit_id=audit_id,
-            benchmark=datasets.load_frame(bench_row.id), production=production,
-            benchmark_roles=roles_for_audit(bench_row.columns, context_columns=contexts),
-            production_roles=roles_for_audit(prod_row.columns, context_columns=contexts),
-            benchmark_ref={"id": bench_row.id, "name": bench_row.name, **derived_ref(bench_row.validation)},
-            production_ref={"id": prod_row.id, "name": prod_row.name, **derived_ref(prod_row.validation)},
-            pack=pack,
-            options=options, annotations=self._annotations(row.options.get("annotations")),
-            reference_cache=runtime.reference_cache(), benchmark_digest=bench_row.sha256,
-            report_images=images_for(runtime.settings, options=options, domain=pack.name))
-        outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
+        benchmark = AuditData(datasets.load_frame(bench_row.id), roles_for_audit(bench_row.columns,
+                                                                                  context_columns=contexts),
+                              {"id": bench_row.id, "name": bench_row.name, **derived_ref(bench_row.validation)},
+                              digest=bench_row.sha256)
+        with audit_input_errors():
+            outcome = run_audit(
+                benchmark,
+                AuditData(production, roles_for_audit(prod_row.columns, context_columns=contexts),
+                          {"id": prod_row.id, "name": prod_row.name, **derived_ref(prod_row.validation)}),
+                pack=pack, options=options, annotations=self._annotations(request.annotations), audit_id=audit_id,
+                reference_cache=runtime.reference_cache(), extra_parameters=_series(request),
+                report_images=images_for(runtime.settings, options=options, domain=pack.name),
+                progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
         self._store(audit_id, outcome)
 
-    def _on_dask(self, audit_id: str, bench_row, prod_row, pack, options: dict, contexts: list[str], annotations):
+    def _on_dask(self, audit_id: str, bench_row, prod_row, pack, options: AuditOptions, contexts: list[str],
+                 annotations, extra_parameters: dict[str, Any]):
         """The Dask engine reads the stored Parquet partitions where they are; nothing is loaded whole.
         A registered dataset of image paths has its images derived on the cluster first, into scratch
         partitions removed after the audit (:mod:`service.audits.engine.images`)."""
@@ -125,7 +136,7 @@ class AuditWorker:
                 refs=(dict(sides[0].ref), dict(sides[1].ref)), client=client, annotations=annotations,
                 cache=runtime.reference_cache(), keep=(HASH_COLUMN,),
                 report_images=images_for(runtime.settings, options=options, domain=pack.name),
-                notes={"images": images} if images else None,
+                notes={"images": images} if images else None, extra_parameters=extra_parameters,
                 progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -140,7 +151,7 @@ class AuditWorker:
             atomic_write_text(reports_dir / f"{audit_id}.next-round.{fmt}", text)
         if outcome.companion_html:
             atomic_write_text(reports_dir / f"{audit_id}.evidently.html", outcome.companion_html)
-        runtime.audits.mark_succeeded(audit_id, outcome.result, str(html_path.name))
+        runtime.audits.mark_succeeded(audit_id, outcome.result_json, str(html_path.name))
 
     def _annotations(self, dataset_id: str | None):
         if dataset_id is None:

@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from audit.role_hints import upload_warnings
 from service import roles
 from service.datasets import validation
 from service.datasets.coerce import coerce_columns
@@ -26,12 +27,11 @@ from service.datasets.images.intake import on_image_error
 from service.datasets.images.origins import column_sources
 from service.datasets.images.sources import IMAGE_COLUMN, ImageLimits
 from service.datasets.ingest_formats import _check_types
+from service.datasets.models import DatasetRow
 from service.datasets.partitions import decimals_as_float, fingerprint
 from service.datasets.paths import resolve_inside
 from service.datasets.upload import expectations, validation_failed
 from service.errors import BadUpload, InvalidRequest
-from service.models import DatasetRow
-from service.role_hints import upload_warnings
 
 
 def register_dataset(runtime: Any, *, name: str, role: str, pack: Any, user_schema: Any,

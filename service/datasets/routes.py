@@ -9,16 +9,18 @@ from typing import Annotated
 import pyarrow.parquet as pq
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile, status
 
+from audit.role_hints import upload_warnings
 from service.datasets import ingest
 from service.datasets.csv_dialect import parse_dialect
+from service.datasets.deps import DatasetsDep
 from service.datasets.register import register_dataset as register
+from service.datasets.schemas import DatasetList, DatasetOut, DatasetRegister, DatasetRolesPatch
 from service.datasets.upload import store_upload
-from service.deps import DatasetsDep, RuntimeDep
+from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest
-from service.role_hints import upload_warnings
+from service.packs.store import resolve_pack
 from service.roles import parse_schema, roles_for_audit, schema_differs, with_roles
-from service.packs.registry import resolve_pack
-from service.schemas import ERROR_RESPONSES, DatasetList, DatasetOut, DatasetRegister, DatasetRolesPatch
+from service.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
 DATASET_ROLES = ("benchmark", "production", "annotations")

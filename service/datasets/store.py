@@ -19,33 +19,26 @@ import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import pandas as pd
 import pyarrow as pa
-from sqlalchemy import or_, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.datasets.images.cache import dataset_image_hashes, forget_images
+from service.datasets.models import DatasetRow
 from service.datasets.partitions import PartWriter, fingerprint, read_parts, write_frame
 from service.datasets.paths import Roots, resolve_inside
 from service.errors import Conflict, InsufficientStorage, InvalidRequest, NotFound, ServiceError, storage_full
-from service.models import AuditRow, DatasetRow
-from service.monitors.models import MonitorRow
-from service.rounds.models import BenchmarkRoundRow  # rounds keep their datasets (FK RESTRICT)
+from service.orm import new_id, storable_key
 from service.scratch import FolderLock, age_s, held, remove
 
 DATA_ROOTS = "CONTEXTSHIFT_DATA_ROOTS"
-
-
-def storable_key(key: str) -> bool:
-    """False for keys no row can have and PostgreSQL refuses to compare (NUL, over-long)."""
-    return "\x00" not in key and len(key) <= 255
-
-
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+# raises Conflict while its resource (audits, rounds, monitors) still uses the dataset; the resources
+# above the datasets give theirs (service.runtime), so this store imports none of them
+DatasetUse = Callable[[Session, str], None]
 
 
 def data_roots(paths) -> Roots:
@@ -95,11 +88,15 @@ class DatasetStore:
         Start-up cleanup leaves scratch entries younger than this alone even when nobody holds
         them: a folder exists for a moment before its owner locks it, and files of an older
         version of the service carry no lock at all.
+    users : sequence of callables ``(session, dataset_id)``
+        Checked before a delete, each raising Conflict while its resource still uses the dataset.
     """
 
     def __init__(self, sessions: sessionmaker[Session], data_dir: Path, *, partition_rows: int = 1_000_000,
-                 roots: tuple[Path, ...] | list[Path] = (), orphan_grace_s: float = 300.0) -> None:
+                 roots: tuple[Path, ...] | list[Path] = (), orphan_grace_s: float = 300.0,
+                 users: Sequence[DatasetUse] = ()) -> None:
         self.sessions = sessions
+        self.users = tuple(users)
         self.data_dir = Path(data_dir)
         self.datasets_dir = self.data_dir / "datasets"
         self.scratch_dir = self.data_dir / "scratch"
@@ -275,7 +272,8 @@ class DatasetStore:
             row = s.get(DatasetRow, dataset_id) if storable_key(dataset_id) else None
             if row is None:
                 raise NotFound(f"No dataset with id {dataset_id!r}.", details={"dataset": dataset_id})
-            _check_unused(s, dataset_id)
+            for check in self.users:  # 409 while an audit, a round or a monitor still uses it
+                check(s, dataset_id)
             path = None if row.storage == "registered" else self.data_dir / row.path  # never the user's files
             images = dataset_image_hashes(path) if path is not None else set()
             s.delete(row)
@@ -317,24 +315,3 @@ class DatasetStore:
     def _stored_paths(self) -> set[str]:
         with self.sessions() as s:
             return {Path(p).name for p in s.scalars(select(DatasetRow.path).where(DatasetRow.storage != "registered"))}
-
-
-def _check_unused(s: Session, dataset_id: str) -> None:
-    """409 when an audit, a benchmark round or a monitor still uses the dataset."""
-    used = s.scalars(select(AuditRow.id).where(or_(AuditRow.benchmark_id == dataset_id,
-                                                   AuditRow.production_id == dataset_id))).first()
-    if used:
-        raise Conflict(f"Dataset {dataset_id!r} is used by audit {used!r}; delete the audit first.",
-                       details={"dataset": dataset_id, "audit": used})
-
-    round_of = s.scalars(select(BenchmarkRoundRow).where(BenchmarkRoundRow.dataset_id == dataset_id)).first()
-    if round_of is not None:
-        raise Conflict(f"Dataset {dataset_id!r} is round {round_of.number} of benchmark "
-                       f"{round_of.series!r}; a registered round cannot be deleted.",
-                       details={"dataset": dataset_id, "benchmark": round_of.series,
-                                "round": round_of.number})
-
-    monitor = s.scalars(select(MonitorRow.id).where(MonitorRow.benchmark_id == dataset_id)).first()
-    if monitor is not None:
-        raise Conflict(f"Dataset {dataset_id!r} is the benchmark of monitor {monitor!r}; delete the monitor "
-                       "first.", details={"dataset": dataset_id, "monitor": monitor})

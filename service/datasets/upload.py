@@ -11,16 +11,17 @@ from typing import Any, Iterator
 import pandas as pd
 import pyarrow as pa
 
+from audit.data_quality import RangeTally, id_column, range_rules
+from audit.role_hints import upload_warnings
 from service import roles
 from service.datasets import frame_checks, ingest, validation
 from service.datasets.bounded import UploadLimits
 from service.datasets.chunk_validation import ChunkedValidation
 from service.datasets.images import intake as image_intake
+from service.datasets.models import DatasetRow
 from service.datasets.partitions import PartWriter
 from service.datasets.store import ARROW_FAULTS, arrow_fault
 from service.errors import ValidationFailed
-from service.role_hints import upload_warnings
-from service.models import DatasetRow
 
 
 def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role: str, pack: Any,
@@ -41,8 +42,7 @@ def store_upload(runtime: Any, spooled: Path, *, filename: str, name: str, role:
             explicit = roles.parse_schema(user_schema, first.columns, filename)
             column_roles = roles.infer_roles(first.columns, schema=explicit,
                                              context_columns=pack.context_names if pack else ())
-            tally = frame_checks.RangeTally(frame_checks.range_rules(pack, first),
-                                            next((c for c, r in column_roles.items() if r == "id"), None))
+            tally = RangeTally(range_rules(frame_checks.domain_pack(pack), first), id_column(column_roles))
             with ChunkedValidation(expectations(first, column_roles, pack), spill_dir=store.tmp_dir) as checker:
                 _write_all(_chain(first, chunks), checker, writer, tally)
                 report = frame_checks.with_warnings(checker.report(), tally.problems())
@@ -81,7 +81,7 @@ def _chain(first: pd.DataFrame, rest: Iterator[pd.DataFrame]) -> Iterator[pd.Dat
 
 
 def _write_all(chunks: Iterator[pd.DataFrame], checker: ChunkedValidation, writer: PartWriter,
-               tally: frame_checks.RangeTally) -> None:
+               tally: RangeTally) -> None:
     """Validate then write each chunk; stop at the first chunk that fails for good."""
     for chunk in chunks:
         first_row = checker.rows_checked

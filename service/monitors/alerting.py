@@ -17,11 +17,11 @@ from datetime import datetime
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from service.datasets.store import new_id
 from service.monitors.findings import Finding
 from service.monitors.models import AlertRow
 from service.monitors.webhook_http import post_json
 from service.monitors.webhook_targets import TargetRefused, resolve_target
+from service.orm import new_id
 from service.settings import get_settings
 
 log = logging.getLogger("contextshift.monitors")

@@ -20,12 +20,11 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from service.datasets.paths import inside_roots
 from service.errors import ServiceError
-from service.monitors.batch import Batch
-from service.settings import Settings
+from service.monitors.batch import Batch, SourceLimits
 
 if TYPE_CHECKING:  # read lazily: listing a folder with nothing new needs no pandas
     import pandas as pd
@@ -130,17 +129,31 @@ def _take_one(dir_fd: int, folder: Path, name: str, taken: set[tuple[str, str]],
     return True
 
 
-def take_directory(source: dict[str, Any], taken: set[tuple[str, str]], roots: list[Path] | None, *,
-                   max_rows: int | None = None, max_bytes: int | None = None) -> Batch:
-    """Files matching the pattern that were not taken before; ``roots=None`` trusts the folder (CLI).
+@dataclass(frozen=True)
+class DirectorySource:
+    """A monitored folder (:class:`service.monitors.sources.Source`); ``roots=None`` trusts it (CLI)."""
 
-    ``max_rows`` and ``max_bytes`` default to ``CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN`` and
-    ``CONTEXTSHIFT_MONITOR_MAX_BYTES_PER_RUN`` read from the environment.
-    """
-    if max_rows is None or max_bytes is None:
-        settings = Settings()
-        max_rows = settings.monitor_max_rows_per_run if max_rows is None else max_rows
-        max_bytes = settings.monitor_max_bytes_per_run if max_bytes is None else max_bytes
+    definition: Mapping[str, Any]  # {"type": "directory", "path", "pattern"}
+    roots: list[Path] | None
+    limits: SourceLimits
+
+    def ready(self) -> None:
+        """Without ``CONTEXTSHIFT_MONITOR_ROOTS`` no folder is readable: the fault is the setting, not the folder."""
+        if self.roots is not None and not self.roots:
+            raise ServiceError("Directory sources are disabled in this process: CONTEXTSHIFT_MONITOR_ROOTS is not "
+                               "set. Set it to the folder(s) monitors may read (as the server that defined the "
+                               "monitor has it) and run again.", code="directory_sources_disabled", status_code=409)
+
+    def take(self, taken: set[tuple[str, str]], watermark: str | None = None) -> Batch:
+        self.ready()
+        return take_directory(self.definition, taken, self.roots, max_rows=self.limits.max_rows,
+                              max_bytes=self.limits.max_file_bytes)
+
+
+def take_directory(source: Mapping[str, Any], taken: set[tuple[str, str]], roots: list[Path] | None, *,
+                   max_rows: int, max_bytes: int) -> Batch:
+    """Files matching the pattern that were not taken before, at most ``max_rows`` rows and ``max_bytes``
+    file bytes; ``roots=None`` trusts the folder (CLI)."""
     folder = Path(source["path"])
     run = _Run(max_rows=int(max_rows), max_bytes=int(max_bytes))
     dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))

@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from service.errors import InvalidRequest
+from service.errors import InvalidRequest, audit_input_errors
 from service.monitors.batch import Batch
-from service.monitors.directory_source import take_directory
-from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
-                                       execute_run)
+from service.monitors.run_path import BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary, execute_run
+from service.monitors.sources import SOURCE_KINDS, SourceLimits, source_for
 from service.settings import Settings, get_settings
 
 if TYPE_CHECKING:  # annotations only: the typed result's models (~0.08 s) load once a run has new rows
@@ -41,7 +40,7 @@ ACTIVE = ("open", "acknowledged")  # service.monitors.alerting.ACTIVE, without i
 
 def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     # lazy: the database-backed service (SQLAlchemy, pandas, ~1 s) that `monitor run --config` never needs
-    from service.monitors.runner import check_roots
+    from service.monitors.runner import monitor_source
     from service.monitors.service import MonitorService
     from service.runtime import Runtime
 
@@ -49,8 +48,8 @@ def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str
     service = MonitorService(runtime)
     try:
         monitor = service.store.get(monitor_id)
-        if (monitor.source or {}).get("type") == "directory":
-            check_roots(runtime.settings)  # before a run is stored: the fault is this shell's setting
+        # before a run is stored: a source this process cannot read is this shell's setting's fault
+        monitor_source(monitor, runtime.settings).ready()
         run = service.store.create_run(monitor_id, "cli")
         service.drain(monitor_id)
         run = service.store.get_run(run.id)
@@ -90,7 +89,7 @@ def read_config(path: str) -> dict[str, Any]:
         source["path"] = str((base / source["path"]).resolve())
     check_engine(config.get("options") or {})
     missing = [k for k in ("benchmark", "source", "state") if not config.get(k)]
-    if missing or source.get("type") not in ("directory", "sql"):
+    if missing or source.get("type") not in SOURCE_KINDS:
         raise InvalidRequest(f"Monitor config {path!r} needs benchmark, source (type directory or sql) and state; "
                              f"missing: {missing or ['source.type']}.", code="invalid_config")
     return config
@@ -141,13 +140,10 @@ class StateFileStore:
         self.taken = {tuple(t) for t in self.state["taken"]}
 
     def take(self) -> Batch:
-        source = self.config["source"]
-        if source["type"] == "directory":
-            self.batch = take_directory(source, self.taken, None)
-        else:
-            from service.monitors.sql_source import take_sql  # lazy: pandas + SQLAlchemy (~0.8 s), SQL sources only
-
-            self.batch = take_sql(source, source["url"], self.state.get("watermark"))
+        # the folder of a monitor.yaml is trusted (no roots), a SQL source names its own url; the limits
+        # are this shell's environment now (a cron line may set them)
+        source = source_for(self.config["source"], limits=SourceLimits.of(Settings()))
+        self.batch = source.take(self.taken, self.state.get("watermark"))
         return self.batch
 
     def _taken(self) -> None:
@@ -171,23 +167,23 @@ class StateFileStore:
     def audit(self, run_id: str, batch: Batch, roles: dict[str, str], validation: dict, side: BenchmarkSide,
               alpha_k: float) -> tuple[None, dict[str, Any]]:
         # lazy, new rows only: the pipeline loads SciPy and pandas (~2 s); the schemas' models ~0.03 s
-        from service.audits.pipeline import AuditInput, run_audit
-        from service.schemas import AuditOptions
+        from audit import AuditData, AuditOptions, run_audit
 
         options = {key: v for key, v in self.monitor.options.items() if key != "harm_tolerance"}
-        outcome = run_audit(AuditInput(
-            audit_id=run_id, benchmark=side.frame, production=batch.frame, benchmark_roles=side.roles,
-            production_roles=roles, benchmark_ref={"id": "benchmark", "name": Path(self.config["benchmark"]).name},
-            production_ref={"id": run_id, "name": batch.description or "new rows"}, pack=side.pack,
-            options=AuditOptions(**{**options, "alpha": alpha_k}).model_dump(),
-            reference_cache=_reference_cache(self.config, self.path), benchmark_digest=side.digest),
-            progress=lambda p, s: None)
+        with audit_input_errors():
+            outcome = run_audit(
+                AuditData(side.frame, side.roles, {"id": "benchmark", "name": Path(self.config["benchmark"]).name},
+                          digest=side.digest),
+                AuditData(batch.frame, roles, {"id": run_id, "name": batch.description or "new rows"}),
+                pack=side.pack, options=AuditOptions(**{**options, "alpha": alpha_k}), audit_id=run_id,
+                reference_cache=_reference_cache(self.config, self.path))
+        result = outcome.result_json
         if self.config.get("out"):
             out = Path(self.config["out"])
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{run_id}.html").write_text(outcome.html, encoding="utf-8")
-            (out / f"{run_id}.json").write_text(json.dumps(outcome.result), encoding="utf-8")
-        return None, outcome.result
+            (out / f"{run_id}.json").write_text(json.dumps(result), encoding="utf-8")
+        return None, result
 
     def active_alerts(self) -> list[Any]:
         return [_alert_row(a) for a in self.state["alerts"] if a["state"] in ACTIVE]
@@ -249,7 +245,7 @@ def _reference_cache(config: dict[str, Any], state_path: Path) -> Any:
     job's working directory is arbitrary); none with ``CONTEXTSHIFT_REFERENCE_CACHE=off``."""
     if not Settings().reference_cache:
         return None
-    from service.audits.pipeline.reference_cache import ReferenceCache  # lazy: the audit pipeline (~2 s)
+    from audit.pipeline.reference_cache import ReferenceCache  # lazy: the audit pipeline (~2 s)
 
     return ReferenceCache(Path(config.get("reference_cache") or state_path.parent / "cache" / "reference"))
 

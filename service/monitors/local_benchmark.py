@@ -15,8 +15,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from audit.pipeline.reference_cache import frame_digest
 from service.audits import local as audit_local  # a module: tests count its read_dataset calls
-from service.audits.pipeline.reference_cache import frame_digest
 from service.datasets.images.intake import prepare_file
 from service.monitors.run_path import BenchmarkSide
 

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import func, select
 
-from service.models import AuditRow
+from service.audits.models import AuditRow
 from service.monitors.models import AlertRow, MonitorRow, MonitorRunRow, OutboxRow
 
 

@@ -6,7 +6,7 @@ become a production dataset and a normal audit (so a run's ``audit_id`` opens a 
 report). The benchmark side is computed once per monitor and reused: its frame read from Parquet,
 its column roles and the domain pack are kept in memory (:class:`BenchmarkCache`), and everything
 the audit fits on the benchmark alone (detectors' reference summaries, the performance estimators'
-bootstrap) goes through the runtime's :class:`~service.audits.pipeline.reference_cache.ReferenceCache`
+bootstrap) goes through the runtime's :class:`~audit.pipeline.reference_cache.ReferenceCache`
 (memory and ``data_dir/cache/reference``), so a run costs about the tests on its new rows
 (benchmarks/monitoring.py measures it).
 """
@@ -19,21 +19,30 @@ from typing import Any
 
 import pandas as pd
 
+from audit.options import AuditOptions
+from service.audits.schemas import AuditRequest
 from service.audits.worker import atomic_write_text
-from service.errors import ServiceError
+from service.errors import ServiceError, audit_input_errors
 from service.monitors import budget, findings
 from service.monitors.alerting import ACTIVE, payload
 from service.monitors.models import MonitorRow
 from service.monitors.outbox import Outbox, message
-from service.monitors.run_path import (BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary,
-                                       execute_run, production_roles, run_error)
-from service.monitors.sources import Batch, take_directory, take_sql
+from service.monitors.run_path import (
+    BenchmarkSide,
+    MonitorView,
+    RunRecord,
+    check_engine,
+    checks_summary,
+    execute_run,
+    production_roles,
+    run_error,
+)
+from service.monitors.sources import Batch, Source, SourceLimits, source_for
 from service.monitors.store import MonitorStore, now
 from service.roles import describe_columns, roles_for_audit
-from service.schemas import AuditOptions
 
 __all__ = ["BenchmarkSide", "BenchmarkCache", "ServiceRunStore", "execute", "production_roles", "take",
-           "check_engine", "check_roots"]
+           "check_engine", "monitor_source"]
 
 class BenchmarkCache:
     """The benchmark side of each monitor, read once (thread-safe, bounded)."""
@@ -63,27 +72,14 @@ class BenchmarkCache:
         return side
 
 
-def check_roots(settings: Any) -> None:
-    """A directory source needs ``CONTEXTSHIFT_MONITOR_ROOTS`` in this process's environment: without
-    it no folder is readable, and the fault is the setting, not the monitor's folder."""
-    if not list(settings.monitor_roots):
-        raise ServiceError("Directory sources are disabled in this process: CONTEXTSHIFT_MONITOR_ROOTS is not set. "
-                           "Set it to the folder(s) monitors may read (as the server that defined the monitor has "
-                           "it) and run again.", code="directory_sources_disabled", status_code=409)
+def monitor_source(monitor: Any, settings: Any) -> Source:
+    """A stored monitor's source, read within this process's roots, databases and limits."""
+    return source_for(monitor.source, limits=SourceLimits.of(settings), roots=list(settings.monitor_roots),
+                      databases=settings.monitor_databases)
 
 
 def take(monitor: MonitorRow, store: MonitorStore, settings: Any) -> Batch:
-    source = monitor.source
-    if source["type"] == "directory":
-        check_roots(settings)
-        return take_directory(source, store.taken_files(monitor.id), list(settings.monitor_roots),
-                              max_rows=settings.monitor_max_rows_per_run, max_bytes=settings.monitor_max_bytes_per_run)
-    url = settings.monitor_databases.get(source["database"])
-    if url is None:
-        raise ServiceError(f"Database {source['database']!r} is no longer configured.", code="unknown_database")
-    return take_sql(source, url, monitor.watermark, max_rows=settings.monitor_max_rows_per_run,
-                    timeout_s=settings.monitor_query_timeout_s, max_value_bytes=settings.monitor_max_value_bytes,
-                    max_bytes=settings.monitor_max_sql_bytes_per_run)
+    return monitor_source(monitor, settings).take(store.taken_files(monitor.id), monitor.watermark)
 
 
 class ServiceRunStore:
@@ -167,32 +163,33 @@ def audit(runtime: Any, monitor: MonitorRow, dataset: Any, column_roles: dict[st
           side: BenchmarkSide, alpha: float) -> tuple[str, dict[str, Any]]:
     """A normal audit row, executed here with the cached benchmark side and its cached fits."""
     # lazy: the audit pipeline (SciPy, ~2 s) would load at API start-up, which imports this module
-    from service.audits.pipeline import AuditInput, run_audit
+    from audit import AuditData, run_audit
 
-    options = AuditOptions(**{k: v for k, v in monitor.options.items() if k in AuditOptions.model_fields})
-    options = {**options.model_dump(), "alpha": alpha}
+    options = AuditOptions(**{**{k: v for k, v in monitor.options.items() if k in AuditOptions.model_fields},
+                              "alpha": alpha})
     audits = runtime.audits
     row = audits.create(benchmark_id=monitor.benchmark_id, production_id=dataset.id, domain=monitor.domain,
-                        options=options)
+                        options=AuditRequest(options=options).stored())
     if audits.mark_running(row.id) is False:  # the audit store is compare-and-set: another instance claimed it
         raise ServiceError(f"Audit {row.id} was claimed by another instance.", code="audit_claimed")
     try:
-        outcome = run_audit(AuditInput(
-            audit_id=row.id, benchmark=side.frame, production=frame, benchmark_roles=side.roles,
-            production_roles=column_roles, benchmark_ref=side.ref,
-            production_ref={"id": dataset.id, "name": dataset.name}, pack=side.pack, options=options,
-            reference_cache=runtime.reference_cache(), benchmark_digest=side.digest),
-            progress=lambda p, stage: audits.set_progress(row.id, p, stage))
+        with audit_input_errors():
+            outcome = run_audit(AuditData(side.frame, side.roles, side.ref, digest=side.digest),
+                                AuditData(frame, column_roles, {"id": dataset.id, "name": dataset.name}),
+                                pack=side.pack, options=options, audit_id=row.id,
+                                reference_cache=runtime.reference_cache(),
+                                progress=lambda p, stage: audits.set_progress(row.id, p, stage))
         atomic_write_text(audits.reports_dir / f"{row.id}.html", outcome.html)
         atomic_write_text(audits.reports_dir / f"{row.id}.md", outcome.markdown)
         for fmt, text in (outcome.exports or {}).items():
             atomic_write_text(audits.reports_dir / f"{row.id}.next-round.{fmt}", text)
-        audits.mark_succeeded(row.id, outcome.result, f"{row.id}.html")
+        result = outcome.result_json
+        audits.mark_succeeded(row.id, result, f"{row.id}.html")
     except BaseException as exc:
         error = run_error(exc)  # the code and message, as the audit worker stores them (no traceback)
         audits.mark_failed(row.id, error if isinstance(exc, ServiceError) else {**error, "code": "audit_error"})
         raise
-    return row.id, outcome.result
+    return row.id, result
 
 
 def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: str, *,

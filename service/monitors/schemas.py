@@ -6,7 +6,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, Field, model_validator
 
-from service.schemas import AuditOptions
+from audit.options import AuditOptions
 
 Severity = Literal["low", "medium", "high"]
 RunStatus = Literal["queued", "running", "succeeded", "failed", "no_new_data"]

@@ -22,19 +22,19 @@ import logging
 import sqlite3
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import pandas as pd
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, make_url
 
 from service.errors import ServiceError
-from service.monitors.batch import Batch
+from service.monitors.batch import Batch, SourceLimits
 from service.monitors.sql_fetch import ValueTooLarge, fetch_bounded, sqlite_value_limit
 from service.monitors.sql_guard import check_query
 from service.monitors.sql_privileges import postgres_warnings, source_warnings
-from service.settings import Settings
 
 log = logging.getLogger("contextshift.monitors")
 CONNECT_TIMEOUT_S = 10
@@ -144,21 +144,32 @@ def check_sql_definition(source: dict[str, Any], url: str) -> dict[str, Any]:
     return {**source, **({"warnings": warnings} if warnings else {})}
 
 
-def take_sql(source: dict[str, Any], url: str, watermark: str | None, *, max_rows: int | None = None,
-             timeout_s: float | None = None, max_value_bytes: int | None = None,
-             max_bytes: int | None = None) -> Batch:
-    """Rows of the user's query newer than the watermark, oldest first, at most ``max_rows`` rows and
-    ``max_bytes`` bytes of values, no value over ``max_value_bytes``.
+@dataclass(frozen=True)
+class SqlSource:
+    """A monitored SQL query (:class:`service.monitors.sources.Source`); ``url`` None: its database is
+    not configured in this process."""
 
-    The limits default to ``CONTEXTSHIFT_MONITOR_MAX_ROWS_PER_RUN``, ``..._QUERY_TIMEOUT_S``,
-    ``..._MAX_VALUE_BYTES`` and ``..._MAX_SQL_BYTES_PER_RUN`` read from the environment.
-    """
-    if None in (max_rows, timeout_s, max_value_bytes, max_bytes):
-        settings = Settings()
-        max_rows = settings.monitor_max_rows_per_run if max_rows is None else max_rows
-        timeout_s = settings.monitor_query_timeout_s if timeout_s is None else timeout_s
-        max_value_bytes = settings.monitor_max_value_bytes if max_value_bytes is None else max_value_bytes
-        max_bytes = settings.monitor_max_sql_bytes_per_run if max_bytes is None else max_bytes
+    definition: Mapping[str, Any]  # {"type": "sql", "database" or "url", "query", "timestamp_column"}
+    url: str | None
+    limits: SourceLimits
+
+    def ready(self) -> None:
+        """Any process can query; whether this database is configured is checked as each run takes."""
+
+    def take(self, taken: set[tuple[str, str]], watermark: str | None) -> Batch:
+        if self.url is None:
+            raise ServiceError(f"Database {self.definition.get('database')!r} is no longer configured.",
+                               code="unknown_database")
+        limits = self.limits
+        return take_sql(self.definition, self.url, watermark, max_rows=limits.max_rows,
+                        timeout_s=limits.query_timeout_s, max_value_bytes=limits.max_value_bytes,
+                        max_bytes=limits.max_sql_bytes)
+
+
+def take_sql(source: Mapping[str, Any], url: str, watermark: str | None, *, max_rows: int, timeout_s: float,
+             max_value_bytes: int, max_bytes: int) -> Batch:
+    """Rows of the user's query newer than the watermark, oldest first, at most ``max_rows`` rows and
+    ``max_bytes`` bytes of values, no value over ``max_value_bytes``, cancelled after ``timeout_s``."""
     engine = make_engine(url)
     database = source.get("database")
     try:

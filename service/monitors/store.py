@@ -11,9 +11,9 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.datasets.store import new_id, storable_key
-from service.errors import NotFound
+from service.errors import Conflict, NotFound
 from service.monitors.models import AlertRow, DeliveryRow, MonitorFileRow, MonitorRow, MonitorRunRow, OutboxRow
+from service.orm import new_id, storable_key
 
 WORKER_ID = f"{socket.gethostname()[:40]}:{os.getpid()}"
 INTERRUPTED = {"code": "interrupted", "message": "The service stopped during this run; the next run takes its rows "
@@ -282,3 +282,11 @@ class MonitorStore:
         with self.sessions() as s:
             return list(s.scalars(select(DeliveryRow).where(DeliveryRow.monitor_id == monitor_id)
                                   .order_by(DeliveryRow.id)))
+
+
+def check_no_monitor_uses(s: Session, dataset_id: str) -> None:
+    """Conflict while a monitor audits against the dataset (run by the dataset store before a delete)."""
+    monitor = s.scalars(select(MonitorRow.id).where(MonitorRow.benchmark_id == dataset_id)).first()
+    if monitor is not None:
+        raise Conflict(f"Dataset {dataset_id!r} is the benchmark of monitor {monitor!r}; delete the monitor "
+                       "first.", details={"dataset": dataset_id, "monitor": monitor})

@@ -1,2 +1,3 @@
-"""Domain packs: the registry of stored and packaged packs, their size limits and the ``/v1/domains`` routes.
+"""Domain packs: the store of packaged and custom packs (``store``: the registry), their tables
+(``models``), size limits, and the ``/v1/domains`` routes and bodies (``routes``, ``schemas``).
 """

@@ -9,7 +9,8 @@ from domains import aliases_of, is_builtin, list_builtin
 from service.deps import RuntimeDep
 from service.errors import InvalidRequest, NotFound, UploadTooLarge
 from service.packs.limits import PackLimits
-from service.schemas import ERROR_RESPONSES, DomainList, DomainSummary
+from service.packs.schemas import DomainList, DomainSummary
+from service.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/domains", tags=["domains"], responses=ERROR_RESPONSES)
 YAML_BODY = {"requestBody": {"required": True,

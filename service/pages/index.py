@@ -11,7 +11,6 @@ from reports.result import DatasetRef
 from service.audits.stored import stored_sections
 from service.deps import RuntimeDep
 from service.monitors.store import MonitorStore
-from service.rounds.store import RoundStore
 
 router = APIRouter(tags=["index"])
 
@@ -51,7 +50,7 @@ def _monitor_rows(runtime) -> str:
 
 
 def _benchmark_rows(runtime) -> str:
-    series = RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs).list_series()
+    series = runtime.rounds.list_series()
     return "".join(
         f"<tr><td>{escape(s.name)}</td><td>{escape(s.domain)}</td><td>{s.n_rounds}</td>"
         f'<td><a href="/v1/benchmarks/{quote(s.name, safe="")}/report">progress</a></td></tr>'

@@ -18,7 +18,7 @@ router = APIRouter(prefix="/v1/benchmarks", tags=["benchmarks"], responses=ERROR
 
 
 def get_rounds(runtime: RuntimeDep) -> RoundStore:
-    return RoundStore(runtime.sessions, runtime.datasets, runtime.audits, runtime.packs)
+    return runtime.rounds
 
 
 RoundsDep = Annotated[RoundStore, Depends(get_rounds)]

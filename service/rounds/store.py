@@ -183,3 +183,13 @@ def _stack(frames: list[pd.DataFrame], roles: dict[str, str]) -> pd.DataFrame:
         # the same id in two rounds names two different items: keep them apart
         union[id_col] = "r" + union["_round"].astype(str) + ":" + union[id_col].astype(str)
     return union.drop(columns="_round")
+
+
+def check_no_round_uses(s: Session, dataset_id: str) -> None:
+    """Conflict while the dataset is a round of a benchmark series: rounds keep their datasets."""
+    round_of = s.scalars(select(BenchmarkRoundRow).where(BenchmarkRoundRow.dataset_id == dataset_id)).first()
+    if round_of is not None:
+        raise Conflict(f"Dataset {dataset_id!r} is round {round_of.number} of benchmark "
+                       f"{round_of.series!r}; a registered round cannot be deleted.",
+                       details={"dataset": dataset_id, "benchmark": round_of.series,
+                                "round": round_of.number})

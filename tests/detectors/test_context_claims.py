@@ -100,7 +100,7 @@ def test_many_small_values_are_one_pooled_candidate_with_a_capped_definition():
     assert pool.name == "rare or new values of store" and pool.n_values == 400 and pool.n_production == 1200
     assert len(pool.value) == 50 and len(pool.other_values) == 350 and set(pool.values) == set(new)
     assert pool.n_benchmark == 0 and pool.claimed and pool.production_share == pytest.approx(0.06)
-    from service.audits.pipeline.targets import untested_definition
+    from audit.pipeline.targets import untested_definition
 
     definition = untested_definition(pool, {})
     assert definition.startswith("store in [") and evaluate(definition, prod).sum() == 150  # 50 listed x 3 rows

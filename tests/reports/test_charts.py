@@ -8,10 +8,10 @@ from html import unescape
 import numpy as np
 import pandas as pd
 
+from audit.pipeline.distributions import feature_distributions
 from reports import charts
-from reports.result import PriorEstimate, SliceRecord
 from reports.distribution_charts import distribution_note, histogram_svg
-from service.audits.pipeline.distributions import feature_distributions
+from reports.result import PriorEstimate, SliceRecord
 
 
 def _texts(svg: str) -> list[str]:
@@ -93,8 +93,8 @@ def test_note_says_what_the_panel_leaves_out():
 def test_docstring_examples_hold():
     import doctest
 
+    import audit.pipeline.distributions
     import reports.distribution_charts
-    import service.audits.pipeline.distributions
-    for module in (reports.distribution_charts, service.audits.pipeline.distributions):
+    for module in (reports.distribution_charts, audit.pipeline.distributions):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0

@@ -28,7 +28,7 @@ def demo_result():
     contexts = [c.name for c in pack.context]
     return audit_frames(bench, prod, pack=pack, benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
                         production_roles=infer_roles(prod.columns, context_columns=contexts),
-                        options={"evidently_companion": False, "budget": 500}).result
+                        options={"evidently_companion": False, "budget": 500}).result_json
 
 
 def test_the_untested_clinic_gets_its_labels_first(demo_result):

@@ -66,4 +66,4 @@ def audit(benchmark: pd.DataFrame, production: pd.DataFrame, seed: int = 0) -> d
     return audit_frames(benchmark, production, pack=pack,
                         benchmark_roles=infer_roles(benchmark.columns, context_columns=contexts),
                         production_roles=infer_roles(production.columns, context_columns=contexts),
-                        options={"evidently_companion": False, "seed": seed}).result
+                        options={"evidently_companion": False, "seed": seed}).result_json

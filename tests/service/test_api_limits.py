@@ -67,7 +67,7 @@ def test_pack_body_is_bounded_while_streaming(tmp_path):
 
 def test_domain_list_parses_each_pack_once(client, monkeypatch):
     client.post("/v1/domains", content=CUSTOM, headers=YAML)
-    import service.packs.registry as packs
+    import service.packs.store as packs
 
     calls = []
     real = packs.parse_pack

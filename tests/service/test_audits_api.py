@@ -132,6 +132,31 @@ def test_a_result_stored_in_an_older_shape_is_listed_with_its_verdict_and_plan(a
     assert row.id in index and escape(result["verdict"]["summary"]) in index
 
 
+def test_options_are_stored_as_json_and_read_back_typed(audited):
+    """The options a POST gave are stored flat (every AuditOptions field) and parse back to the type."""
+    from audit.options import AuditOptions
+    from service.audits.schemas import AuditRequest
+
+    client, result, _ = audited
+    stored = client.app.state.runtime.audits.get(result["id"]).options
+    assert set(stored) == set(AuditOptions.model_fields) and stored["budget"] == 300
+    request = AuditRequest.from_stored(result["id"], stored)
+    assert request.options == AuditOptions(budget=300) and request.annotations is None
+
+
+def test_stored_options_that_no_longer_parse_fail_the_audit_clearly(audited):
+    """A row whose stored options do not fit AuditOptions any more is not run on a guess: it fails
+    with a code of its own, naming the field."""
+    client, _, ids = audited
+    runtime = client.app.state.runtime
+    row = runtime.audits.create(benchmark_id=ids[0], production_id=ids[1], domain="medical",
+                                options={"alpha": 0.7, "budget": 300})
+    runtime.worker.submit(row.id)
+    body = wait_for(client, row.id)
+    assert body["status"] == "failed" and body["error"]["code"] == "stored_options_invalid", body
+    assert "alpha" in body["error"]["details"]["problem"] and "submit it again" in body["error"]["message"]
+
+
 @pytest.mark.parametrize("body,status,code", [
     ({"benchmark": "ds_missing", "production": "ds_missing"}, 404, "not_found"),
     ({"benchmark": "A", "production": "B", "domain": "astrology"}, 422, "unknown_domain"),

@@ -59,7 +59,7 @@ def test_a_categorical_context_without_values_takes_the_benchmarks(covid):
     assert pack.column("clinic_name").values is None
     assert not [e for e in pack.all_expectations() if getattr(e, "column", None) == "clinic_name"]  # nothing refuses
     result = audit_frames(bench, prod, pack=pack, benchmark_roles=dict(ROLES), production_roles=dict(ROLES),
-                          options={"evidently_companion": False}).result
+                          options={"evidently_companion": False}).result_json
     n_bench = bench["clinic_name"].nunique()
     note = next(n for n in result["notes"] if n["part"] == "context clinic_name")
     assert f"values of clinic_name taken from the benchmark: {n_bench}" in note["reason"]

@@ -53,7 +53,7 @@ def ignored_feature():
 
     production = frame(prod)
     production["weight"] = production["weight"] * 3 + 50
-    return _audit(frame(bench), production).result
+    return _audit(frame(bench), production).result_json
 
 
 def test_a_shift_the_model_ignores_is_low_from_its_measured_loss(ignored_feature):
@@ -91,7 +91,7 @@ def collapse():
 
 
 def test_a_collapse_in_a_new_context_is_tested_and_claimed(collapse):
-    result = collapse.result
+    result = collapse.result_json
     overall = result["overall"]
     assert overall["change_p_value_adjusted"] is not None and overall["change_p_value_adjusted"] < 1e-6
     assert overall["changed"] is True and overall["change_method"] == "two_proportion_z"
@@ -109,7 +109,7 @@ def test_a_collapse_in_a_new_context_is_tested_and_claimed(collapse):
 
 
 def test_a_label_free_estimate_the_labels_contradict_is_flagged(collapse):
-    result = collapse.result
+    result = collapse.result_json
     checks = result["label"]["estimate_checks"]
     assert checks and any(c["contradicts"] for c in checks)
     bad = next(c for c in checks if c["contradicts"])
@@ -128,7 +128,7 @@ def test_no_collapse_no_overall_claim():
         pred = np.where(rng.random(n) < 0.9, y, 1 - y)
         return pd.DataFrame({"id": np.arange(n), "label": y.astype(str), "prediction": pred.astype(str)})
 
-    result = _audit(side(1500), side(1200)).result
+    result = _audit(side(1500), side(1200)).result_json
     assert result["overall"]["change_p_value"] is not None and result["overall"]["changed"] is False
     assert not [lim for lim in result["limitations"] if lim["kind"] == "concept_shift"]
 
@@ -147,7 +147,7 @@ def small():
 
 
 def test_insufficient_data_is_inconclusive_not_green(small):
-    v = small.result["verdict"]
+    v = small.result_json["verdict"]
     assert v["status"] == "inconclusive" and v["shift_detected"] is False
     assert "cannot tell" in v["summary"] and "should hold" not in v["summary"]
     size = v["sample_size"]
@@ -165,7 +165,7 @@ def test_a_score_only_shift_without_labels_is_detected():
     prod = pd.DataFrame({"id": np.arange(2000), "score": rng.uniform(0, 0.135, 2000)})
     for frame in (bench, prod):
         frame["prediction"] = np.where(frame["score"] >= 0.5, "1", "0")
-    result = _audit(bench, prod).result
+    result = _audit(bench, prod).result_json
     tests = result["covariate"]["outputs"]["tests"]
     score = next(t for t in tests if t["name"] == "score")
     assert score["drifted"] is True and score["effect_size"] > 3 * score["effect_floor"]  # the floor hides nothing
@@ -177,7 +177,7 @@ def test_a_score_only_shift_without_labels_is_detected():
 
 
 def test_standing_limitations_never_fail_a_gate(collapse):
-    result = collapse.result
+    result = collapse.result_json
     standing = [lim for lim in result["limitations"] if lim["claim"] == "standing"]
     assert [lim["kind"] for lim in standing] == ["benchmark_saturation"]
     only_standing = {**result, "limitations": [{**lim, "severity": "high"} for lim in standing]}

@@ -75,6 +75,17 @@ def test_audit_bad_input_exits_2_with_the_api_message(tmp_path, problem, expecte
     assert res.returncode == 2 and f"[{expected}]" in res.stderr, res.stderr
 
 
+@pytest.mark.parametrize("flag,value", [("--alpha", "0.7"), ("--budget", "-1"), ("--sample-rows", "10")])
+def test_options_out_of_range_exit_2_naming_the_option(tmp_path, flag, value):
+    """The flags become the audit's typed options before any file is read: a value the API would
+    refuse is refused here too, by name, not with a traceback."""
+    engine = ("--engine", "dask") if flag == "--sample-rows" else ()
+    res = _run("audit", "--benchmark", str(tmp_path / "b.csv"), "--production", str(tmp_path / "p.csv"), *engine,
+               flag, value)
+    assert res.returncode == 2 and "[invalid_options]" in res.stderr, res.stderr
+    assert flag.lstrip("-").replace("-", "_") in res.stderr and "Traceback" not in res.stderr
+
+
 def test_demo_prints_where_the_report_is(tmp_path):
     res = _run("demo", "--out", str(tmp_path / "demo"), "--rows", "4000")
     assert res.returncode == 0, res.stderr

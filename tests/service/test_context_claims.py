@@ -25,7 +25,7 @@ COVID = ["clinic_name", "demo_group", "payor_group", "patient_class", "gender", 
 def _audit(bench, prod, contexts, seed=0, extra=None):
     roles = {c: "context" for c in contexts} | {"label": "label", "prediction": "prediction"} | (extra or {})
     return audit_frames(bench, prod, pack=load_builtin("generic"), options={"seed": seed, "evidently_companion": False},
-                        benchmark_roles=dict(roles), production_roles=dict(roles)).result
+                        benchmark_roles=dict(roles), production_roles=dict(roles)).result_json
 
 
 @pytest.fixture(scope="module")

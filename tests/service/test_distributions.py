@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from service.audits.pipeline.distributions import feature_distributions
+from audit.pipeline.distributions import feature_distributions
 
 
 def _frames(n_b=3_000, n_p=5_000, seed=0):

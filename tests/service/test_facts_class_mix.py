@@ -76,7 +76,7 @@ def test_a_class_mix_change_on_flchain_also_explains_the_accuracy_drop():
     roles = infer_roles(bench.columns, context_columns=["sex"])
     result = audit_frames(bench, prod, pack=load_builtin("generic"), benchmark_roles=roles,
                           production_roles=infer_roles(prod.columns, context_columns=["sex"]),
-                          options={"evidently_companion": False}).result
+                          options={"evidently_companion": False}).result_json
     changes = _changes(result)
     assert [lim["kind"] for lim in changes] == ["label_shift"], [lim["key"] for lim in changes]
     folded = {r["kind"] for r in changes[0]["related"]}

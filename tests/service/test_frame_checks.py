@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from fastapi.testclient import TestClient
 
+from audit import data_quality
 from domains import load_pack_yaml
 from service.app import create_app
 from service.cli import main
@@ -121,13 +122,13 @@ def test_a_value_the_pack_does_not_allow_still_refuses():
 
 def test_row_numbers_name_the_rows_without_an_id_column_and_chunks_add_up():
     pack = load_pack_yaml(PACK_YAML)
-    rules = frame_checks.range_rules(pack, pd.DataFrame({"age": [1.0]}))
-    whole = frame_checks.RangeTally(rules, None)
+    rules = data_quality.range_rules(pack, pd.DataFrame({"age": [1.0]}))
+    whole = data_quality.RangeTally(rules, None)
     ages = pd.DataFrame({"age": [5.0, -1.0, 200.0, 7.0, 121.0, 3.0]})
     whole.add(ages)
-    parts = frame_checks.RangeTally(rules, None)
+    parts = data_quality.RangeTally(rules, None)
     for start in (0, 2, 4):
-        part = frame_checks.RangeTally(rules, None)
+        part = data_quality.RangeTally(rules, None)
         part.add(ages.iloc[start:start + 2], start)
         parts.merge(part)
     assert [p.to_dict() for p in whole.problems()] == [p.to_dict() for p in parts.problems()]

@@ -62,7 +62,7 @@ def audit(bench: pd.DataFrame, prod: pd.DataFrame, seed: int) -> dict:
     roles = infer_roles(bench.columns, context_columns=contexts)
     roles["x"] = "feature"
     return audit_frames(bench, prod, pack=pack, options={"seed": seed, "evidently_companion": False},
-                        benchmark_roles=roles, production_roles=dict(roles)).result
+                        benchmark_roles=roles, production_roles=dict(roles)).result_json
 
 
 def reported_kinds(result: dict) -> set[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.audits.pipeline.labelled_rows import LabelledRows, selection_note
+from audit.pipeline.labelled_rows import LabelledRows, selection_note
 from tests.service.newcomer_tables import titanic
 
 CONTEXTS = ("sex", "passengerClass", "age")

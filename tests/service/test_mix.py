@@ -1,12 +1,12 @@
-"""Attribution in the pack's primary metric (service.audits.pipeline.mix.metric_rows)."""
+"""Attribution in the pack's primary metric (audit.pipeline.mix.metric_rows)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import numpy as np
 
-from service.audits.pipeline.mix import metric_rows
-from service.audits.pipeline.stage_context import Outputs
+from audit.pipeline.mix import metric_rows
+from audit.pipeline.stage_context import Outputs
 
 Y_TRUE = np.array(["dead", "dead", "alive", "alive", "dead"], dtype=object)
 Y_PRED = np.array(["dead", "alive", "alive", "dead", "dead"], dtype=object)

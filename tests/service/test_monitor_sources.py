@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import replace
 
 import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.monitors.sources import take_directory
+from service.errors import ServiceError
+from service.monitors.directory_source import take_directory
+from service.monitors.sources import SourceLimits, source_for
 from service.settings import Settings
 from tests.service.monitor_support import synthetic_frame, upload_benchmark
 
@@ -50,6 +53,42 @@ def test_a_file_swapped_for_a_symlink_after_listing_is_not_read(layout, monkeypa
     batch = take_directory({"path": str(drop), "pattern": "*.csv"}, set(), [root], max_rows=10**6, max_bytes=10**9)
     assert "secret" not in batch.frame.columns and "hunter2" not in batch.frame.to_csv()
     assert [os.path.basename(p) for p, _ in batch.files] == ["b.csv"]
+
+
+LIMITS = SourceLimits(max_rows=10**6, max_file_bytes=10**9, max_sql_bytes=10**9, max_value_bytes=10**6,
+                      query_timeout_s=10)
+
+
+def test_a_source_takes_within_the_roots_and_limits_it_is_given(layout):
+    """One protocol for every kind: the folder's files once, within the run's row limit, each later
+    run only what is new."""
+    root, drop, _ = layout
+    _write(drop, "a.csv", 20, 1)
+    _write(drop, "b.csv", 20, 2)
+    source = source_for({"type": "directory", "path": str(drop), "pattern": "*.csv"}, roots=[root],
+                        limits=SourceLimits(**{**LIMITS.__dict__, "max_rows": 30}))
+    source.ready()
+    first = source.take(set(), None)
+    assert len(first.frame) == 20 and any("wait for the next run" in n for n in first.notes)
+    second = source.take(set(first.files), None)
+    assert len(second.frame) == 20 and not set(second.files) & set(first.files)
+    assert source.take(set(first.files) | set(second.files), None).empty
+
+
+def test_a_process_without_roots_or_the_database_refuses_clearly(layout):
+    _, drop, _ = layout
+    folder = source_for({"type": "directory", "path": str(drop)}, roots=[], limits=LIMITS)
+    with pytest.raises(ServiceError) as raised:
+        folder.ready()
+    assert raised.value.code == "directory_sources_disabled" and "CONTEXTSHIFT_MONITOR_ROOTS" in raised.value.message
+    query = source_for({"type": "sql", "database": "gone", "query": "SELECT 1 AS ts", "timestamp_column": "ts"},
+                       databases={"warehouse": "sqlite://"}, limits=LIMITS)
+    query.ready()  # a database is checked as each run takes: the run records the failure
+    with pytest.raises(ServiceError) as raised:
+        query.take(set(), None)
+    assert raised.value.code == "unknown_database" and "'gone'" in raised.value.message
+    with pytest.raises(ValueError, match="unknown monitor source type"):
+        source_for({"type": "kafka"}, limits=LIMITS)
 
 
 def test_the_hashed_bytes_are_the_parsed_bytes(layout, monkeypatch):
@@ -97,9 +136,12 @@ def test_a_non_utf8_file_name_is_skipped_with_a_note(layout):
 
 
 def _drain(drop, root, **bounds):
+    """Runs until nothing is new, under the settings' limits (read now), ``bounds`` replacing some."""
+    limits = replace(SourceLimits.of(Settings()), **bounds)
+    source = source_for({"type": "directory", "path": str(drop), "pattern": "*.csv"}, roots=[root], limits=limits)
     taken, runs = set(), []
     for _ in range(20):
-        batch = take_directory({"path": str(drop), "pattern": "*.csv"}, taken, [root], **bounds)
+        batch = source.take(taken, None)
         if batch.empty:
             return runs, batch
         runs.append(batch)
@@ -110,7 +152,7 @@ def _drain(drop, root, **bounds):
 def test_a_run_is_bounded_by_rows_and_leaves_the_rest_for_the_next(layout):
     root, drop, _ = layout
     frames = [_write(drop, f"f{i}.csv", 100, i) for i in range(5)]
-    runs, _ = _drain(drop, root, max_rows=250, max_bytes=10**9)
+    runs, _ = _drain(drop, root, max_rows=250, max_file_bytes=10**9)
     assert [len(b.frame) for b in runs] == [200, 200, 100]
     assert any("wait for the next run" in n for n in runs[0].notes), runs[0].notes
     taken = [i for b in runs for i in b.frame["id"]]

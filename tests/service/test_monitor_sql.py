@@ -2,6 +2,7 @@
 with the reason when unreachable) and on a SQLite file. All data SYNTHETIC."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -9,10 +10,17 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
 
 from service.app import create_app
+from service.monitors.sources import SourceLimits
+from service.monitors.sql_source import SqlSource
 from service.settings import Settings
 from tests.service.monitor_support import synthetic_frame, upload_benchmark, wait_run
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def _take(source, url, watermark, **limits):
+    """One run of a SQL source under the settings' limits (read now), ``limits`` replacing some."""
+    return SqlSource(source, url=url, limits=replace(SourceLimits.of(Settings()), **limits)).take(set(), watermark)
 
 
 def _rows(n, seed, offset, epoch):
@@ -148,20 +156,18 @@ def test_attacks_are_refused_at_definition(tmp_path, attacked):
 
 def test_attacks_are_refused_before_every_run(attacked):
     """A stored definition is checked again by the run itself (it may predate the rules)."""
-    from service.monitors.sources import take_sql
     from service.monitors.sql_guard import UnsafeQuery
 
     url, engine, target = attacked
     for name, query in _attacks(str(target)).items():
         source = {"type": "sql", "database": "warehouse", "query": query, "timestamp_column": "ts"}
         with pytest.raises(UnsafeQuery):
-            take_sql(source, url, None, timeout_s=5)
+            _take(source, url, None, query_timeout_s=5)
         assert _victim_rows(engine) == 3, name
     assert not target.exists()
 
 
 def test_a_plain_select_with_comments_quotes_and_casts_still_runs(attacked):
-    from service.monitors.sources import take_sql
 
     url, engine, _ = attacked
     query = ("SELECT ts, x1, 'a;b -- c /* d' AS note, '10:30' AS clock, \"region\" AS place -- the region\n"
@@ -170,7 +176,7 @@ def test_a_plain_select_with_comments_quotes_and_casts_still_runs(attacked):
         from sqlalchemy import text
 
         conn.execute(text("ALTER TABLE events ADD COLUMN note_or_not integer"))
-    batch = take_sql({"query": query, "timestamp_column": "ts"}, url, None, timeout_s=10)
+    batch = _take({"query": query, "timestamp_column": "ts"}, url, None, query_timeout_s=10)
     assert len(batch.frame) == 50 and set(batch.frame["note"]) == {"a;b -- c /* d"}
     assert set(batch.frame["clock"]) == {"10:30"}  # a ':' in a string is no bind parameter
 
@@ -181,7 +187,6 @@ def test_writes_the_check_cannot_see_fail_in_the_read_only_transaction(attacked)
     from sqlalchemy import text
 
     from service.errors import ServiceError
-    from service.monitors.sources import take_sql
     from service.monitors.sql_source import read_only
 
     url, engine, _ = attacked
@@ -190,7 +195,7 @@ def test_writes_the_check_cannot_see_fail_in_the_read_only_transaction(attacked)
             conn.execute(text("CREATE OR REPLACE FUNCTION sneaky() RETURNS integer LANGUAGE sql AS "
                               "'DELETE FROM victim; SELECT 1'"))
         with pytest.raises(ServiceError) as raised:
-            take_sql({"query": "SELECT sneaky() AS ts, 1 AS x", "timestamp_column": "ts"}, url, None, timeout_s=10)
+            _take({"query": "SELECT sneaky() AS ts, 1 AS x", "timestamp_column": "ts"}, url, None, query_timeout_s=10)
         assert raised.value.details["kind"] == "read_only", raised.value.to_body()
     with engine.connect() as conn, pytest.raises(Exception):
         with read_only(conn, 10):
@@ -210,13 +215,12 @@ def test_a_slow_query_is_cancelled_at_the_timeout(attacked, monkeypatch):
     import time
 
     from service.errors import ServiceError
-    from service.monitors.sources import take_sql
 
     url, engine, _ = attacked
     monkeypatch.setenv("CONTEXTSHIFT_MONITOR_QUERY_TIMEOUT_S", "1")  # the setting, read by the run
     started = time.monotonic()
     with pytest.raises(ServiceError) as raised:
-        take_sql({"query": _slow_query(engine.dialect.name), "timestamp_column": "ts"}, url, None)
+        _take({"query": _slow_query(engine.dialect.name), "timestamp_column": "ts"}, url, None)
     elapsed = time.monotonic() - started
     assert raised.value.details["kind"] == "timeout", raised.value.to_body()
     assert raised.value.code == "source_query_failed"
@@ -228,7 +232,6 @@ def test_a_failed_query_says_its_kind_and_never_the_values(attacked):
     from sqlalchemy import text
 
     from service.errors import ServiceError
-    from service.monitors.sources import take_sql
 
     url, engine, _ = attacked
     with engine.begin() as conn:
@@ -240,18 +243,17 @@ def test_a_failed_query_says_its_kind_and_never_the_values(attacked):
         cases["bad_value"] = "SELECT CAST(secret AS integer) AS ts FROM secrets"
     for kind, query in cases.items():
         with pytest.raises(ServiceError) as raised:
-            take_sql({"query": query, "timestamp_column": "ts"}, url, None, timeout_s=10)
+            _take({"query": query, "timestamp_column": "ts"}, url, None, query_timeout_s=10)
         body = raised.value.to_body()
         assert body["error"]["details"]["kind"] == kind, (kind, body)
         assert "hunter2" not in str(body) and "nope" not in str(body) and "nowhere" not in str(body), body
     with pytest.raises(ServiceError) as raised:  # the query runs but lacks the timestamp column
-        take_sql({"query": "SELECT x1 FROM events", "timestamp_column": "ts"}, url, None, timeout_s=10)
+        _take({"query": "SELECT x1 FROM events", "timestamp_column": "ts"}, url, None, query_timeout_s=10)
     assert raised.value.details["kind"] == "missing_column"
 
 
 def test_a_full_run_leaves_the_rows_of_its_last_timestamp_for_the_next(tmp_path, warehouse):
     """Runs of at most 40 rows take 130 rows whose timestamps come in tens exactly once."""
-    from service.monitors.sources import take_sql
 
     url, epoch = warehouse
     engine = create_engine(url)
@@ -260,7 +262,7 @@ def test_a_full_run_leaves_the_rows_of_its_last_timestamp_for_the_next(tmp_path,
     frame.to_sql("tied", engine, index=False, if_exists="replace")
     source, mark, seen, runs = {"query": "SELECT * FROM tied", "timestamp_column": "ts"}, None, [], []
     for _ in range(20):
-        batch = take_sql(source, url, mark, max_rows=40, timeout_s=10)
+        batch = _take(source, url, mark, max_rows=40, query_timeout_s=10)
         if batch.empty:
             break
         runs.append(len(batch.frame))

@@ -181,7 +181,7 @@ def test_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
 
 def test_datasets_stored_as_one_file_still_load(settings, tmp_path):
     """Datasets from before partitioning are one datasets/<id>.parquet: read and deleted as before."""
-    from service.models import DatasetRow
+    from service.datasets.models import DatasetRow
     from service.runtime import Runtime
 
     runtime = Runtime.start(settings)

@@ -17,7 +17,7 @@ def run(domain: str, *, n: int, shift: str, seed: int, **options):
     contexts = [c.name for c in pack.context]
     return audit_frames(bench, prod, pack=pack, options={"seed": seed, **options},
                         benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
-                        production_roles=infer_roles(prod.columns, context_columns=contexts)).result
+                        production_roles=infer_roles(prod.columns, context_columns=contexts)).result_json
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
@@ -79,7 +79,7 @@ def _audit(bench, prod, domain="medical", **options):
     contexts = [c.name for c in pack.context]
     return audit_frames(bench, prod, pack=pack, options=options,
                         benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
-                        production_roles=infer_roles(prod.columns, context_columns=contexts)).result
+                        production_roles=infer_roles(prod.columns, context_columns=contexts)).result_json
 
 
 def test_unlabelled_production_gets_label_free_estimates():
@@ -150,7 +150,7 @@ def test_annotations_give_label_quality_limitations():
     contexts = [c.name for c in pack.context]
     result = audit_frames(bench, prod, pack=pack, annotations=(notes, infer_roles(notes.columns)),
                           benchmark_roles=infer_roles(bench.columns, context_columns=contexts),
-                          production_roles=infer_roles(prod.columns, context_columns=contexts)).result
+                          production_roles=infer_roles(prod.columns, context_columns=contexts)).result_json
     quality = [lim for lim in result["limitations"] if lim["kind"] == "label_quality"]
     text = " ".join(lim["statement"] for lim in quality)
     assert "spam" in text and "heavy" in text, [lim["title"] for lim in quality]

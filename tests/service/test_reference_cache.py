@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from service.audits.pipeline.reference_cache import ReferenceCache, cache_key, frame_digest
+from audit.pipeline.reference_cache import ReferenceCache, cache_key, frame_digest
 
 FITTED = ("detectors.confidence_based.ConfidenceBasedEstimator", "detectors.label_shift.LabelShiftEstimator",
           "detectors.context.ContextShiftDetector", "detectors.embedding.EmbeddingShiftDetector")
@@ -103,9 +103,9 @@ def medical():
 
 
 def _key(medical, *, frame=None, roles=None, pack=None, **options):
-    from service.audits.pipeline import reference
-    from service.audits.pipeline.columns import resolve_columns
-    from service.schemas import AuditOptions
+    from audit.options import AuditOptions
+    from audit.pipeline import reference
+    from audit.pipeline.columns import resolve_columns
 
     bench, _, default_pack, bench_roles, prod_roles = medical
     columns = resolve_columns(roles or bench_roles, prod_roles)
@@ -138,8 +138,8 @@ def test_the_key_changes_with_what_the_fits_depend_on(medical):
 
 def test_a_detector_fitted_at_one_level_tests_like_one_fitted_at_another(medical):
     """Why alpha is not in the key: at_level re-levels a cached detector, nested ones included."""
+    from audit.pipeline.reference import at_level
     from detectors import ContextShiftDetector, CovariateShiftDetector, EmbeddingShiftDetector, OutputShiftDetector
-    from service.audits.pipeline.reference import at_level
 
     bench, prod, *_ = medical
     emb = [c for c in bench.columns if c.startswith("emb_")]
@@ -187,7 +187,7 @@ def test_an_audit_with_the_cache_is_identical_and_does_not_refit(medical, tmp_pa
     def audit(cache, alpha=0.05):
         return audit_frames(bench, prod, pack=pack, benchmark_roles=bench_roles, production_roles=prod_roles,
                             options={"alpha": alpha, "discovery": False},
-                            reference_cache=cache).result
+                            reference_cache=cache).result_json
 
     plain = audit(None)
     fitted_once = dict(calls)

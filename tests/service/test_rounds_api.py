@@ -111,6 +111,7 @@ def test_audit_against_the_series_no_longer_lists_the_slice_as_untested(journey)
     second = journey["second"]
     assert second["status"] == "succeeded", second.get("error")
     assert second["benchmark_series"]["name"] == "derm" and second["benchmark_series"]["rounds"] == [1, 2]
+    assert second["parameters"]["benchmark_series"] == second["benchmark_series"]  # recorded with the options
     assert second["benchmark"]["n_rows"] == 1500 + journey["n_collected"]
     assert (PLANT.untested_column, PLANT.untested_value) not in _untested(second)
     assert not any(a["definition"] == journey["top"]["definition"] and a["kind"] == "untested_context"

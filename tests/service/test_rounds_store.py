@@ -9,7 +9,7 @@ from service.audits.store import AuditStore
 from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
 from service.errors import Conflict, InvalidRequest, NotFound
-from service.packs.registry import PackRegistry
+from service.packs.store import PackRegistry
 from service.rounds.store import RoundStore
 
 ROLES = {"id": "id", "label": "label", "prediction": "prediction", "clinical_site": "context",

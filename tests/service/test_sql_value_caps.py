@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from service.errors import ServiceError
-from service.monitors.sources import take_sql
+from service.monitors.sql_source import take_sql
 from tests.service.test_memory_bounds import peak_rss_mb, reset_peak_rss
 
 HUNDRED_MB = 100_000_000

@@ -76,7 +76,7 @@ def test_orphans_from_a_crash_are_removed(store):
 
 def test_audit_life_cycle_and_recovery(store, database_url):
     from service.audits.store import AuditStore
-    from service.packs.registry import PackRegistry
+    from service.packs.store import PackRegistry
 
     bench, prod = _create(store, _frame(), name="b"), _create(store, _frame(), name="p", sha="b" * 64)
     audits = AuditStore(store.sessions, store.data_dir)

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from sqlalchemy import update
 
+from service.audits.models import InstanceRow
 from service.audits.store import AuditStore
 from service.datasets.store import DatasetStore
 from service.db import make_engine, migrate, session_factory
-from service.models import InstanceRow
 
 
 @pytest.fixture

@@ -23,8 +23,9 @@ def _outputs_only(rng, n, logit_shift=0.0, labelled=True):
 
 def _audit(bench, prod, seed=0):
     pack = load_builtin("generic")
-    return audit_frames(bench, prod, pack=pack, options={"seed": seed},
-                        benchmark_roles=infer_roles(bench.columns), production_roles=infer_roles(prod.columns)).result
+    outcome = audit_frames(bench, prod, pack=pack, options={"seed": seed},
+                           benchmark_roles=infer_roles(bench.columns), production_roles=infer_roles(prod.columns))
+    return outcome.result_json
 
 
 def test_output_shift_alone_is_a_covariate_shift_in_the_verdict():

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import slicelang as sl
+from audit.pipeline.targets import untested_definition
 from detectors.attribution import context_cells
 from detectors.context_results import UntestedContext
 from detectors.discovery import Condition
 from domains import evaluate, parse, to_text
-from service.audits.pipeline.targets import untested_definition
 
 AWKWARD_NAMES = ["missing", "in", "between", "and", "OR", "Not", "is", "abs", "true", "FALSE", "skin tone",
                  "it's", 'say "x"', "a`b", "`", "``x", "été", "年龄", "x-1", "1st", "plain", "_", " "]

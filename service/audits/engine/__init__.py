@@ -15,7 +15,6 @@ names an existing scheduler (default: a local cluster sized to the machine).
 from __future__ import annotations
 
 ENGINES = ("pandas", "dask")
-DEFAULT_SAMPLE_ROWS = 200_000  # rows per dataset kept for the row-level tests
 SKETCH_K = 1000  # KLL accuracy parameter: normalized rank error about 0.28 % at 99 % confidence
 
 
@@ -26,4 +25,4 @@ def check_engine(name: str) -> str:
     return name
 
 
-__all__ = ["ENGINES", "DEFAULT_SAMPLE_ROWS", "SKETCH_K", "check_engine"]
+__all__ = ["ENGINES", "SKETCH_K", "check_engine"]

@@ -1,6 +1,6 @@
 """An audit on the Dask engine: scan both datasets' partitions once, then run the audit pipeline
 on the uniform samples with the exact counts and sketches standing in wherever they suffice
-(:mod:`service.audits.engine.exact`)."""
+(:mod:`audit.engine.exact`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,20 +9,21 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from datasketches import kll_doubles_sketch
 
+from audit import AuditData, AuditOptions, run_audit
+from audit.engine.counts import ALL_ROWS
+from audit.pipeline import check_auditable
+from audit.pipeline.columns import resolve_columns
+from audit.pipeline.reference_cache import cache_key
 from domains import parse
 from domains.expressions import columns_used
-from service.audits.engine import DEFAULT_SAMPLE_ROWS, SKETCH_K
+from service.audits.engine import SKETCH_K
 from service.audits.engine.cluster import get_client
 from service.audits.engine.datasets import ParquetDataset
 from service.audits.engine.quality import range_warnings
-from service.audits.engine.scan import ALL_ROWS, Scan, ScanPlan, scan_files
-from service.audits.pipeline import AuditInput, check_auditable, run_audit
-from service.audits.pipeline.columns import resolve_columns
-from service.audits.pipeline.reference_cache import cache_key
+from service.audits.engine.scan import Scan, ScanPlan, scan_files
 from service.datasets import frame_checks
-from service.errors import InvalidRequest
+from service.errors import InvalidRequest, audit_input_errors
 from service.roles import infer_roles, parse_schema
-from service.schemas import AuditOptions
 
 Progress = Callable[[float, str], None]
 SCAN_SHARE = 0.5  # of the progress bar: scanning; the rest is the audit on the sample
@@ -70,10 +71,10 @@ def _evaluable(expression: str, columns) -> bool:
     return all(c in columns for c in columns_used(parse(expression)))
 
 
-def scan_pair(client, benchmark: ParquetDataset, production: ParquetDataset, columns, pack, *, options,
-              progress: Progress, cache=None, keep: tuple[str, ...] = ()) -> tuple[Scan, Scan, dict[str, Any]]:
-    sample_rows = int(options.get("sample_rows") or DEFAULT_SAMPLE_ROWS)
-    seed = int(options["seed"])
+def scan_pair(client, benchmark: ParquetDataset, production: ParquetDataset, columns, pack, *,
+              options: AuditOptions, progress: Progress, cache=None,
+              keep: tuple[str, ...] = ()) -> tuple[Scan, Scan, dict[str, Any]]:
+    sample_rows, seed = options.sample_rows, options.seed
     plan_b = scan_plan(benchmark, columns, pack, labelled=True, sample_rows=sample_rows, seed=seed)
     plan_p = scan_plan(production, columns, pack, labelled=columns.production_label is not None,
                        sample_rows=sample_rows, seed=seed + 1, keep=keep)
@@ -119,18 +120,20 @@ def slice_counter(client, benchmark: ParquetDataset, production: ParquetDataset,
 
 
 def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack: Any,
-                  benchmark_roles: dict[str, str], production_roles: dict[str, str], options: dict[str, Any],
+                  benchmark_roles: dict[str, str], production_roles: dict[str, str], options: AuditOptions,
                   progress: Progress, refs: tuple[dict, dict], client: Any = None, scheduler: str | None = None,
                   cache: Any = None, audit_id: str = "local", annotations: Any = None, title: str | None = None,
                   keep: tuple[str, ...] = (), report_images: Callable[[Any, Any], Any] | None = None,
-                  notes: Mapping[str, Any] | None = None):
+                  notes: Mapping[str, Any] | None = None, extra_parameters: Mapping[str, Any] | None = None):
     """Audit two Parquet datasets on a dask.distributed cluster; returns the pipeline's AuditOutcome.
 
     ``keep`` names columns the production sample keeps although no test reads them (the image
     hashes thumbnails are found by); ``report_images(result, production_sample)`` gives what the
-    images add to the report (thumbnails of sampled rows); ``notes`` are added to ``parameters.engine``."""
+    images add to the report (thumbnails of sampled rows); ``notes`` are added to ``parameters.engine``,
+    ``extra_parameters`` to ``parameters``."""
     columns = resolve_columns(benchmark_roles, production_roles)
-    check_auditable(columns)
+    with audit_input_errors():
+        check_auditable(columns)  # before the cluster scans anything
     client = client or get_client(scheduler)
     scan_b, scan_p, description = scan_pair(client, benchmark, production, columns, pack, options=options,
                                             progress=progress, cache=cache, keep=keep)
@@ -138,13 +141,14 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
     summaries = EngineSummaries(scan_b, scan_p, slice_counter(client, benchmark, production, columns), description)
     quality = {"benchmark": range_warnings(client, benchmark, pack, benchmark_roles),
                "production": range_warnings(client, production, pack, production_roles)}
-    inp = AuditInput(audit_id=audit_id, benchmark=scan_b.sample, production=scan_p.sample,
-                     benchmark_roles=benchmark_roles, production_roles=production_roles, benchmark_ref=refs[0],
-                     production_ref=refs[1], pack=pack, options=options, annotations=annotations, title=title,
-                     summaries=summaries, reference_cache=cache, data_quality=quality,
-                     benchmark_digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}",
-                     report_images=report_images)
-    return run_audit(inp, progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
+    with audit_input_errors():
+        return run_audit(
+            AuditData(scan_b.sample, benchmark_roles, refs[0],
+                      digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}"),
+            AuditData(scan_p.sample, production_roles, refs[1]), pack=pack, options=options,
+            annotations=annotations, audit_id=audit_id, title=title, reference_cache=cache, summaries=summaries,
+            data_quality=quality, extra_parameters=extra_parameters, report_images=report_images,
+            progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
 
 
 def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[str, str]:
@@ -159,7 +163,7 @@ def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[st
     return column_roles
 
 
-def audit_paths(benchmark: str, production: str, *, pack: Any, schema: Any, options: dict[str, Any],
+def audit_paths(benchmark: str, production: str, *, pack: Any, schema: Any, options: AuditOptions,
                 progress: Progress, scheduler: str | None = None, annotations: Any = None):
     """The CLI's ``--engine dask``: Parquet files, directories or globs in, an AuditOutcome out."""
     try:
@@ -169,5 +173,5 @@ def audit_paths(benchmark: str, production: str, *, pack: Any, schema: Any, opti
     roles = [parquet_roles(d, schema=schema, pack=pack) for d in datasets]
     refs = tuple({"id": d.name, "name": d.name, "fingerprint": d.fingerprint} for d in datasets)
     return audit_parquet(datasets[0], datasets[1], pack=pack, benchmark_roles=roles[0], production_roles=roles[1],
-                         options=AuditOptions(**options).model_dump(), progress=progress, refs=refs,
+                         options=options, progress=progress, refs=refs,
                          scheduler=scheduler, annotations=annotations)

@@ -7,9 +7,9 @@ from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
+from audit.data_quality import RangeRule, RangeTally, range_rules
 from service.audits.engine.datasets import ParquetDataset
 from service.audits.engine.scan import BATCH_ROWS
-from service.datasets.frame_checks import RangeRule, RangeTally, range_rules
 
 __all__ = ["range_warnings"]
 

@@ -17,12 +17,11 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from audit.engine.counts import ALL_ROWS, OutcomeCounts
 from detectors.base import FrozenDict
 from detectors.summaries import CategorySummary, NumericSummary
 from domains import evaluate
-from service.audits.engine.counts import OutcomeCounts
 
-ALL_ROWS = "__all_rows__"  # the outcome counts of every row, beside the slices'
 DISCRETE_MAX_UNIQUE = 100  # numeric columns keep exact counts while they have at most this many values
 BATCH_ROWS = 100_000  # rows in memory per worker at a time
 

@@ -32,15 +32,15 @@ def medical(tmp_path_factory):
 def _pandas(bench, prod, pack):
     contexts = [c.name for c in pack.context]
     roles = [infer_roles(f.columns, context_columns=contexts) for f in (bench, prod)]
-    return audit_frames(bench, prod, pack=pack, benchmark_roles=roles[0], production_roles=roles[1]).result
+    return audit_frames(bench, prod, pack=pack, benchmark_roles=roles[0], production_roles=roles[1]).result_json
 
 
 def _dask(root, pack, client, **options):
-    from service.schemas import AuditOptions
+    from audit.options import AuditOptions
 
     datasets = [ParquetDataset.open(root / side) for side in ("benchmark", "production")]
     roles = [parquet_roles(d, schema=None, pack=pack) for d in datasets]
-    opts = AuditOptions(engine="dask", **options).model_dump()
+    opts = AuditOptions(engine="dask", **options)
     return audit_parquet(datasets[0], datasets[1], pack=pack, benchmark_roles=roles[0], production_roles=roles[1],
                          options=opts, progress=lambda f, s: None, client=client,
                          refs=({"id": "benchmark", "name": "benchmark"}, {"id": "production", "name": "production"}))
@@ -50,7 +50,7 @@ def _dask(root, pack, client, **options):
 def both(medical, dask_client):
     bench, prod, root = medical
     pack = load_pack("medical")
-    return _pandas(bench, prod, pack), _dask(root, pack, dask_client, sample_rows=10 * N).result
+    return _pandas(bench, prod, pack), _dask(root, pack, dask_client, sample_rows=10 * N).result_json
 
 
 def test_same_type_and_engine_recorded(both):
@@ -98,7 +98,7 @@ def test_same_conclusions(both):
 def test_sampled_audit_reports_every_row(medical, dask_client):
     _, _, root = medical
     outcome = _dask(root, load_pack("medical"), dask_client, sample_rows=1500)
-    result = outcome.result
+    result = outcome.result_json
     assert 'id="engine"' in outcome.html and "uniform sample" in outcome.html  # the report says how it was computed
     assert result["benchmark"]["n_rows"] == N and result["production"]["n_rows"] == N
     sampled = result["parameters"]["engine"]["sample"]["production_rows"]
@@ -125,7 +125,8 @@ def test_cli_engine_dask_reads_directories_and_globs(medical, dask_client, tmp_p
 
 
 def test_scan_does_not_depend_on_partitioning(medical, dask_client, tmp_path):
-    from service.audits.engine.scan import ALL_ROWS, ScanPlan, scan_files
+    from audit.engine.counts import ALL_ROWS
+    from service.audits.engine.scan import ScanPlan, scan_files
 
     bench, _, _ = medical
     plan = ScanPlan(columns=("body_site",) if "body_site" in bench else (), numeric=(), label="label",
@@ -159,8 +160,8 @@ def test_context_tests_from_exact_counts(both):
 
 def test_benchmark_scan_is_cached_across_audits(medical, dask_client, tmp_path, monkeypatch):
     """A second audit against the same benchmark scans only production, with the same result."""
+    from audit.pipeline.reference_cache import ReferenceCache
     from service.audits.engine import dask_audit
-    from service.audits.pipeline.reference_cache import ReferenceCache
 
     _, _, root = medical
     scanned = []
@@ -170,16 +171,16 @@ def test_benchmark_scan_is_cached_across_audits(medical, dask_client, tmp_path, 
     pack = load_pack("medical")
     datasets = [ParquetDataset.open(root / side) for side in ("benchmark", "production")]
     roles = [parquet_roles(d, schema=None, pack=pack) for d in datasets]
-    from service.schemas import AuditOptions
+    from audit.options import AuditOptions
 
     cache = ReferenceCache(tmp_path / "cache")
     results = []
     for _ in range(2):
         outcome = audit_parquet(datasets[0], datasets[1], pack=pack, benchmark_roles=roles[0],
-                                production_roles=roles[1], options=AuditOptions(engine="dask").model_dump(),
+                                production_roles=roles[1], options=AuditOptions(engine="dask"),
                                 progress=lambda f, s: None, client=dask_client, cache=cache,
                                 refs=({"id": "b", "name": "b"}, {"id": "p", "name": "p"}))
-        results.append(outcome.result)
+        results.append(outcome.result_json)
     # the full benchmark pass ran once (the narrow passes that count discovered slices run each time)
     assert sum("benchmark" in f for f in scanned) == 1 + (len(scanned) - 3) // 2
     # the same findings; sketched numbers may differ within the sketch's error (DataSketches seeds
@@ -206,7 +207,7 @@ def test_without_a_prediction_column_metrics_come_from_the_sample(dask_client, t
     bench, prod = make_example("medical", n_benchmark=2000, n_production=2000, random_state=5)
     write_partitions(bench.drop(columns=["prediction"]), tmp_path / "benchmark", 2)
     write_partitions(prod.drop(columns=["prediction"]), tmp_path / "production", 2)
-    result = _dask(tmp_path, load_pack("medical"), dask_client, sample_rows=10_000).result
+    result = _dask(tmp_path, load_pack("medical"), dask_client, sample_rows=10_000).result_json
     engine = result["parameters"]["engine"]
     assert any("slice and overall metrics" in p for p in engine["sampled"])
     assert not any("slice and overall metrics" in p for p in engine["exact"])

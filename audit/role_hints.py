@@ -1,5 +1,6 @@
 """Which columns are likely a dataset's labels or the model's outputs when no column has that role:
-the warnings an upload answers with, and the notes an audit writes.
+the warnings an upload answers with, and the notes an audit writes; and the notes on columns whose
+roles the two datasets disagree on.
 
 Names alone are weak evidence (``survived`` says nothing), so a label candidate is found by its
 values: a column whose values are those of a prediction-like column (or of the other side's labels).
@@ -11,7 +12,7 @@ from typing import Iterable, Mapping
 
 import pandas as pd
 
-__all__ = ["label_candidates", "output_candidates", "upload_warnings", "missing_role_notes"]
+__all__ = ["label_candidates", "output_candidates", "upload_warnings", "missing_role_notes", "role_disagreements"]
 
 PREDICTION_NAME = re.compile(r"(^|_)(pred|predicted|prediction|predictions|yhat|y_hat)(_|$)|^pred")
 PROBABILITY_NAME = re.compile(r"(^|_)(prob|probs|proba|probability|score|scores|confidence)(_|$)|^prob|^score")
@@ -116,3 +117,11 @@ def missing_role_notes(benchmark: pd.DataFrame, production: pd.DataFrame, bench_
         notes.append({"part": "model outputs", "reason": "Neither dataset has a column with the role 'prediction' or "
                       f"'score', so the model's outputs were not compared and nothing was measured.{hint}"})
     return notes
+
+
+def role_disagreements(benchmark: Mapping[str, str], production: Mapping[str, str]) -> list[dict[str, str]]:
+    """Audit notes for shared columns whose roles differ between the two datasets."""
+    return [{"part": f"column {name}",
+             "reason": f"'{name}' is a {benchmark[name]} column in the benchmark but a {production[name]} column in "
+                       "production; it is compared only where both roles allow it. Give both uploads the same schema."}
+            for name in benchmark if name in production and benchmark[name] != production[name]]

@@ -1,5 +1,5 @@
 """The audit's detector stages. Each takes frames and options and returns detector results;
-none of them corrects across the audit (that happens once, in :mod:`service.audits.pipeline.family`)."""
+none of them corrects across the audit (that happens once, in :mod:`audit.pipeline.family`)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,6 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from audit.engine import exact
+from audit.pipeline.columns import AuditColumns, class_list, column_view
+from audit.pipeline.slicing import strata_for
+from audit.pipeline.stage_context import Outputs, StageContext
 from detectors import ConfidenceBasedEstimator, PriorReweightedEstimator
 from detectors.assumptions import class_conditional_unexplained, label_shift_unexplained
 from detectors.base import DetectorInputError
@@ -20,10 +24,6 @@ from detectors.embedding import EmbeddingShiftDetector
 from detectors.label_quality import COLUMNS, assess_label_quality
 from detectors.label_shift import LabelShiftEstimator
 from detectors.within_context import covered_rows, stratified_expected
-from service.audits.engine import exact
-from service.audits.pipeline.columns import AuditColumns, class_list, column_view
-from service.audits.pipeline.slicing import strata_for
-from service.audits.pipeline.stage_context import Outputs, StageContext
 
 __all__ = ["Outputs", "StageContext", "complete_labels", "covariate", "model_outputs", "label", "context", "embedding",
            "label_quality", "resolve_classes"]
@@ -33,7 +33,7 @@ def complete_labels(benchmark: pd.DataFrame, production: pd.DataFrame, columns: 
                     notes: list[dict[str, str]], partial: bool = True) -> tuple[pd.DataFrame, AuditColumns]:
     """Benchmark rows without a label are left out (a benchmark is labelled data). A production label
     column with no value at all is no label (the label-free estimates apply); one filled on some rows
-    keeps them (``partial``: the pipeline measures those rows, :mod:`service.audits.pipeline.labelled_rows`),
+    keeps them (``partial``: the pipeline measures those rows, :mod:`audit.pipeline.labelled_rows`),
     else production is treated as unlabelled."""
     if columns.label and benchmark[columns.label].isna().any():
         missing = int(benchmark[columns.label].isna().sum())
@@ -81,7 +81,8 @@ def model_outputs(ctx: StageContext):
         return None
     detector = ctx.fitted("outputs", lambda: OutputShiftDetector(
         alpha=ctx.alpha, correction=ctx.correction, classes=ctx.classes if len(ctx.classes) >= 2 else None,
-        random_state=ctx.seed).fit(column_view(ctx.benchmark, used)), columns=used)  # one class seen: names from the data
+        # one class seen: the output columns' names come from the data
+        random_state=ctx.seed).fit(column_view(ctx.benchmark, used)), columns=used)
     return detector.test(column_view(ctx.production, used))
 
 
@@ -176,7 +177,8 @@ def embedding(ctx: StageContext):
         return None
     contexts = list(ctx.columns.contexts)
     detector = ctx.fitted("embedding", lambda: EmbeddingShiftDetector(
-        alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(column_view(ctx.benchmark, emb)), columns=emb)
+        alpha=ctx.alpha, correction=ctx.correction, random_state=ctx.seed).fit(column_view(ctx.benchmark, emb)),
+        columns=emb)
     return detector.test(column_view(ctx.production, emb),
                          context=column_view(ctx.production, contexts) if contexts else None)
 

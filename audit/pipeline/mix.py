@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from audit.pipeline.columns import column_view
+from audit.pipeline.stage_context import Outputs, StageContext
 from detectors.attribution import attribute_performance, context_cells
 from detectors.conditional import ConditionalShiftDetector
-from service.audits.pipeline.columns import column_view
-from service.audits.pipeline.stage_context import Outputs, StageContext
 
 CONDITIONAL_MAX_COLUMNS = 5  # drifted features re-tested within context cells (cost grows per column)
 ATTRIBUTION_MAX_CONTEXTS = 2  # context columns crossed into cells; more makes cells too thin
@@ -82,9 +82,9 @@ def metric_rows(pack: Any, out: Outputs) -> tuple[str, np.ndarray, np.ndarray | 
     select, value = _ROW_METRICS[metric]
     if out.y_true is None:
         rows = select(out.y_pred, out.y_pred, str(pos))
-        return metric, (np.ones(len(out.y_pred), bool) if rows is None else np.asarray(rows, bool)), None
+        return metric, (np.ones(out.n_rows, bool) if rows is None else np.asarray(rows, bool)), None
     rows = select(out.y_true, out.y_pred, str(pos))
-    rows = np.ones(len(out.y_true), bool) if rows is None else np.asarray(rows, bool)
+    rows = np.ones(out.n_rows, bool) if rows is None else np.asarray(rows, bool)
     return metric, rows, np.asarray(value(out.y_true, out.y_pred, str(pos)), float)[rows]
 
 

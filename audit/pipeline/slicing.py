@@ -7,16 +7,20 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from audit.engine import exact
+from audit.engine.exact import outcomes_exact
+from audit.pipeline.columns import column_view
+from audit.pipeline.stage_context import Outputs, StageContext
 from detectors.discovery import discover_weak_slices
 from detectors.pruning import prune_discoveries
 from detectors.slices import METRIC_ALIASES, Outcomes, SliceEvaluator
 from detectors.within_context import (
-    context_strata_cells, label_codes, make_strata, rank_context_columns, within_context_change,
+    context_strata_cells,
+    label_codes,
+    make_strata,
+    rank_context_columns,
+    within_context_change,
 )
-from service.audits.engine import exact
-from service.audits.engine.exact import outcomes_exact
-from service.audits.pipeline.columns import column_view
-from service.audits.pipeline.stage_context import Outputs, StageContext
 
 MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones (detectors.pruning.MAX_DISCOVERED)
 STRATA_MAX_CONTEXTS = 2  # context columns crossed into within-context strata; more makes them too thin

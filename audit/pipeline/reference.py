@@ -24,8 +24,8 @@ import scipy
 import sklearn
 
 import detectors
-from service.audits.pipeline import columns, stages
-from service.audits.pipeline.reference_cache import ReferenceCache, cache_key, frame_digest, source_digest
+from audit.pipeline import columns, stages
+from audit.pipeline.reference_cache import ReferenceCache, cache_key, frame_digest, source_digest
 
 STATE_VERSION = 1  # bump when what the stages cache changes shape
 # Options that never reach a fit (test-time level, reporting, slice search); every other option

@@ -12,17 +12,24 @@ from typing import Any
 
 import numpy as np
 
+from audit.engine.exact import describe, outcomes_exact
+from audit.pipeline.bbse_trust import trusted_prior
+from audit.pipeline.distributions import feature_distributions
+from audit.pipeline.targets import untested_definition
 from detectors import metric_registry
 from detectors.base import to_jsonable
 from reports.records import SeverityPriors
 from reports.result import (
-    AuditEvidence, CovariateSection, EmbeddingTest, LabelQuality, LabelSection, MultivariateTest, Overall,
-    SemanticSection, SliceRecord,
+    AuditEvidence,
+    CovariateSection,
+    EmbeddingTest,
+    LabelQuality,
+    LabelSection,
+    MultivariateTest,
+    Overall,
+    SemanticSection,
+    SliceRecord,
 )
-from service.audits.engine.exact import describe, outcomes_exact
-from service.audits.pipeline.bbse_trust import trusted_prior
-from service.audits.pipeline.distributions import feature_distributions
-from service.audits.pipeline.targets import untested_definition
 
 __all__ = ["audit_evidence", "overall_section", "covariate_section", "label_section", "semantic_section",
            "slice_records"]
@@ -39,12 +46,13 @@ def overall_section(metric_eval: Any) -> Overall | None:
     b, p = metric_eval.overall_benchmark, metric_eval.overall_production
     change = metric_eval.slices[0]
     change_test = next((t for t in metric_eval.tests if t.kind == "slice_performance"), None)
-    return Overall(
+    # validated from a mapping: the fields left out take the defaults the model declares
+    return Overall.model_validate(dict(
         metric=metric_eval.metric, benchmark_value=b.value, benchmark_ci=[b.ci_low, b.ci_high], n=b.n,
         production_value=p.value if p else None, production_ci=[p.ci_low, p.ci_high] if p else None,
         n_production=p.n if p else None, change_p_value=change.p_value,
         change_p_value_adjusted=change.p_value_adjusted, changed=change.changed,
-        change_excluded_contexts=change_test.details.get("excluded_contexts", []) if change_test is not None else [])
+        change_excluded_contexts=change_test.details.get("excluded_contexts", []) if change_test is not None else []))
 
 
 def covariate_section(cov: Any, multivariate: Any, outputs: Any, distributions: dict[str, dict]) -> CovariateSection:
@@ -65,7 +73,8 @@ def label_section(prior: Any, concept: Any, estimates: list, overall: Overall | 
     if prior is not None:
         record["p_value_adjusted"] = prior.test.p_value_adjusted
     metric = overall.metric if overall else None
-    record["estimated_performance"] = {"metric": metric, "benchmark_value": overall.benchmark_value if overall else None,
+    record["estimated_performance"] = {"metric": metric,
+                                       "benchmark_value": overall.benchmark_value if overall else None,
                                        "methods": _method_estimates(estimates, metric)}
     record["concept"] = _d(concept)
     record["observed_prior"] = dict(concept.production_prior) if concept is not None else None
@@ -182,7 +191,7 @@ def audit_evidence(inp: Any, state: Any) -> AuditEvidence:
     distributions = feature_distributions(ctx.benchmark, inp.production, drifted[:12],
                                           categorical=as_categories) if drifted else {}
     prior = trusted_prior(ctx, state.prior, state.context, state.embedding)
-    return AuditEvidence(
+    return AuditEvidence.model_validate(dict(
         id=inp.audit_id, created_at=datetime.now(timezone.utc).isoformat(), title=audit_title(inp),
         domain=pack.name, domain_title=getattr(pack, "title", None) or pack.name,
         synthetic=bool(inp.benchmark.attrs.get("synthetic") or inp.production.attrs.get("synthetic")),
@@ -205,7 +214,7 @@ def audit_evidence(inp: Any, state: Any) -> AuditEvidence:
             "primary_metric": pack.primary_metric, "min_slice_size": ctx.min_slice_size,
             "n_tests_corrected": state.n_tests, "classes": ctx.classes,
             "severity_priors": asdict(SeverityPriors()), "engine": _engine(ctx)}),
-        notes=ctx.notes)
+        notes=ctx.notes))
 
 
 def _n_labelled(state: Any, columns: Any, n_rows: int) -> int:

@@ -17,6 +17,7 @@ import pandas as pd
 from detectors.base import FrozenDict
 
 MISSING = ""  # the label of an unlabelled row, or the prediction of a row without one
+ALL_ROWS = "__all_rows__"  # the outcome counts of every row, beside the slices'
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,10 @@ class OutcomeCounts:
     def from_columns(cls, y_true: pd.Series | None, y_pred: pd.Series | None, mask: np.ndarray | None = None,
                      ) -> "OutcomeCounts":
         """Counts of the rows selected by ``mask`` (all rows when None); a missing column counts as ``""``."""
-        n = len(y_true if y_true is not None else y_pred)
+        given = y_true if y_true is not None else y_pred
+        if given is None:
+            raise ValueError("counting outcomes needs a label or a prediction column")
+        n = len(given)
         keep = np.ones(n, bool) if mask is None else np.asarray(mask, bool)
         true = _as_text(y_true, keep)
         pred = _as_text(y_pred, keep)

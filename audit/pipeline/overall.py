@@ -4,19 +4,19 @@ labelled, and the label-free estimates checked against what the labels show.
 The within-context change test (``overall_eval``) needs contexts both datasets share, so it cannot
 run when production lies entirely in a context the benchmark lacks, which is when a collapse is
 likeliest; this test does not need them, and it enters the audit-wide correction family
-(``service.audits.pipeline.TESTED``) like every other test.
+(``audit.pipeline.TESTED``) like every other test.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from audit.pipeline.stage_context import Outputs, StageContext
 from detectors.base import to_jsonable
 from detectors.metric_change import metric_change_test
 from detectors.slices import METRIC_ALIASES
 from reports.findings_labels import estimate_checks
 from reports.records import RankingContext
 from reports.result import AuditEvidence, Overall
-from service.audits.pipeline.stage_context import Outputs, StageContext
 
 __all__ = ["overall_change", "with_overall_change", "with_estimate_checks"]
 

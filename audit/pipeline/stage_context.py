@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from audit.pipeline.columns import AuditColumns, score_matrix
 from detectors.base import DetectorInputError
-from service.audits.pipeline.columns import AuditColumns, score_matrix
 
 __all__ = ["Outputs", "StageContext"]
 
@@ -29,6 +29,14 @@ class Outputs:
     def uncertainty(self) -> np.ndarray | None:
         return None if self.proba is None else 1.0 - self.proba.max(axis=1)
 
+    @property
+    def n_rows(self) -> int:
+        """Rows of the dataset these outputs are of (from whichever output it has)."""
+        present = next((a for a in (self.y_true, self.y_pred, self.proba) if a is not None), None)
+        if present is None:
+            raise ValueError("outputs with neither labels, predictions nor probabilities have no rows")
+        return len(present)
+
 
 @dataclass
 class StageContext:
@@ -40,8 +48,8 @@ class StageContext:
     classes: list[str] = field(default_factory=list)
     notes: list[dict[str, str]] = field(default_factory=list)  # parts that could not run, and why
     covariate_result: Any = None  # set by covariate(): the label stage checks BBSE's assumption with it
-    summaries: Any = None  # Dask engine: exact counts and sketches of every row (service.audits.engine.exact)
-    reference: Any = None  # service.audits.pipeline.reference.ReferenceFits: benchmark-side fits kept across audits
+    summaries: Any = None  # Dask engine: exact counts and sketches of every row (audit.engine.exact)
+    reference: Any = None  # audit.pipeline.reference.ReferenceFits: benchmark-side fits kept across audits
     # what several stages read and each would otherwise recompute over every row (the within-context strata)
     shared: dict[str, Any] = field(default_factory=dict)
 

@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from audit.engine.counts import ALL_ROWS, OutcomeCounts
 from detectors.column_types import infer_column_types
 from detectors.confusion import sorted_classes
 from detectors.context import MISSING, ContextCounts
 from detectors.outcome_summaries import ConfusionSummary, PredictionSummary
 from detectors.sketch_tests import summary_covariate, summary_label_shift
-from service.audits.engine.counts import OutcomeCounts
-from service.audits.engine.scan import ALL_ROWS
 
 EXACT_PARTS = ("row counts", "per-feature covariate tests (categorical counts, missing-value counts, numeric "
                "columns with at most 5,000 distinct values from their exact value counts)",
@@ -113,9 +112,10 @@ def _exact(evaluator, evaluation, counts: dict, all_b, all_p, labelled: bool):
         cm_p = sp.confusion(classes) if labelled else None
         est_b = evaluator.estimate_counts(cm_b)
         est_p = evaluator.estimate_counts(cm_p) if labelled else None
-        inside, everything = (cm_p, cm_all_p) if labelled else (cm_b, cm_all_b)
+        # production's own counts when it is labelled, else the benchmark's
+        inside, everything = (cm_p, cm_all_p) if cm_p is not None and cm_all_p is not None else (cm_b, cm_all_b)
         gap = evaluator.test_counts(s.name, "slice_gap", everything - inside, inside)
-        value, overall_value = (est_p, est_all_p) if labelled else (est_b, est_all_b)
+        value, overall_value = (est_p, est_all_p) if est_p is not None and est_all_p is not None else (est_b, est_all_b)
         nan = float("nan")
         gaps[s.name] = gap
         slices.append(replace(
@@ -137,15 +137,16 @@ BBSE_REPLICATES = 200  # Poisson-bootstrap replicates of the counts behind the B
 
 def label_prior(ctx):
     """BBSE from the benchmark's confusion counts and production's predicted-class counts of every
-    row, with Poisson-bootstrap intervals (:mod:`service.audits.engine.counts`)."""
+    row, with Poisson-bootstrap intervals (:mod:`audit.engine.counts`)."""
     bench, prod = ctx.summaries.outcomes(ALL_ROWS)
     classes = sorted_classes(np.array(sorted(bench.classes() | prod.classes()), dtype=object)).tolist()
     cm, predicted = bench.confusion(classes), prod.predicted(classes)
     seed = ctx.seed
     reps_b = OutcomeCounts.poisson_replicates(cm, n_bootstrap=BBSE_REPLICATES, random_state=seed)
     reps_p = OutcomeCounts.poisson_replicates(predicted, n_bootstrap=BBSE_REPLICATES, random_state=seed + 1)
-    return summary_label_shift(ConfusionSummary(tuple(classes), cm, reps_b), PredictionSummary(tuple(classes), predicted,
-                               reps_p), alpha=ctx.alpha, random_state=seed)
+    return summary_label_shift(ConfusionSummary(tuple(classes), cm, reps_b),
+                               PredictionSummary(tuple(classes), predicted, reps_p), alpha=ctx.alpha,
+                               random_state=seed)
 
 
 def context_counts(ctx, detector, definitions: dict[str, str], slices: dict):

@@ -4,7 +4,7 @@ A monitor audits new rows against the same benchmark again and again; everything
 benchmark alone (detectors' reference summaries, bootstrap replicates, ...) is the same every
 time, so it is computed once and kept here. Generic: values are any picklable objects, keys
 are strings from :func:`cache_key`; the audit pipeline builds its keys in
-:mod:`service.audits.pipeline.reference`, other engines can build theirs the same way.
+:mod:`audit.pipeline.reference`, other engines can build theirs the same way.
 
 Two levels:
 
@@ -136,10 +136,16 @@ class ReferenceCache:
             while len(self._items) > self.max_items:
                 self._items.popitem(last=False)
 
+    def _folder(self) -> Path:
+        """The cache's folder; the disk methods run only for a cache that has one."""
+        if self.directory is None:
+            raise RuntimeError("this reference cache keeps its fits in memory only")
+        return self.directory
+
     def _path(self, key: str) -> Path:
         if not key or not all(c in "0123456789abcdef" for c in key):
             raise ValueError("cache keys are hex digests: build them with cache_key(...)")  # no path tricks
-        return self.directory / f"{key}.pkl"
+        return self._folder() / f"{key}.pkl"
 
     def _read(self, key: str) -> Any:
         path = self._path(key)
@@ -164,8 +170,8 @@ class ReferenceCache:
     def _write(self, key: str, value: Any) -> None:
         """Best effort: a full disk or a read-only folder costs speed, never the audit."""
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{key[:16]}.", suffix=".part")
+            self._folder().mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._folder(), prefix=f".{key[:16]}.", suffix=".part")
             try:
                 with os.fdopen(fd, "wb") as fh:
                     pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -180,7 +186,7 @@ class ReferenceCache:
     def _prune(self) -> None:
         """Drop the least recently used files (reads touch them) beyond ``max_files`` / ``max_bytes``."""
         stats = []
-        for path in self.directory.glob("*.pkl"):
+        for path in self._folder().glob("*.pkl"):
             try:
                 stat = path.stat()
             except OSError:  # removed by another process meanwhile

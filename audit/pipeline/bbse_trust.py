@@ -2,7 +2,7 @@
 
 BBSE assumes that production is the benchmark with another class mix. Two findings of the audit
 contradict that: covariate shift the estimated class mix does not explain (checked in the label
-stage, :func:`service.audits.pipeline.stages.label`), and production populations the benchmark lacks —
+stage, :func:`audit.pipeline.stages.label`), and production populations the benchmark lacks —
 claimed untested contexts and novel embedding regions — which are only known after the context
 and embedding stages, so they are checked here, when the result is assembled. An unreliable
 estimate is kept in the label section with its reason but claims nothing: no label-shift

@@ -6,15 +6,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from slicelang import compare, equals, is_missing, one_of
 
 from domains import evaluate
 from reports.selection import has_duplicates
+from slicelang import compare, equals, is_missing, one_of
 
 __all__ = ["MISSING_VALUE", "IMAGE_PATH", "untested_definition", "target_masks", "candidates_frame"]
 
 MISSING_VALUE = "<missing>"  # how the context detector names a missing category
-IMAGE_PATH = "image_path"  # the column an image upload keeps for each row's image (service.datasets.images.intake.PATH_COLUMN)
+# the column an image upload keeps for each row's image (the service's intake writes it)
+IMAGE_PATH = "image_path"
 
 
 def untested_definition(u: Any, slice_definitions: dict[str, str]) -> str | None:

@@ -1,9 +1,10 @@
-"""The audit pipeline: validation is done at upload; here the detectors run, the whole audit
-is corrected as one family of tests, and ``reports`` ranks, plans and renders.
+"""The audit pipeline: the caller validated the data; here the detectors run, the whole audit
+is corrected as one family of tests, and ``reports`` ranks, plans and renders. The public entry is
+:func:`audit.run_audit`; :func:`run` takes the whole :class:`AuditInput`.
 
 The stages write into one typed :class:`AuditState`, in the order of :data:`STAGES`; every
 detector result in it exposes its tests (``.tests`` / ``.with_tests``) for the audit-wide
-correction; :mod:`service.audits.pipeline.sections` builds each section of the typed
+correction; :mod:`audit.pipeline.sections` builds each section of the typed
 :class:`reports.result.AuditEvidence` from the corrected results, and the ranking, the verdict and
 the plan complete it into the :class:`reports.result.AuditResult`.
 """
@@ -17,6 +18,19 @@ import numpy as np
 import pandas as pd
 
 from audit.claims.scenarios import match_scenarios
+from audit.data_quality import data_quality_notes
+from audit.engine import EngineSummaries
+from audit.errors import AuditInputError
+from audit.options import AuditOptions
+from audit.pipeline import mix, overall, reference, slicing, stages
+from audit.pipeline.columns import AuditColumns, align_named_roles, resolve_columns
+from audit.pipeline.facts import one_limitation_per_fact
+from audit.pipeline.family import correct_together
+from audit.pipeline.input_notes import derived_columns, identical_copy_notes, production_only_context_notes
+from audit.pipeline.labelled_rows import LabelledRows, labelled_context, set_aside_one_sided
+from audit.pipeline.sections import audit_evidence
+from audit.pipeline.targets import candidates_frame, target_masks, untested_definition
+from audit.role_hints import missing_role_notes, role_disagreements
 from domains import evaluate
 from reports import plan_next_round, render_html, render_markdown, to_csv, to_jsonl, verdict
 from reports.evidently_page import evidently_page_html
@@ -24,18 +38,6 @@ from reports.findings_labels import saturation_note
 from reports.limitations import undecided_notes
 from reports.records import RankingContext
 from reports.result import AuditEvidence, AuditResult, Note
-from service.audits.pipeline import mix, overall, reference, slicing, stages
-from service.audits.pipeline.columns import AuditColumns, align_named_roles, resolve_columns
-from service.audits.pipeline.facts import one_limitation_per_fact
-from service.audits.pipeline.input_notes import derived_columns, identical_copy_notes, production_only_context_notes
-from service.audits.pipeline.labelled_rows import LabelledRows, labelled_context, set_aside_one_sided
-from service.audits.pipeline.family import correct_together
-from service.audits.pipeline.sections import audit_evidence
-from service.audits.pipeline.targets import candidates_frame, target_masks, untested_definition
-from service.datasets import frame_checks
-from service.errors import InvalidRequest
-from service.role_hints import missing_role_notes
-from service.roles import role_disagreements
 
 Progress = Callable[[float, str], None]
 
@@ -49,27 +51,37 @@ class AuditInput:
     production_roles: dict[str, str]
     benchmark_ref: dict[str, Any]
     production_ref: dict[str, Any]
-    pack: Any
-    options: dict[str, Any]
+    pack: Any  # a domains.DomainPack
+    options: AuditOptions
     annotations: tuple[pd.DataFrame, dict[str, str]] | None = None  # (table, column roles)
     title: str | None = None  # shown in the report; default: "<pack title>: <benchmark> vs <production>"
-    summaries: Any = None  # service.audits.engine.dask_audit.EngineSummaries when the Dask engine scanned the data
-    # benchmark-side fits kept across audits (service.audits.pipeline.reference_cache.ReferenceCache); the
+    summaries: EngineSummaries | None = None  # an engine's counts and sketches of every row, when it scanned them
+    # benchmark-side fits kept across audits (audit.pipeline.reference_cache.ReferenceCache); the
     # result is the same with or without it, only faster when the benchmark was seen before
     reference_cache: Any = None
     benchmark_digest: str | None = None  # the stored benchmark's sha256; None: the cache hashes the frame
     data_quality: dict[str, list] | None = None  # warnings on every row (Dask engine); None: the frames are checked
-    # (AuditResult, production rows) -> what the images add to the report (service.audits.report_thumbnails)
+    # recorded in the result's parameters beside the options (the benchmark series a benchmark was built from)
+    extra_parameters: dict[str, Any] = field(default_factory=dict)
+    # (AuditResult, production rows) -> what the images add to the report (the service's thumbnails)
     report_images: Callable[[AuditResult, pd.DataFrame], Any] | None = None
 
 
 @dataclass(frozen=True)
 class AuditOutcome:
-    result: dict[str, Any]  # the AuditResult as JSON (``reports.result.AuditResult.model_dump(mode="json")``)
+    """The typed result of one audit and its renderings (all from the result alone, but the
+    Evidently companion page, which reads the rows)."""
+
+    result: AuditResult
     html: str
     markdown: str
     companion_html: str | None = None
     exports: dict[str, str] | None = None  # next-round plan as "csv" and "jsonl" text
+
+    @property
+    def result_json(self) -> dict[str, Any]:
+        """The result as the JSON the API serves and the stores keep."""
+        return self.result.model_dump(mode="json")
 
 
 # Results whose tests enter the audit-wide correction, in a fixed order (the family's order).
@@ -111,10 +123,16 @@ class AuditState:
     labelled_ctx: stages.StageContext | None = None
     labelled_out: stages.Outputs | None = None
 
+    def production_outputs(self) -> stages.Outputs:
+        """The model's outputs on every production row (the label stage computes them)."""
+        if self.prod_out is None:
+            raise RuntimeError("the label stage has not run yet")
+        return self.prod_out
+
     def label_view(self) -> tuple[stages.StageContext, stages.Outputs]:
         """The stage context and production outputs the label stages read."""
         if self.labelled_ctx is None or self.labelled_out is None:
-            return self.ctx, self.prod_out
+            return self.ctx, self.production_outputs()
         return self.labelled_ctx, self.labelled_out
 
     def on_labelled(self, masks: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -183,7 +201,8 @@ def _untested_as_slices(s: AuditState) -> None:
         if u.name in s.slices or definition is None:
             continue
         try:
-            masks = (evaluate(definition, s.ctx.benchmark).to_numpy(), evaluate(definition, s.ctx.production).to_numpy())
+            masks = (evaluate(definition, s.ctx.benchmark).to_numpy(),
+                     evaluate(definition, s.ctx.production).to_numpy())
         except (ValueError, KeyError):  # a definition the data cannot evaluate: reported, not measured
             continue
         twin = next((name for name, (b, p) in s.slices.items()
@@ -256,7 +275,7 @@ def check_auditable(columns: AuditColumns) -> None:
     comparable = columns.features or columns.contexts or columns.embeddings
     if comparable or columns.prediction or columns.scores:
         return
-    raise InvalidRequest(
+    raise AuditInputError(
         "Nothing to audit: the benchmark and production share no feature, context or embedding column and carry no "
         "model output (prediction, score or proba_<class>). Check that both files describe the same model's inputs; "
         f"benchmark-only columns: {list(columns.only_in_benchmark)[:10]}, production-only columns: "
@@ -265,7 +284,8 @@ def check_auditable(columns: AuditColumns) -> None:
                  "only_in_production": list(columns.only_in_production)[:50]})
 
 
-def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
+def run(inp: AuditInput, progress: Progress) -> AuditOutcome:
+    """Run every stage on ``inp``, correct the audit's tests as one family, rank, plan and render."""
     production_roles, production, mapped = align_named_roles(inp.benchmark_roles, inp.production_roles,
                                                              inp.production)
     if mapped:
@@ -276,13 +296,14 @@ def run_audit(inp: AuditInput, progress: Progress) -> AuditOutcome:
     notes: list[dict[str, str]] = [*mapped, *role_disagreements(inp.benchmark_roles, inp.production_roles)]
     notes += missing_role_notes(inp.benchmark, inp.production, inp.benchmark_roles, inp.production_roles)
     notes += identical_copy_notes(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
-    notes += frame_checks.data_quality_notes(inp)  # values outside the pack's declared ranges, by row
+    notes += data_quality_notes(inp)  # values outside the pack's declared ranges, by row
     benchmark, columns = stages.complete_labels(inp.benchmark, inp.production, columns, notes,
                                                 partial=inp.summaries is None)
     derived = derived_columns(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
     columns = set_aside_one_sided(benchmark, inp.production, columns, notes, {"columns": derived})
     notes += production_only_context_notes(columns.contexts_only_in_production, derived)
-    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, dict(inp.options), notes=notes,
+    options = {**inp.options.model_dump(), **inp.extra_parameters}
+    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, options, notes=notes,
                               summaries=inp.summaries)
     ctx.classes = stages.resolve_classes(ctx)
     ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,
@@ -309,8 +330,9 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     notes = [*evidence.notes, *(Note.model_validate(n) for n in _ranking_notes(evidence, ctx))]
     scenarios = match_scenarios(getattr(inp.pack, "scenarios", ()), evidence, limitations)
     evidence = evidence.model_copy(update={"notes": notes, "scenarios": scenarios})
-    candidates = candidates_frame(inp.production, ctx.columns.id, state.prod_out.uncertainty(),
-                                  state.prod_out.y_pred, target_masks(limitations, state))
+    production = state.production_outputs()
+    candidates = candidates_frame(inp.production, ctx.columns.id, production.uncertainty(), production.y_pred,
+                                  target_masks(limitations, state))
     if state.labelled is not None:  # rows that already carry a label are not asked for again
         candidates = candidates[~state.labelled.mask[candidates.index.to_numpy()]]
     plan = plan_next_round(evidence, limitations, budget=int(ctx.options["budget"]),
@@ -325,7 +347,7 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     html = render_html(result, images=inp.report_images(result, inp.production) if inp.report_images else None)
     markdown = render_markdown(result)
     clock.stage("report", "done")
-    return AuditOutcome(result=result.model_dump(mode="json"), html=html, markdown=markdown,
+    return AuditOutcome(result=result, html=html, markdown=markdown,
                         companion_html=companion, exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})
 
 

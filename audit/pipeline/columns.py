@@ -112,7 +112,7 @@ def class_list(pack: Any, *series: pd.Series) -> list[str]:
         if pack.task == "binary" and pack.positive_class is not None:
             classes = [c for c in classes if c != pack.positive_class] + [str(pack.positive_class)]
         return classes
-    seen = set()
+    seen: set[str] = set()
     for s in series:
         if s is not None:
             seen.update(str(v) for v in s.dropna().unique())

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2_contingency
 
-from service.audits.pipeline.columns import AuditColumns
-from service.audits.pipeline.stage_context import StageContext
+from audit.pipeline.columns import AuditColumns
+from audit.pipeline.stage_context import StageContext
 
 __all__ = ["LabelledRows", "set_aside_one_sided", "labelled_production", "labelled_context", "labelled_rows_note",
            "selection_note", "selection_tests"]

@@ -19,10 +19,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from domains import PackError, is_builtin, list_builtin, load_builtin, load_pack_yaml
-from service.datasets.store import storable_key
 from service.errors import Conflict, InvalidRequest, NotFound
-from service.models import DomainPackRow, DomainPackVersionRow
+from service.orm import storable_key
 from service.packs.limits import PackLimits, check_pack_limits, fast_loader
+from service.packs.models import DomainPackRow, DomainPackVersionRow
 
 MAX_YAML_DEPTH = 64  # a pack is a handful of levels deep; deeper is an attack on the parser
 CACHE_SIZE = 256
