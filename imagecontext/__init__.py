@@ -15,4 +15,5 @@ __all__ = ["EXTRACTOR_VERSION", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_PIXELS", "Deco
            "EMBEDDING_DIM", "EMBEDDING_PREFIX", "extractor_of"]
 
 # 4: CNN faces, normalised skin tone, compression forensics, native noise/sharpness, emb_* embedding
-EXTRACTOR_VERSION = "4"
+# 5: the skin around a lesion normalised by the frame's non-skin reference (or missing: no_reference)
+EXTRACTOR_VERSION = "5"
