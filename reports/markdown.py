@@ -71,7 +71,7 @@ def _verdict_line(v: Verdict) -> str:
     return f"**Verdict: {head}.** {md_escape(v.summary)}"
 
 
-def _item(lim: LimitationRecord) -> str:
+def _item_line(lim: LimitationRecord) -> str:
     kind = KIND_LABELS.get(lim.kind, lim.kind.replace("_", " "))
     decision = fmt_decision(lim.decision)
     tail = f" _Decided by: {md_escape(decision)}_" if decision else ""
@@ -79,11 +79,12 @@ def _item(lim: LimitationRecord) -> str:
 
 
 def render_markdown(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord] | None = None,
-                    *, heading_level: int = 2) -> str:
+                    *, heading_level: int = 2, image_notes: Mapping[str, str] | None = None) -> str:
     """The "Model limitations" section: verdict, ranked limitations with numbers and CIs, context.
 
     ``audit`` is an AuditResult, AuditEvidence or its JSON; ``limitations`` (Limitation or stored
-    LimitationRecord) default to the AuditResult's own."""
+    LimitationRecord) default to the AuditResult's own. ``image_notes``: a sentence by limitation key
+    shown under it, as in the HTML report (:func:`reports.skin_context.skin_tone_notes`)."""
     if not 1 <= heading_level <= 5:
         raise ValueError("heading_level must be between 1 and 5.")
     h = "#" * heading_level
@@ -95,6 +96,11 @@ def render_markdown(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
     lines = [f"{h} Model limitations", "", _verdict_line(v), ""]
     changes = [lim for lim in ordered if lim.claim == "change"]
     standing = [lim for lim in ordered if lim.claim == "standing"]
+
+    def _item(lim: LimitationRecord) -> str:
+        note = (image_notes or {}).get(str(lim.key or lim.rank))
+        return _item_line(lim) + (f"\n   _{md_escape(note)}_" if note else "")
+
     if changes:
         lines += [f"{h}# What changed in production", ""]
         lines += [_item(lim) for lim in changes[:MARKDOWN_CAP]]

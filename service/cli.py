@@ -42,6 +42,8 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--markdown", metavar="OUT.md")
     audit.add_argument("--thumbnails", action="store_true",
                        help="image uploads: show thumbnails of production rows in the HTML report's top limitations")
+    audit.add_argument("--thumbnails-medical", action="store_true",
+                       help="with --thumbnails: show them for the dermatology domain too (its images are patient data)")
     audit.add_argument("--budget", type=int, default=500, help="rows to label next round")
     audit.add_argument("--alpha", type=float, default=0.05)
     audit.add_argument("--seed", type=int, default=0)
@@ -119,7 +121,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     progress = TerminalProgress()
     options = {"budget": args.budget, "alpha": args.alpha, "seed": args.seed,
-               "report_thumbnails": bool(args.thumbnails)}
+               "report_thumbnails": bool(args.thumbnails),
+               "report_thumbnails_medical": bool(args.thumbnails_medical)}
     try:
         pack = load_pack(args.domain)
         schema = read_schema(args.schema)

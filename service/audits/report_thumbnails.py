@@ -1,5 +1,5 @@
 """The audit report re-rendered with what the images add: thumbnails of production rows, when the
-audit asked for them, and beside every skin-tone finding the images' brightness and cast.
+audit asked for them, and beside every skin-tone finding (HTML and Markdown) the images' brightness and cast.
 
 The pipeline renders the report from the AuditResult; this adds, for an audit with
 ``report_thumbnails``, the thumbnails :mod:`reports.thumbnails` picks, read from the image cache
@@ -34,8 +34,10 @@ def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, op
     notes = skin_tone_notes(result.limitations, production)
     if not asked and not notes:
         return outcome
-    from reports import render_html  # lazy: SciPy (~1.2 s); the audit worker imports this module at API start-up
+    from reports import render_html, render_markdown  # lazy: SciPy (~1.2 s); the worker imports this at start-up
 
+    if notes:  # the Markdown report states the same note beside each skin-tone finding
+        outcome = replace(outcome, markdown=render_markdown(result, image_notes=notes))
     if not asked:
         return replace(outcome, html=render_html(result, image_notes=notes))
     if HASH_COLUMN in production.columns:

@@ -82,3 +82,73 @@ def _check_top_change(result):
     assert "assumes" not in top["statement"]  # measured on production's labelled rows
     assert result["production"]["derived_context"]["skin_tone"]["from"] == "skin_surround_category"
     return top
+
+
+def test_darker_skin_reads_a_darker_ita_group_from_an_upload(tmp_path):
+    """Fast: a small upload derives the pack's skin_tone (an ITA group, role context) from the
+    images, and the planted darker skin reads darker groups than the rest."""
+    data, truth = build_set(5, 0.5, 0.85, n=40)
+    with TestClient(create_app(Settings(data_dir=tmp_path / "data"))) as client:
+        res = client.post("/v1/datasets", files={"file": ("derm.zip", data)},
+                          data={"name": "derm", "role": "production", "domain": "dermatology"})
+        assert res.status_code == 201, res.text
+        body = res.json()
+        roles = {c["name"]: c["role"] for c in body["columns"]}
+        assert roles["skin_tone"] == "context" and "fitzpatrick" not in roles
+    stored = pd.concat(pd.read_parquet(part) for part in sorted((tmp_path / "data" / "datasets" / body["id"]).glob("*.parquet")))
+    frame = stored.merge(truth[["id", "darker"]], on="id")
+    assert len(frame) == 40
+    order = {g: i for i, g in enumerate(["very_light", "light", "intermediate", "tan", "brown", "dark"])}
+    rank = frame["skin_tone"].map(order)
+    assert rank.notna().mean() >= 0.6
+    assert rank[frame["darker"]].median() >= rank[~frame["darker"]].median() + 2
+
+
+@pytest.mark.slow
+def test_api_audit_blames_darker_skin_with_thumbnails_and_the_skin_note(zips, tmp_path):
+    folder, _ = zips
+    with TestClient(create_app(Settings(data_dir=tmp_path / "data"))) as client:
+        ids = []
+        for name, role in (("bench", "benchmark"), ("prod", "production")):
+            res = client.post("/v1/datasets", files={"file": (f"{name}.zip", (folder / f"{name}.zip").read_bytes())},
+                              data={"name": name, "role": role, "domain": "dermatology"})
+            assert res.status_code == 201, res.text
+            ids.append(res.json()["id"])
+        res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "dermatology",
+                                              "options": {"report_thumbnails": True,
+                                                          "report_thumbnails_medical": True}})
+        assert res.status_code == 202, res.text
+        result = wait_for(client, res.json()["id"], timeout=400)
+        html = client.get(f"/v1/audits/{res.json()['id']}/report").text
+        markdown = client.get(f"/v1/audits/{res.json()['id']}/report.md").text
+    assert result["status"] == "succeeded", result.get("error")
+    top = _check_top_change(result)
+    # measured: production's metric inside is far below the benchmark's, on enough rows
+    assert top["decision"]["n"] >= 60
+    block = re.search(r'id="top-limitation">.*?</div>\s*</div>', html, re.S).group(0)
+    assert block.count("<img ") >= 4
+    assert "Skin tone here is an ITA group" in html and "not a Fitzpatrick type" in html
+    assert "Skin tone here is an ITA group" in markdown
+
+
+@pytest.mark.slow
+def test_cli_audit_blames_darker_skin_with_thumbnails_and_the_skin_note(zips, tmp_path):
+    folder, _ = zips
+    out, page, md = tmp_path / "r.json", tmp_path / "r.html", tmp_path / "r.md"
+    res = subprocess.run([sys.executable, "-m", "service.cli", "audit", "--benchmark", str(folder / "bench.zip"),
+                          "--production", str(folder / "prod.zip"), "--domain", "dermatology",
+                          "--json", str(out), "--html", str(page), "--markdown", str(md),
+                          "--thumbnails", "--thumbnails-medical"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                         env={**os.environ, "DO_NOT_TRACK": "1", "CONTEXTSHIFT_DATA_DIR": str(tmp_path / "d"),
+                              "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])})
+    assert res.returncode in (0, 1) and out.exists(), res.stderr[-3000:]
+    result = json.loads(out.read_text())
+    top = _check_top_change(result)
+    assert top["kind"] in ("concept_shift", "covariate_shift", "underperforming_slice")
+    html = page.read_text()
+    block = re.search(r'id="top-limitation">.*?</div>\s*</div>', html, re.S).group(0)
+    assert block.count("<img ") >= 4
+    note = "Skin tone here is an ITA group read from the photos, not a Fitzpatrick type."
+    assert note in html and note in md.read_text()
+    assert "skin_tone (from skin_surround_category" in res.stdout
