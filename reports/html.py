@@ -214,7 +214,8 @@ def _title(audit: AuditEvidence, pack_title: str) -> dict:
 
 def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord] | None = None,
                 plan: NextRoundPlan | NextRound | None = None, thumbnails: Mapping[str, Sequence[str]] | None = None,
-                thumbnail_note: str | None = None, image_notes: Mapping[str, str] | None = None) -> str:
+                thumbnail_note: str | None = None, image_notes: Mapping[str, str] | None = None,
+                crops: Mapping[str, Sequence[str]] | None = None) -> str:
     """Render the whole report as one self-contained HTML string (well under 1 MB).
 
     Parameters
@@ -231,11 +232,15 @@ def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation
     image_notes : optional
         A sentence by limitation key shown beside it (:func:`reports.skin_context.skin_tone_notes`:
         the images' brightness and cast beside a skin-tone finding).
+    crops : optional
+        :func:`reports.detail_crops.detail_strips`: 1:1 native crops by limitation key, shown beside a
+        finding about compression, noise or sharpness.
     """
     audit = as_evidence(audit)
     items = limitation_records(audit, limitations)
     rows = [{**_limitation_row(lim), "thumbnails": list((thumbnails or {}).get(str(lim.key or lim.rank), ())),
-             "image_note": (image_notes or {}).get(str(lim.key or lim.rank))}
+             "image_note": (image_notes or {}).get(str(lim.key or lim.rank)),
+             "crops": list((crops or {}).get(str(lim.key or lim.rank), ()))}
             for lim in items]
     changes = [r for r in rows if r["claim"] == "change"]
     standing = [r for r in rows if r["claim"] == "standing"]
