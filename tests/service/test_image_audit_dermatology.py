@@ -95,7 +95,8 @@ def test_darker_skin_reads_a_darker_ita_group_from_an_upload(tmp_path):
         body = res.json()
         roles = {c["name"]: c["role"] for c in body["columns"]}
         assert roles["skin_tone"] == "context" and "fitzpatrick" not in roles
-    stored = pd.concat(pd.read_parquet(part) for part in sorted((tmp_path / "data" / "datasets" / body["id"]).glob("*.parquet")))
+    parts = sorted((tmp_path / "data" / "datasets" / body["id"]).glob("*.parquet"))
+    stored = pd.concat(pd.read_parquet(part) for part in parts)
     frame = stored.merge(truth[["id", "darker"]], on="id")
     assert len(frame) == 40
     order = {g: i for i, g in enumerate(["very_light", "light", "intermediate", "tan", "brown", "dark"])}
