@@ -49,3 +49,14 @@ def test_the_most_textured_block_is_chosen():
 def test_small_images_are_kept_whole():
     rgb = np.zeros((30, 200, 3), np.uint8)
     assert detail_crop(rgb).shape == (30, DETAIL_SIDE, 3)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import imagecontext.detail
+    import imagecontext.skin
+
+    for module in (imagecontext.detail, imagecontext.skin):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -84,3 +84,10 @@ def test_report_shows_the_crops_in_their_own_strip(audit, production):
     native = re.findall(r'<div class="thumbs native"[^>]*>(.*?)</div>', html, re.S)
     assert len(native) == 1 and native[0].count("<img ") == len(next(iter(strips.values())))
     assert "image-rendering:pixelated" in html
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(detail_crops)
+    assert result.attempted > 0 and result.failed == 0
