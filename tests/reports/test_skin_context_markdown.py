@@ -36,4 +36,8 @@ def test_a_lesion_photo_reads_the_surround_not_its_empty_face_columns():
     share = frame.skin_surround_missing.notna().mean()
     assert f"{share:.0%} of production rows have no skin tone (mostly no_reference)" in note
     assert "no_face" not in note and "(median) 0.00" not in note
+    assert "markedly darker" not in note
+    # darker skin darkens a lesion photo: the warning says so, and that the tone was read against the frame
+    darker = frame.assign(img_brightness=np.where(frame.skin_tone == "brown", 45.0, 62.0))
+    assert "darker skin alone darkens it" in skin_tone_note('skin_tone in ["brown", "dark"]', darker)
 
