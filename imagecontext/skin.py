@@ -21,15 +21,18 @@ Missing (``ita`` ``None``) with ``missing`` one of ``no_face`` (face path, nothi
 under 8 % of full scale: the gain would be guessing), ``clipped`` (over
 :data:`MAX_CLIPPED_SHARE` of the skin has a channel at 250+), ``strong_cast`` (the white-
 balance gains differ by more than :data:`MAX_CAST_RATIO`), ``no_colour`` (grey image),
-``no_skin`` (no pixel left). ``confidence`` (0..1) multiplies the face detector's score, how
-far the gains moved (a gain of 1 costs nothing, x4 halves it) and how far apart (the cast),
-whether a reference was there
-(a tight face crop has none: its ITA is read without normalisation, confidence halved), and
+``no_skin`` (no pixel left), ``no_reference`` (a lesion frame with no non-skin reference).
+``confidence`` (0..1) multiplies the face detector's score, how far the gains moved (a gain of 1
+costs nothing, x4 halves it) and how far apart (the cast), whether a reference was there (a tight
+face crop has none: its ITA is read without normalisation, confidence halved), and
 how many skin pixels were read. It orders readings; it is not a probability.
 
-The skin AROUND a lesion (dermatology, no face): the image minus the darkest blob near the
-centre and near-black vignette pixels; there is no scene to normalise against (skin fills
-the frame), so it is read as is and ``dim`` / ``clipped`` still apply.
+The skin AROUND a lesion (dermatology, no face, :func:`skin_tone_lesion`): skin fills the frame,
+so the reference is what is not skin, the frame's border, drape, ruler or background, told from
+the skin by chromaticity; the lesion and near-black vignette pixels are left out. A close-up
+that is all skin has nothing to tell the exposure from the skin's own lightness: missing with
+``no_reference``. Read as is, without a reference, exposure x0.7 moved the ITA of 22
+dermatology-like frames a median -54 degrees and changed 21 of their groups.
 
 Categories (Chardon et al. 1991; Del Bino et al. 2013): very light > 55 deg, light 41..55,
 intermediate 28..41, tan 10..28, brown -30..10, dark < -30. They are ITA groups, not
