@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from detectors.base import Result
+from detectors.base import Result, renamed_parameters
 from detectors.e_detector import NEVER, shared_log_ratios, shared_start, shared_update
+from detectors.validation import check_number, check_numbers
 
 __all__ = ["DropEvidence", "drop_start", "drop_update", "drop_restart", "DEFAULT_DROPS"]
 
@@ -60,17 +61,16 @@ class DropEvidence(Result):
     log_statistic: float
 
 
-def drop_start(benchmark_successes: float, benchmark_n: int, *,
+@renamed_parameters(benchmark_successes="reference_successes", benchmark_n="reference_n")
+def drop_start(reference_successes: float, reference_n: int, *,
                drops: tuple[float, ...] = DEFAULT_DROPS) -> dict[str, Any]:
-    """A fresh detector state (JSON-ready) for a benchmark of ``benchmark_successes`` in ``benchmark_n``."""
-    if benchmark_n <= 0 or not 0 <= benchmark_successes <= benchmark_n:
-        raise ValueError(f"benchmark counts must satisfy 0 <= successes <= n, n > 0; got "
-                         f"{benchmark_successes!r} of {benchmark_n!r}.")
-    if not drops or any(not 0 < d < 1 for d in drops):
-        raise ValueError(f"drops must be proportions in (0, 1), got {drops!r}.")
-    p = benchmark_successes / benchmark_n
+    """A fresh detector state (JSON-ready) for a benchmark of ``reference_successes`` in ``reference_n``."""
+    check_number("reference_n", reference_n, minimum=0, open_low=True)
+    check_number("reference_successes", reference_successes, minimum=0, maximum=reference_n)
+    check_numbers("drops", drops, minimum=0, maximum=1, open_low=True, open_high=True)  # proportions
+    p = reference_successes / reference_n
     spread = min(max(p, _EDGE), 1 - _EDGE)
-    return {"p_benchmark": p, "counts": [benchmark_successes, int(benchmark_n)], "pq": spread * (1 - spread),
+    return {"p_benchmark": p, "counts": [reference_successes, int(reference_n)], "pq": spread * (1 - spread),
             "drops": [float(d) for d in drops], **shared_start()}
 
 
@@ -82,8 +82,8 @@ def drop_restart(state: dict[str, Any]) -> dict[str, Any]:
 
 def drop_update(state: dict[str, Any], successes: float, n: int) -> tuple[dict[str, Any], DropEvidence]:
     """Add one run's ``successes`` in ``n`` (``n = 0``: no labelled rows this run, nothing changes)."""
-    if n < 0 or not 0 <= successes <= max(n, 0):
-        raise ValueError(f"counts must satisfy 0 <= successes <= n, got {successes!r} of {n!r}.")
+    check_number("n", n, minimum=0)
+    check_number("successes", successes, minimum=0, maximum=n)
     if n > 0:
         weight = n / state["pq"]  # the run's precision
         state = {**state, **shared_update(state, weight * (successes / n - state["p_benchmark"]), weight,

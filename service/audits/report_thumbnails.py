@@ -1,63 +1,52 @@
-"""The audit report re-rendered with what the images add: thumbnails of production rows, when the
-audit asked for them, and beside every skin-tone finding (HTML and Markdown) the images' brightness and cast.
+"""What the images add to an audit's report, from the service's image cache: thumbnails of production
+rows, when the audit asked for them (and 1:1 native crops beside a finding about compression, noise or
+sharpness), and beside every skin-tone finding the images' brightness and cast (HTML and Markdown).
 
-The pipeline renders the report from the AuditResult; this adds, for an audit with
-``report_thumbnails``, the thumbnails :mod:`reports.thumbnails` picks (and, beside a finding about
-compression, noise or sharpness, :mod:`reports.detail_crops`' 1:1 native crops), read from the image cache
-through each production row's ``image_sha256`` (:mod:`service.datasets.images.cache`). A production table
-without image hashes (not an image upload) gets a note instead. Whatever the options, a limitation
-whose rows are chosen by skin tone gets :mod:`reports.skin_context`'s note when the production rows
-carry the image-derived columns.
+The pipeline calls the function :func:`images_for` returns with the AuditResult and the production rows
+before it renders the report, which is rendered once, with them (:func:`reports.report_images.report_images`
+decides what to show). The thumbnails are read from the image cache through each production row's
+``image_sha256`` (:mod:`service.datasets.images.cache`); a production table without image hashes (not
+an image upload) gets a note instead.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from reports.detail_crops import detail_strips
-from reports.result import as_result
-from reports.skin_context import skin_tone_notes
-from reports.thumbnails import thumbnail_strips
+from reports.report_images import ReportImages, report_images
+from reports.result import AuditResult
 from service.datasets.images.cache import read_detail, read_thumbnail
 from service.datasets.images.derive import HASH_COLUMN
 
-__all__ = ["with_thumbnails"]
+__all__ = ["images_for", "ImagesFor"]
+
+ImagesFor = Callable[[AuditResult, pd.DataFrame], "ReportImages | None"]
 
 
-def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, options: dict, domain: str) -> Any:
-    """``outcome`` with its HTML re-rendered with thumbnails and skin-tone notes (unchanged when
-    neither applies)."""
-    asked = bool(options.get("report_thumbnails"))
-    if not asked and "img_brightness" not in production.columns:
-        return outcome
-    result = as_result(outcome.result)  # validated once, for the thumbnails' picks and the rendering
-    notes = skin_tone_notes(result.limitations, production)
-    if not asked and not notes:
-        return outcome
-    from reports import render_html, render_markdown  # lazy: SciPy (~1.2 s); the worker imports this at start-up
+def images_for(settings: Any, *, options: Mapping[str, Any], domain: str) -> ImagesFor:
+    """What the images add to the report of an audit with these ``options`` under the pack ``domain``:
+    a function of the AuditResult and the production rows (``None`` when they add nothing)."""
+    def images(result: AuditResult, production: pd.DataFrame) -> ReportImages | None:
+        read = crop = None
+        asked = bool(options.get("report_thumbnails"))
+        if HASH_COLUMN in production.columns:
+            hashes = production[HASH_COLUMN].to_numpy()
 
-    if notes:  # the Markdown report states the same note beside each skin-tone finding
-        outcome = replace(outcome, markdown=render_markdown(result, image_notes=notes))
-    if not asked:
-        return replace(outcome, html=render_html(result, image_notes=notes))
-    if HASH_COLUMN in production.columns:
-        hashes = production[HASH_COLUMN].to_numpy()
-        shown = {"seed": int(options.get("seed") or 0), "domain": domain,
-                 "medical_ok": bool(options.get("report_thumbnails_medical"))}
-        strips, note = thumbnail_strips(result.limitations, production,
-                                        lambda i: read_thumbnail(settings, hashes[i]), **shown)
-        crops = detail_strips(result.limitations, production, lambda i: read_detail(settings, hashes[i]),
-                              _detail_contexts(result), **shown)
-    else:
-        strips, crops = {}, {}
-        note = "Thumbnails were asked for, but the production data was not uploaded with its images."
-    return replace(outcome, html=render_html(result, thumbnails=strips, thumbnail_note=note, image_notes=notes,
-                                             crops=crops))
+            def read(i: int) -> bytes | None:
+                return read_thumbnail(settings, hashes[i])
+
+            def crop(i: int) -> bytes | None:
+                return read_detail(settings, hashes[i])
+        return report_images(result.limitations, production, read, thumbnails=asked,
+                             seed=int(options.get("seed") or 0), domain=domain,
+                             medical_ok=bool(options.get("report_thumbnails_medical")),
+                             read_detail=crop, detail_columns=_detail_contexts(result) if asked and crop else ())
+    return images
 
 
-def _detail_contexts(result: Any) -> tuple[str, ...]:
+def _detail_contexts(result: AuditResult) -> tuple[str, ...]:
     """The columns read on native pixels, and the contexts the pack derived from them (the deepfake
     pack's ``compression`` from ``img_jpeg_quality``): the findings a 1:1 crop illustrates."""
     import imagecontext  # lazy: OpenCV (~0.3 s), only for an image audit that asked for thumbnails

@@ -15,6 +15,7 @@ import reports.detail_crops as detail_crops
 from imagecontext import decode, detail_crop
 from reports import render_html
 from reports.detail_crops import PER_LIMITATION, detail_strips
+from reports.report_images import ReportImages
 from reports.result import as_evidence
 from tests.imagecontext.images import encode, photos
 
@@ -80,7 +81,7 @@ def test_payload_is_bounded(audit, production, monkeypatch):
 
 def test_report_shows_the_crops_in_their_own_strip(audit, production):
     strips = found(audit, production)
-    html = render_html(audit, crops=strips)
+    html = render_html(audit, images=ReportImages(crops=strips))
     native = re.findall(r'<div class="thumbs native"[^>]*>(.*?)</div>', html, re.S)
     assert len(native) == 1 and native[0].count("<img ") == len(next(iter(strips.values())))
     assert "image-rendering:pixelated" in html

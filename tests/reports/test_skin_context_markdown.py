@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from reports import render_markdown
+from reports.report_images import ReportImages
 from reports.result import as_evidence
 from reports.skin_context import skin_tone_note, skin_tone_notes
 from tests.reports.test_skin_context import production
@@ -17,7 +18,7 @@ def test_markdown_states_the_note_under_the_skin_tone_finding(audit):
     evidence = as_evidence(audit)
     notes = skin_tone_notes(evidence.limitations, production())
     assert notes
-    text = render_markdown(audit, image_notes=notes)
+    text = render_markdown(audit, images=ReportImages(notes=notes))
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if "Skin tone here is an ITA group" in line)
     assert lines[at].startswith("   _") and re.match(r"\d+\. \*\*", lines[at - 1])
