@@ -64,16 +64,17 @@ def detail_strips(limitations: Sequence[LimitationRecord], production: pd.DataFr
     strips: dict[str, list[str]] = {}
     spent = 0
     for lim in ranked:
-        if not names_detail(lim.definition, detail_columns):
+        definition = lim.definition
+        if definition is None or not names_detail(definition, detail_columns):
             continue
         try:
-            inside = np.flatnonzero(evaluate(lim.definition, production).to_numpy(dtype=bool))
+            inside = np.flatnonzero(evaluate(definition, production).to_numpy(dtype=bool))
         except (ValueError, KeyError, TypeError):
             continue
         rng = np.random.default_rng([seed, lim.rank, 1])  # not the thumbnails' draw: other rows, other looks
         if len(inside) > PER_LIMITATION:
             inside = np.sort(rng.choice(inside, PER_LIMITATION, replace=False))
-        uris = []
+        uris: list[str] = []
         for row in inside:
             encoded = read(int(row))
             if not encoded or not encoded.startswith(_PNG):
