@@ -161,6 +161,9 @@ _DEVICES = {"dermoscopic": (["dermlite_dl4", "heine_delta30", "fotofinder"], [.5
             "clinical": (["dslr", "other"], [.9, .1]), "smartphone": (["iphone", "android"], [.55, .45])}
 
 
+_ITA_GROUPS = ("very_light", "light", "intermediate", "tan", "brown", "dark")
+
+
 def _dermatology(rng, n: int, planted: bool, plant: PlantedShift):
     weak = rng.random(n) < (plant.weak_share_production if planted else plant.weak_share_benchmark)
     fitz = np.where(weak, _choice(rng, [5, 6], [.6, .4], n), _choice(rng, [1, 2, 3, 4], [.2, .35, .3, .15], n))
@@ -185,6 +188,11 @@ def _dermatology(rng, n: int, planted: bool, plant: PlantedShift):
         "skin_markings": rng.random(n) < 0.08,
         "ruler": rng.random(n) < 0.15,
     })
+    # the photo's ITA group: the group typical of the recorded type, one group off in a quarter of
+    # the rows; drawn from its own generator so the columns above keep their seeded values
+    side_rng = np.random.default_rng([n, int(fitz.sum())])
+    group = np.clip(fitz.astype(int) - 1 + np.where(side_rng.random(n) < 0.25, side_rng.choice([-1, 1], n), 0), 0, 5)
+    ctx["skin_tone"] = np.asarray(_ITA_GROUPS, dtype=object)[group]
     return ctx, weak
 
 

@@ -216,14 +216,16 @@ def render_html(audit: AuditEvidence | Mapping, *, images: ReportImages | None =
         next round; evidence concluded by :func:`reports.conclude` renders the same way.
     images : ReportImages, optional
         :func:`reports.report_images.report_images`: thumbnails by limitation key shown in each
-        limitation, why some are missing (listed with the notes), and a sentence by limitation key
-        shown beside it (a skin-tone finding's brightness and cast).
+        limitation, why some are missing (listed with the notes), a sentence by limitation key
+        shown beside it (a skin-tone finding's brightness and cast), and 1:1 native crops beside a
+        finding about compression, noise or sharpness.
     """
     audit = as_evidence(audit)
     images = images or ReportImages()
     items = sorted(audit.limitations, key=lambda lim: lim.rank)
     rows = [{**_limitation_row(lim), "thumbnails": list(images.thumbnails.get(str(lim.key or lim.rank), ())),
-             "image_note": images.notes.get(str(lim.key or lim.rank))}
+             "image_note": images.notes.get(str(lim.key or lim.rank)),
+             "crops": list(images.crops.get(str(lim.key or lim.rank), ()))}
             for lim in items]
     changes = [r for r in rows if r["claim"] == "change"]
     standing = [r for r in rows if r["claim"] == "standing"]

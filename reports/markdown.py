@@ -18,6 +18,7 @@ from reports.formatting import fmt_decision, fmt_metric, fmt_n, fmt_value, metri
 from reports.limitations import verdict
 from reports.reading import is_local, pack_title
 from reports.records import CORRECTION_LABELS, KIND_LABELS
+from reports.report_images import ReportImages
 from reports.result import AuditEvidence, LimitationRecord, Verdict, as_evidence
 
 __all__ = ["render_markdown", "md_escape"]
@@ -71,18 +72,21 @@ def _verdict_line(v: Verdict) -> str:
     return f"**Verdict: {head}.** {md_escape(v.summary)}"
 
 
-def _item(lim: LimitationRecord) -> str:
+def _item_line(lim: LimitationRecord) -> str:
     kind = KIND_LABELS.get(lim.kind, lim.kind.replace("_", " "))
     decision = fmt_decision(lim.decision)
     tail = f" _Decided by: {md_escape(decision)}_" if decision else ""
     return f"{lim.rank}. **{lim.severity.capitalize()} — {kind.lower()}.** {md_escape(lim.statement)}{tail}"
 
 
-def render_markdown(audit: AuditEvidence | Mapping, *, heading_level: int = 2) -> str:
+def render_markdown(audit: AuditEvidence | Mapping, *, heading_level: int = 2,
+                    images: ReportImages | None = None) -> str:
     """The "Model limitations" section: verdict, ranked limitations with numbers and CIs, context.
 
     ``audit`` is an AuditResult or its JSON (or evidence concluded by :func:`reports.conclude`),
-    rendered with its own limitations and verdict."""
+    rendered with its own limitations and verdict. ``images``: as for the HTML report
+    (:func:`reports.report_images.report_images`); its notes (a skin-tone finding's brightness and
+    cast) are shown under their limitation."""
     if not 1 <= heading_level <= 5:
         raise ValueError("heading_level must be between 1 and 5.")
     h = "#" * heading_level
@@ -93,6 +97,12 @@ def render_markdown(audit: AuditEvidence | Mapping, *, heading_level: int = 2) -
     lines = [f"{h} Model limitations", "", _verdict_line(v), ""]
     changes = [lim for lim in ordered if lim.claim == "change"]
     standing = [lim for lim in ordered if lim.claim == "standing"]
+    notes = images.notes if images is not None else {}
+
+    def _item(lim: LimitationRecord) -> str:
+        note = notes.get(str(lim.key or lim.rank))
+        return _item_line(lim) + (f"\n   _{md_escape(note)}_" if note else "")
+
     if changes:
         lines += [f"{h}# What changed in production", ""]
         lines += [_item(lim) for lim in changes[:MARKDOWN_CAP]]

@@ -2,7 +2,8 @@
 
 :class:`ReportImages` holds, by limitation key, the thumbnails of production rows
 (:mod:`reports.thumbnails`) and the images' brightness and colour cast beside a skin-tone finding
-(:mod:`reports.skin_context`), and why thumbnails that were asked for are missing.
+(:mod:`reports.skin_context`), 1:1 native crops beside a finding about fine detail
+(:mod:`reports.detail_crops`), and why thumbnails that were asked for are missing.
 :func:`report_images` computes them from the AuditResult's limitations and the production rows;
 the image bytes come through ``read`` (row position -> encoded image bytes), so this module reads no
 files and knows nothing of where images are cached.
@@ -12,12 +13,13 @@ True
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from detectors.base import Result
+from reports.detail_crops import detail_strips
 from reports.result import LimitationRecord
 from reports.skin_context import skin_tone_notes
 from reports.thumbnails import Reader, thumbnail_strips
@@ -37,20 +39,25 @@ class ReportImages(Result):
         Why some thumbnails that were asked for are missing (listed with the report's notes).
     notes : {limitation key: sentence}
         Shown beside the limitation (a skin-tone finding's brightness and cast).
+    crops : {limitation key: (PNG data URI, ...)}
+        1:1 crops of native pixels shown beside a finding about compression, noise or sharpness
+        (:mod:`reports.detail_crops`).
     """
 
     thumbnails: Mapping[str, Sequence[str]] = field(default_factory=dict)
     thumbnail_note: str | None = None
     notes: Mapping[str, str] = field(default_factory=dict)
+    crops: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
-        return not self.thumbnails and self.thumbnail_note is None and not self.notes
+        return not self.thumbnails and self.thumbnail_note is None and not self.notes and not self.crops
 
 
 def report_images(limitations: Sequence[LimitationRecord], production: pd.DataFrame, read: Reader | None, *,
                   thumbnails: bool, seed: int = 0, domain: str | None = None,
-                  medical_ok: bool = False) -> ReportImages | None:
+                  medical_ok: bool = False, read_detail: Reader | None = None,
+                  detail_columns: Collection[str] = ()) -> ReportImages | None:
     """What the images add to the report, or ``None`` when they add nothing.
 
     Parameters
@@ -67,6 +74,10 @@ def report_images(limitations: Sequence[LimitationRecord], production: pd.DataFr
         Whether the audit asked for thumbnails.
     seed, domain, medical_ok
         As :func:`reports.thumbnails.thumbnail_strips`.
+    read_detail : callable or None
+        Row position -> the stored 1:1 crop (PNG bytes) of its native pixels; ``None``: no crops.
+    detail_columns : collection of str
+        The columns (and derived contexts) whose findings get crops (:func:`reports.detail_crops.detail_strips`).
     """
     # without thumbnails, only rows with the images' own columns can say anything about brightness and cast
     notes = skin_tone_notes(limitations, production) if thumbnails or "img_brightness" in production.columns else {}
@@ -75,4 +86,6 @@ def report_images(limitations: Sequence[LimitationRecord], production: pd.DataFr
     if read is None:
         return ReportImages(thumbnail_note=NO_IMAGES, notes=notes)
     strips, note = thumbnail_strips(limitations, production, read, seed=seed, domain=domain, medical_ok=medical_ok)
-    return ReportImages(thumbnails=strips, thumbnail_note=note, notes=notes)
+    crops = detail_strips(limitations, production, read_detail, detail_columns, seed=seed, domain=domain,
+                          medical_ok=medical_ok) if read_detail is not None else {}
+    return ReportImages(thumbnails=strips, thumbnail_note=note, notes=notes, crops=crops)

@@ -67,10 +67,19 @@ def skin_tone_note(definition: str, production: pd.DataFrame) -> str | None:
         line += (f"; colour cast (median b*) {_fmt(_median(rows['img_cast_b']), 1)} vs "
                  f"{_fmt(_median(rest['img_cast_b']), 1) if len(rest) else 'n/a'}")
     parts.append(line + ".")
+    # the face's or the lesion surround's reading, whichever the images have more of (a lesion
+    # photo has no face: its face columns say only "no_face")
+    pairs = sorted((pair for pair in (("skin_confidence", "skin_missing"),
+                                      ("skin_surround_confidence", "skin_surround_missing"))
+                    if pair[0] in production.columns),
+                   key=lambda pair: -int(pd.to_numeric(production[pair[0]], errors="coerce").gt(0).sum()))
     if bright_in is not None and bright_out is not None and bright_out - bright_in >= 10:
-        parts.append("These images are markedly darker than the others: check lighting before skin tone.")
-    for column, missing in (("skin_confidence", "skin_missing"), ("skin_surround_confidence", "skin_surround_missing")):
-        if column in production.columns and production[column].notna().any():
+        lesion = bool(pairs) and pairs[0][0] == "skin_surround_confidence"
+        parts.append("These images are markedly darker than the others: check lighting before skin tone"
+                     + (" (in a lesion photo the skin is most of the frame, so darker skin alone darkens it;"
+                        " its tone was read against the frame's white)." if lesion else "."))
+    for column, missing in pairs:
+        if production[column].notna().any():
             confidence = _median(rows[column])
             share = float(production[missing].notna().mean()) if missing in production.columns else 0.0
             reasons = production[missing].dropna() if missing in production.columns else pd.Series(dtype=object)

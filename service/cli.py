@@ -34,7 +34,8 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--delimiter", metavar="NAME",
                        help="CSV delimiter of both files: comma, semicolon, tab or pipe (default: read from each "
                             "file's first lines)")
-    audit.add_argument("--decimal", metavar="MARK", help="CSV decimal mark of both files, '.' or ',' (default: read from each file)")
+    audit.add_argument("--decimal", metavar="MARK",
+                       help="CSV decimal mark of both files, '.' or ',' (default: read from each file)")
     audit.add_argument("--annotations", metavar="FILE",
                        help="label-quality table with columns item_id, annotator_id, label")
     audit.add_argument("--html", metavar="OUT.html")
@@ -42,6 +43,8 @@ def _build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--markdown", metavar="OUT.md")
     audit.add_argument("--thumbnails", action="store_true",
                        help="image uploads: show thumbnails of production rows in the HTML report's top limitations")
+    audit.add_argument("--thumbnails-medical", action="store_true",
+                       help="with --thumbnails: show them for the dermatology domain too (its images are patient data)")
     audit.add_argument("--budget", type=int, default=500, help="rows to label next round")
     audit.add_argument("--alpha", type=float, default=0.05)
     audit.add_argument("--seed", type=int, default=0)
@@ -122,7 +125,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         dask = {"engine": "dask", "sample_rows": args.sample_rows} if args.engine == "dask" else {}
         options = AuditOptions(budget=args.budget, alpha=args.alpha, seed=args.seed,
-                               report_thumbnails=bool(args.thumbnails), **dask)
+                               report_thumbnails=bool(args.thumbnails),
+                               report_thumbnails_medical=bool(args.thumbnails_medical), **dask)
     except ValueError as exc:  # pydantic's ValidationError: --alpha, --budget, --seed or --sample-rows out of range
         print(f"error [invalid_options]: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

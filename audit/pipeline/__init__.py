@@ -344,8 +344,9 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     # timings are measured before rendering, so that the report and the JSON agree
     result = AuditResult.model_validate({**dict(evidence), **conclusions, "timings": clock.totals()})
     # rendered from the AuditResult alone: its stored limitations, verdict and plan, computed once above
-    html = render_html(result, images=inp.report_images(result, inp.production) if inp.report_images else None)
-    markdown = render_markdown(result)
+    images = inp.report_images(result, inp.production) if inp.report_images else None
+    html = render_html(result, images=images)
+    markdown = render_markdown(result, images=images)  # the skin-tone notes beside their findings too
     clock.stage("report", "done")
     return AuditOutcome(result=result, html=html, markdown=markdown,
                         companion_html=companion, exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})

@@ -43,9 +43,14 @@ def test_deepfake_compression_and_out_of_range_count():
     assert pd.isna(out["num_faces"].iloc[0]) and out["num_faces"].tolist()[1:] == [1, 2, 3]
 
 
-def test_medical_fitzpatrick_from_the_skin_around_the_lesion():
-    out, _ = load_builtin("medical").derive_context(frame(skin_surround_category=["tan", "brown"]))
-    assert out["fitzpatrick"].tolist() == [4, 5]
+def test_dermatology_skin_tone_is_the_ita_group_around_the_lesion_never_fitzpatrick():
+    pack = load_builtin("medical")
+    out, added = pack.derive_context(frame(skin_surround_category=["tan", "brown", None]))
+    assert added == ("skin_tone",) and "fitzpatrick" not in out.columns
+    assert out["skin_tone"].tolist() == ["tan", "brown", None]
+    tone = next(c for c in pack.context if c.name == "skin_tone")
+    assert tone.type == "categorical" and "not a Fitzpatrick type" in tone.description
+    assert pack.slice("darker_skin_tone").expression == 'skin_tone in ["brown", "dark"]'
 
 
 def _pack(derived):

@@ -1,7 +1,8 @@
 """End to end for the deepfake pack: heavy JPEG compression, derived from the images' own
 quantisation tables, defines the pack's slice and is measured there through the CLI, with the
 derived-from-images note; the top change claim is the concept shift located there (the detector got
-worse on heavily compressed media), which explains the overall drop and the inputs' change.
+worse on heavily compressed media), which explains the overall drop and the inputs' change; the HTML
+report shows 1:1 crops of the native pixels beside it.
 
 Data: the real images of :mod:`tests.service.test_image_audit` (LFW faces, their mirror images,
 five sample photos). SYNTHETIC: a share of them is saved as JPEG quality 20 (heavy), the others
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -46,4 +48,9 @@ def test_cli_audit_measures_heavy_compression_derived_from_the_tables(zips, tmp_
     changes = [lim for lim in result["limitations"] if lim["claim"] == "change"]
     assert changes[0]["kind"] == "concept_shift" and "compression" in changes[0]["key"], [c["key"] for c in changes]
     assert [c["key"] for c in changes if c["key"] == "concept_shift:all"] == []  # explained, not restated
-    assert "Derived from the images" in page.read_text() and "compression (from img_jpeg_quality" in res.stdout
+    html = page.read_text()
+    assert "Derived from the images" in html and "compression (from img_jpeg_quality" in res.stdout
+    # the compression finding shows 1:1 crops of native pixels (lossless, 64 px) beside its thumbnails
+    top = re.search(r'id="top-limitation">.*?</div>\s*</div>', html, re.S).group(0)
+    crops = re.findall(r'<div class="thumbs native"[^>]*>(.*?)</div>', top, re.S)
+    assert crops and 1 <= crops[0].count('src="data:image/png;base64,') <= 4

@@ -1,7 +1,9 @@
-"""Derived values by image hash, and the small thumbnail kept beside them.
+"""Derived values by image hash, and the small thumbnail and native crop kept beside them.
 
 An upload's images are not kept: what a report may later show of a row's image is the
-thumbnail (a 128 px JPEG) stored with the image's derived values under
+thumbnail (a 128 px JPEG) and a 1:1 crop of its native pixels (64 px, lossless PNG, about 10 KB:
+:func:`imagecontext.detail_crop`, for findings about compression, noise or sharpness, which a
+thumbnail shrinks away) stored with the image's derived values under
 ``data_dir/cache/images/<extractor version>/<sha[:2]>/<sha>.json``; the stored table keeps
 each row's image hash (``image_sha256``, role ``ignore``) to find it.
 
@@ -24,11 +26,12 @@ import numpy as np
 import pyarrow.parquet as pq
 from PIL import Image
 
-__all__ = ["THUMBNAIL_KEY", "THUMBNAIL_SIDE", "ImageCache", "dataset_image_hashes", "forget_images",
-           "read_thumbnail", "thumbnail"]
+__all__ = ["THUMBNAIL_KEY", "THUMBNAIL_SIDE", "DETAIL_KEY", "ImageCache", "dataset_image_hashes", "forget_images",
+           "read_thumbnail", "read_detail", "thumbnail", "detail"]
 
 THUMBNAIL_KEY = "image_thumbnail"  # beside the derived values in the cache, never a column
 THUMBNAIL_SIDE = 128
+DETAIL_KEY = "image_detail"  # the native crop, likewise
 
 
 def thumbnail(rgb: np.ndarray) -> str:
@@ -40,15 +43,34 @@ def thumbnail(rgb: np.ndarray) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def read_thumbnail(settings: Any, sha: Any) -> bytes | None:
-    """The stored thumbnail (JPEG bytes) of the image with hash ``sha``, else ``None``."""
+def detail(rgb: np.ndarray) -> str:
+    """A 1:1 crop of the image's native pixels (:func:`imagecontext.detail_crop`) as a lossless PNG,
+    base64: a re-encoding would add artefacts of its own to what the crop is there to show."""
+    import imagecontext  # lazy, as in read_thumbnail
+
+    buf = io.BytesIO()
+    Image.fromarray(imagecontext.detail_crop(rgb)).save(buf, "PNG", optimize=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _read_cached(settings: Any, sha: Any, key: str) -> bytes | None:
     import imagecontext  # lazy: imagecontext (OpenCV) ~0.3 s; the API starts without it, only images need it
 
     if not isinstance(sha, str) or len(sha) != 64 or not all(c in "0123456789abcdef" for c in sha):
         return None
     found = ImageCache(Path(settings.data_dir) / "cache" / "images" / imagecontext.EXTRACTOR_VERSION).get(sha)
-    encoded = found[0].get(THUMBNAIL_KEY) if found is not None else None
+    encoded = found[0].get(key) if found is not None else None
     return base64.b64decode(encoded) if isinstance(encoded, str) else None
+
+
+def read_thumbnail(settings: Any, sha: Any) -> bytes | None:
+    """The stored thumbnail (JPEG bytes) of the image with hash ``sha``, else ``None``."""
+    return _read_cached(settings, sha, THUMBNAIL_KEY)
+
+
+def read_detail(settings: Any, sha: Any) -> bytes | None:
+    """The stored native crop (PNG bytes) of the image with hash ``sha``, else ``None``."""
+    return _read_cached(settings, sha, DETAIL_KEY)
 
 
 class ImageCache:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from service.datasets.images.cache import THUMBNAIL_KEY, ImageCache, thumbnail
+from service.datasets.images.cache import DETAIL_KEY, THUMBNAIL_KEY, ImageCache, detail, thumbnail
 from service.datasets.images.sources import IMAGE_COLUMN, ImageLimits
 from service.errors import ValidationFailed
 
@@ -44,7 +44,8 @@ def _derive(data: bytes, max_pixels: int, max_bytes: int) -> tuple[dict | None, 
     cv2.setNumThreads(1)  # one image per process: OpenCV's own threads would oversubscribe
     try:
         decoded = imagecontext.decode(data, max_pixels=max_pixels, max_bytes=max_bytes)
-        values = {**imagecontext.extract(decoded), THUMBNAIL_KEY: thumbnail(decoded.rgb)}
+        values = {**imagecontext.extract(decoded), THUMBNAIL_KEY: thumbnail(decoded.rgb),
+                  DETAIL_KEY: detail(decoded.rgb)}
         return values, imagecontext.embed(decoded).tolist(), None
     except imagecontext.ImageError as err:
         return None, None, str(err)
