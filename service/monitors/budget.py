@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from detectors.accuracy_drop import drop_restart, drop_start, drop_update
+from detectors.accuracy_drop import drop_restart, drop_start, drop_update, evidence_capacity
 from detectors.e_detector import arl_threshold
 from detectors.metric_registry import is_proportion, lower_is_better
 from detectors.sequential import confidence_sequence, horizon_level
@@ -174,6 +174,21 @@ def accuracy_counts(result: AuditEvidence, benchmark: Any, production: Any, *, l
     return "accuracy", counts
 
 
+def _harm_slots(good: dict[str, tuple], *, alpha: float, horizon: int) -> dict[str, Any]:
+    """The slices harm tracks, fixed by the first labelled run: overall, and every slice whose benchmark
+    sample could carry the evidence of the largest drop bet to the threshold it would have. A slice of
+    a few dozen benchmark rows could never alarm (its benchmark's error caps the evidence below the
+    threshold, however many production rows come): tracking it would only take budget from the others."""
+    slots = {name: drop_start(round(bv * bn), int(bn)) for name, (bv, bn, _, _) in good.items()
+             if bv is not None and bn}
+    while True:  # dropping a slice raises the others' shares: repeat until every one left can alarm
+        floor = math.log(threshold(alpha, "harm", len(slots), horizon=horizon))
+        keep = {name: slot for name, slot in slots.items() if name == "overall" or evidence_capacity(slot) >= floor}
+        if len(keep) == len(slots):
+            return keep
+        slots = keep
+
+
 def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: float, horizon: int = HORIZON,
                counts: tuple[str, dict[str, tuple]] | None = None) -> tuple[dict, list[HarmCheck]]:
     """Add this run's labelled counts to the slices' drop e-detectors and check each for harm.
@@ -190,8 +205,9 @@ def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: f
         return state, []
     good = {name: tuple(_good(metric, v) if i in (0, 2) else v for i, v in enumerate(row))
             for name, row in values.items()}
-    state = dict(state or {}) or {name: drop_start(round(bv * bn), int(bn))
-                                  for name, (bv, bn, _, _) in good.items() if bv is not None and bn}
+    state = dict(state or {}) or _harm_slots(good, alpha=alpha, horizon=horizon)
+    # the slices share harm's half equally (weights by benchmark rows, or their square root, measured no
+    # better on the real tables: the log of a weight moves the threshold by a fraction of a run's evidence)
     limit = threshold(alpha, "harm", len(state), horizon=horizon)
     back = (lambda v: 1.0 - v) if lower_is_better(metric) else (lambda v: v)  # in the metric's own scale
     checks = []
