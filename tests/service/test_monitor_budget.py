@@ -83,6 +83,19 @@ def test_harm_catches_a_ten_point_drop_within_a_few_runs_even_late_in_life():
     assert "since the drop began" in checks[0].statement()
 
 
+def test_a_slice_too_small_to_ever_alarm_takes_no_share_of_harm():
+    """25 benchmark rows cap even a 20-point drop's evidence below any slice's threshold: the slice is
+    not tracked, and the slices that can alarm share harm's half without it."""
+    rows = {"overall": (0.85, 2000, 0.85, 500), "large": (0.80, 400, 0.80, 100), "tiny": (0.85, 25, 0.85, 6)}
+    state, _ = budget.track_harm({}, None, alpha=0.05, tolerance=0.05, counts=("accuracy", rows))
+    assert set(state) == {"overall", "large"}
+    dropped = {**rows, "large": (0.80, 400, 0.55, 100)}
+    for _ in range(3):
+        state, checks = budget.track_harm(state, None, alpha=0.05, tolerance=0.05, counts=("accuracy", dropped))
+    large = next(c for c in checks if c.slice == "large")
+    assert large.threshold == budget.threshold(0.05, "harm", 2) and large.harmful
+
+
 def test_harm_tracks_a_lower_is_better_metric_by_its_complement():
     rng = np.random.default_rng(3)
     state, checks = {}, []
