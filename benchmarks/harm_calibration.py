@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
+import sys
 from types import ModuleType
 
 import numpy as np
@@ -47,6 +48,7 @@ def load(path: str | None) -> ModuleType:
         return accuracy_drop
     spec = importlib.util.spec_from_file_location("drop_under_test", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its frozen dataclass looks its module up there
     spec.loader.exec_module(module)
     return module
 
