@@ -163,8 +163,9 @@ def _weak_slice(s: SliceRecord, ctx: RankingContext, folded: list[ShiftTest]) ->
                                decision=test_decision(grew, ctx))
     statement += fold_sentence(folded) + why
     evidence["claim_reason"] = why
-    decision = make_decision(f"{s.metric or ctx.metric} gap to overall ({key})", gap, test="gap test",
-                             p_value_adjusted=s.gap_p_value_adjusted, interval=ci, n=n,
+    # the interval is the slice's value's (the gap test's p decides): stated beside that value, not the gap
+    decision = make_decision(f"{s.metric or ctx.metric} on the slice ({key}; {fmt_num(gap)} below overall)", value,
+                             test="gap test", p_value_adjusted=s.gap_p_value_adjusted, interval=ci, n=n,
                              rule=f"adjusted p < α = {fmt_num(ctx.alpha)} and gap ≥ the floor "
                                   f"{fmt_num(ctx.floor('slice_gap'))}; a change claim only when its benchmark → "
                                   "production change test is significant too")

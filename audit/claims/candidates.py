@@ -291,7 +291,10 @@ def _drop(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
             return mix_retest(adj.w * mb, label.benchmark, label.production[adj.keep_p & mp], floor=LABEL_FLOOR,
                               effect="total_variation")
         return Candidate(lim, (inside,), (0,), cause, located=True)
-    return Candidate(lim, (metric_component(data, mb, mp, floor),), (direction,), cause, located=True)
+    # re-tested on the metric the change was measured with (accuracy where the primary one is blind there)
+    metric = str(lim.evidence.get("metric") or data.metric)
+    return Candidate(lim, (metric_component(data, mb, mp, floor, metric),), (drop_direction(metric),), cause,
+                     located=True)
 
 
 def _weak(lim: Limitation, data: ClaimData, rows) -> Candidate | None:

@@ -41,7 +41,10 @@ def share_component(mb: np.ndarray, mp: np.ndarray, floor: float) -> Callable[[A
 
 
 def metric_component(data: ClaimData, mb: np.ndarray | None, mp: np.ndarray | None,
-                      floor: float) -> Callable[[Adjusted], Retest]:
+                      floor: float, metric: str | None = None) -> Callable[[Adjusted], Retest]:
+    """The re-test of a metric (the audit's primary one unless ``metric`` names the one a claim was
+    measured with) on some rows of each side (all rows where ``mb`` / ``mp`` is None)."""
+    measured = data.metric if metric is None else metric
     scores_b = None if data.proba_b is None or data.proba_b.shape[1] != 2 else data.proba_b[:, 1]
     scores_p = None if data.proba_p is None or data.proba_p.shape[1] != 2 else data.proba_p[:, 1]
 
@@ -52,7 +55,7 @@ def metric_component(data: ClaimData, mb: np.ndarray | None, mp: np.ndarray | No
     def run(adj: Adjusted) -> Retest:
         w = adj.w if mb is None else adj.w * mb
         rows = adj.keep_p if mp is None else adj.keep_p & mp
-        return metric_retest(data.metric, w, yb, pb, yp[rows], pp[rows],
+        return metric_retest(measured, w, yb, pb, yp[rows], pp[rows],
                              classes=data.classes, positive=data.positive, floor=floor, scores_b=scores_b,
                              scores_p=None if scores_p is None else scores_p[rows])
     return run

@@ -4,8 +4,10 @@ Labels that changed inside one slice of production show up as a weak slice, as a
 a class-mix change. Two searches restate them as the ``concept_shift`` of that slice:
 
 * **a weak slice whose metric fell** — the slice's production metric is below its own benchmark value,
-  tested with :func:`detectors.metric_change.metric_change_test`, its p-value Bonferroni-adjusted to
-  the size of the audit's correction family plus the slices tried, beyond the practical floor;
+  tested with :func:`detectors.metric_change.metric_change_test` on the primary metric and on accuracy
+  (:func:`slice_metrics`: a class-weighted metric cannot move, or barely, where the model gives nearly
+  every row of a slice one class), its p-value Bonferroni-adjusted to the size of the audit's correction
+  family plus the slices tried, times the metrics asked, beyond the practical floor;
 * **a whole-population change that lives in one slice** — an observed class-mix change (or an overall
   metric drop), already a claim of the audit, that is significant inside a slice holding at most two
   thirds of production (Bonferroni over the slices tried: a hierarchical test, asked only of a claim
@@ -21,6 +23,7 @@ every other claim.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,36 +36,114 @@ from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, low
 from reports.records import Limitation, finding_key, make_decision, severity_label
 from reports.result import AuditEvidence
 
-__all__ = ["located_changes", "located_whole", "slice_change"]
+__all__ = ["located_changes", "located_whole", "slice_change", "slice_metrics", "measured_metric"]
 
 SLICE_KINDS = ("underperforming_slice", "concept_shift")
 MAX_TRIED = 8
 
 
-def slice_change(data: ClaimData, keep_b: np.ndarray, keep_p: np.ndarray, name: str) -> MetricChange | None:
-    """The benchmark → production test of the primary metric on some rows of each side."""
+# metrics that cannot move where the model gives every row the same class: the recall of each class is
+# then fixed at 0 or 1 whatever the labels, so a change of what the model gets right is invisible to them
+BLIND_TO_ONE_OUTPUT = frozenset({"balanced_accuracy", "sensitivity", "specificity", "recall"})
+
+
+def measured_metric(metric: str, pred_b: np.ndarray, pred_p: np.ndarray) -> str:
+    """The metric a slice's change is measured with: the primary one, or accuracy where the primary one
+    cannot move because the model gives one class to every row of the slice on both sides.
+
+    >>> import numpy as np
+    >>> measured_metric("balanced_accuracy", np.array(["a", "a"]), np.array(["a"]))
+    'accuracy'
+    >>> measured_metric("balanced_accuracy", np.array(["a", "b"]), np.array(["a"]))
+    'balanced_accuracy'
+    """
+    if metric not in BLIND_TO_ONE_OUTPUT or pred_b.size == 0 or pred_p.size == 0:
+        return metric
+    one = np.unique(np.concatenate([pred_b.astype(str), pred_p.astype(str)])).size == 1
+    return "accuracy" if one else metric
+
+
+def slice_change(data: ClaimData, keep_b: np.ndarray, keep_p: np.ndarray, name: str,
+                 metric: str | None = None) -> MetricChange | None:
+    """The benchmark → production test of ``metric`` on some rows of each side; by default the primary
+    metric, or accuracy where the primary one is blind or cannot be measured there (:func:`measured_metric`)."""
     yb, pb, yp, pp = data.y_true_b, data.y_pred_b, data.y_true_p, data.y_pred_p
     if yb is None or pb is None or yp is None or pp is None:
         return None  # a metric change needs labels and outputs on both sides
     scores_b = None if data.proba_b is None or data.proba_b.shape[1] != 2 else data.proba_b[keep_b, 1]
     scores_p = None if data.proba_p is None or data.proba_p.shape[1] != 2 else data.proba_p[keep_p, 1]
-    try:
-        return metric_change_test(data.metric, yb[keep_b], pb[keep_b], yp[keep_p], pp[keep_p], scores_b=scores_b,
-                                  scores_p=scores_p, positive=data.positive, alpha=data.alpha,
-                                  effect_floor=data.floor("performance_drop", 0.05),
-                                  min_samples=min(30, data.min_slice_size), random_state=data.seed, name=name)
-    except DetectorInputError:
-        return None
+    chosen = measured_metric(data.metric, pb[keep_b], pp[keep_p]) if metric is None else metric
+
+    def test(measured: str) -> MetricChange | None:
+        try:
+            return metric_change_test(measured, yb[keep_b], pb[keep_b], yp[keep_p], pp[keep_p], scores_b=scores_b,
+                                      scores_p=scores_p, positive=data.positive, alpha=data.alpha,
+                                      effect_floor=data.floor("performance_drop", 0.05),
+                                      min_samples=min(30, data.min_slice_size), random_state=data.seed, name=name)
+        except DetectorInputError:
+            return None
+
+    change = test(chosen)
+    if metric is None and chosen != "accuracy" and (change is None or change.test.status != "ok"):
+        # the primary metric has too few rows of a class here to be measured: accuracy still is
+        return test("accuracy")
+    return change
 
 
-def _dropped(change: MetricChange | None, metric: str, n_family: int, alpha: float) -> tuple[bool, float]:
+def _dropped(change: MetricChange | None, n_family: int, alpha: float) -> tuple[bool, float]:
     """Did the metric drop (beyond the floor, Bonferroni-adjusted p below alpha)? And the adjusted p."""
     if change is None or change.test.status != "ok":
         return False, float("nan")
     diff = change.test.effect_size  # production − benchmark
-    worse = diff > 0 if lower_is_better(metric) else diff < 0
+    worse = diff > 0 if lower_is_better(change.metric) else diff < 0
     p_adj = min(1.0, float(change.test.p_value) * n_family)
     return bool(worse and abs(diff) >= change.test.effect_floor and p_adj < alpha), p_adj
+
+
+def slice_metrics(primary: str) -> tuple[str, ...]:
+    """The metrics a slice's change is asked of: the primary one and accuracy (Bonferroni over both).
+
+    A class-weighted metric such as balanced accuracy rests, inside a slice, on the few rows of a class
+    the slice rarely holds or the model rarely predicts there: it cannot move where the model gives every
+    row one class, and its interval can be too wide to place a drop that accuracy, which rests on every
+    row, measures plainly.
+    """
+    return (primary,) if primary == "accuracy" else (primary, "accuracy")
+
+
+@dataclass(frozen=True)
+class _Drop:
+    change: MetricChange
+    p_adj: float
+    n_tests: int
+    why: str
+
+
+def _drop_of(data: ClaimData, name: str, mb: np.ndarray, mp: np.ndarray, n_family: int) -> _Drop | None:
+    """The clearest drop of a slice's metric among :func:`slice_metrics` (Bonferroni over ``n_family`` and
+    the metrics), or None when none dropped."""
+    if data.y_pred_b is None or data.y_pred_p is None:
+        return None
+    metrics = slice_metrics(data.metric)
+    n_tests = n_family * len(metrics)
+    changes = [slice_change(data, mb, mp, name, m) for m in metrics]
+    dropped = [(p_adj, change) for change in changes for ok, p_adj in [_dropped(change, n_tests, data.alpha)]
+               if ok and change is not None]
+    if not dropped:
+        return None
+    p_adj, change = min(dropped, key=lambda d: d[0])
+    why = ""
+    if change.metric != data.metric:
+        primary = changes[0]
+        if measured_metric(data.metric, data.y_pred_b[mb], data.y_pred_p[mp]) != data.metric:
+            why = (f"{metric_label(data.metric)} cannot move here: the model gives every row of this context the "
+                   "same class")
+        elif primary is None or primary.test.status != "ok":
+            why = f"{metric_label(data.metric)} cannot be measured here: one class has too few rows in this context"
+        else:
+            why = (f"tested with {metric_label(data.metric)} and with accuracy, Bonferroni over both: "
+                   f"{metric_label(data.metric)} rests here on few rows of a class, accuracy on every row")
+    return _Drop(change, p_adj, n_tests, why)
 
 
 def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
@@ -78,11 +159,10 @@ def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench
     out = list(found)
     for lim in tried:
         mb, mp = bench_masks[lim.key], masks[lim.key]
-        change = slice_change(data, mb, mp, str(lim.slice))
-        dropped, p_adj = _dropped(change, data.metric, n_family, data.alpha)
-        if not dropped or change is None:
+        drop = _drop_of(data, str(lim.slice), mb, mp, n_family)
+        if drop is None:
             continue
-        head = _as_concept(lim, change, p_adj, n_family, float(mp.mean()), data.metric)
+        head = _as_concept(lim, drop.change, drop.p_adj, drop.n_tests, float(mp.mean()), drop.why)
         if head.key in keys:
             continue  # the within-context test claimed it: one key, one claim (the slice folds into it by rows)
         out[out.index(lim)] = head
@@ -92,14 +172,17 @@ def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench
 
 
 def _as_concept(lim: Limitation, change: MetricChange, p_adj: float, n_family: int, share: float,
-                metric: str) -> Limitation:
-    """The slice's limitation restated as the concept shift located in it."""
+                why: str) -> Limitation:
+    """The slice's limitation restated as the concept shift located in it (``why``: why its change is
+    measured with another metric than the audit's primary one, "" when it is not)."""
+    metric = change.metric
     drop = abs(float(change.test.effect_size))
     d_lo, d_hi = change.difference_ci  # production − benchmark
     lo, hi = (d_lo, d_hi) if lower_is_better(metric) else (-d_hi, -d_lo)
     name = lim.slice or lim.definition
+    note = f" ({why})" if why else ""
     statement = (f"Within {name}, {metric_label(metric)} fell from {fmt_num(change.benchmark_value)} on the benchmark "
-                 f"to {fmt_num(change.production_value)} in production: a drop of {fmt_metric(drop, (lo, hi))} "
+                 f"to {fmt_num(change.production_value)} in production{note}: a drop of {fmt_metric(drop, (lo, hi))} "
                  f"({change.test.method}, {fmt_p(p_adj, 'p')} Bonferroni-adjusted over {n_family:,} tests, "
                  f"{fmt_n(change.test.n_reference + change.test.n_current)}); this context is {fmt_share(share)} of "
                  "production: what the model gets right changed here (concept shift).")
@@ -185,17 +268,26 @@ def located_whole(found: list[Limitation], evidence: AuditEvidence, masks: dict[
             if inside.changed(alpha=data.alpha, multiplier=n_family) and _absent(outside, data.alpha):
                 head = _labels_changed(name, definition, inside, outside, n_family, data, mb, mp)
         if head is None and drop is not None:
-            change = slice_change(data, mb, mp, name)
-            dropped, p_adj = _dropped(change, data.metric, n_family, data.alpha)
-            rest = slice_change(data, ~mb, ~mp, "outside " + name)
-            if dropped and change is not None and rest is not None and _absent(rest.test, data.alpha):
-                base = Limitation(rank=0, kind="underperforming_slice", slice=name, title=name, statement="",
-                                  score=0.0, severity="low", definition=definition)
-                head = _as_concept(base, change, p_adj, n_family, float(mp.mean()), data.metric)
+            head = _drop_inside(data, name, definition, mb, mp, n_family)
         if head is not None:
             masks[head.key], bench_masks[head.key] = mp, mb
             return [*found, head]
     return found
+
+
+def _drop_inside(data: ClaimData, name: str, definition: str, mb: np.ndarray, mp: np.ndarray,
+                 n_family: int) -> Limitation | None:
+    """The concept shift of a slice where the overall drop lives: the slice's metric dropped, the rest's
+    did not (on any of the metrics asked: :func:`slice_metrics`)."""
+    outside = [slice_change(data, ~mb, ~mp, "outside " + name, m) for m in slice_metrics(data.metric)]
+    if any(rest is None or not _absent(rest.test, data.alpha) for rest in outside):
+        return None
+    drop = _drop_of(data, name, mb, mp, n_family)
+    if drop is None:
+        return None
+    base = Limitation(rank=0, kind="underperforming_slice", slice=name, title=name, statement="", score=0.0,
+                      severity="low", definition=definition)
+    return _as_concept(base, drop.change, drop.p_adj, drop.n_tests, float(mp.mean()), drop.why)
 
 
 def _labels_changed(name: str, definition: str, inside, outside, n_family: int, data: ClaimData,
@@ -207,9 +299,9 @@ def _labels_changed(name: str, definition: str, inside, outside, n_family: int, 
     measured = ""
     if change is not None and change.test.status == "ok":
         diff = float(change.test.effect_size)
-        drop = max(0.0, diff if lower_is_better(data.metric) else -diff)
-        measured = (f" There, {metric_label(data.metric)} went from {fmt_num(change.benchmark_value)} on the benchmark "
-                    f"to {fmt_num(change.production_value)} in production.")
+        drop = max(0.0, diff if lower_is_better(change.metric) else -diff)
+        measured = (f" There, {metric_label(change.metric)} went from {fmt_num(change.benchmark_value)} on the "
+                    f"benchmark to {fmt_num(change.production_value)} in production.")
     p_adj = min(1.0, inside.p_value * n_family)
     statement = (f"Within {name}, the class mix changed (total variation {fmt_num(inside.effect_size)}, "
                  f"{fmt_p(p_adj, 'p')} Bonferroni-adjusted over {n_family:,} tests, {fmt_n(int(mp.sum()))} in "
@@ -220,7 +312,8 @@ def _labels_changed(name: str, definition: str, inside, outside, n_family: int, 
     score = round(share * drop, 6)
     evidence = {"definition": definition, "production_share": share, "located": True, "located_by": "class_mix",
                 "total_variation": inside.effect_size, "total_variation_outside": outside.effect_size,
-                "p_value_adjusted": p_adj, "metric": data.metric, "drop": drop, "gap_measured": True,
+                "p_value_adjusted": p_adj, "metric": change.metric if change is not None else data.metric, "drop": drop,
+                "gap_measured": True,
                 "severity_basis": f"production share {share:.3f} × measured drop {drop:.3f}"}
     decision = make_decision("class-mix change inside the slice (total variation)", inside.effect_size,
                              test="weighted_wald_chi2", p_value_adjusted=p_adj, n=int(mb.sum() + mp.sum()),

@@ -40,11 +40,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from audit.claims.located import measured_metric
 from benchmarks.claims_calibration.auditing import _pack, audit_pair, code_version, seed_for
-from benchmarks.claims_calibration.counting import claims_of
-from benchmarks.claims_calibration.null import read_log
 from benchmarks.claims_calibration.changes import (flip_in_slice, flip_random_in_slice, offset_column,
                                                    oversample_slice, tilt_rows)
+from benchmarks.claims_calibration.counting import claims_of
+from benchmarks.claims_calibration.null import read_log
 from benchmarks.claims_calibration.setups import PLANTED_TABLES, QUICK_PLANTED, PlantedSetup
 from benchmarks.claims_calibration.tables import PreparedTable, prepare
 from detectors.slice_results import Outcomes
@@ -150,11 +151,14 @@ def plant_with_before(table: PreparedTable, setup: PlantedSetup, scenario: str, 
 
 def planted_z(table: PreparedTable, expression: str, before: pd.DataFrame, after: pd.DataFrame) -> float:
     """|z| of the slice's metric change from ``before`` to ``after`` (the same rows, relabelled), on the
-    table's pack metric with the standard error of two independent samples of the slice's size."""
-    metric = _pack(table).metrics[0]
-    evaluator = SliceEvaluator(metric=metric, positive=table.source.positive, alpha=0.05, n_bootstrap=200)
+    table's pack metric (accuracy where that one cannot move: :func:`audit.claims.located.measured_metric`)
+    with the standard error of two independent samples of the slice's size."""
     inside_b = evaluate(expression, before).to_numpy()
     inside_a = evaluate(expression, after).to_numpy()
+    # the metric the audit measures a slice's change with (accuracy where the primary one is blind there)
+    metric = measured_metric(_pack(table).metrics[0], before["prediction"].to_numpy()[inside_b],
+                             after["prediction"].to_numpy()[inside_a])
+    evaluator = SliceEvaluator(metric=metric, positive=table.source.positive, alpha=0.05, n_bootstrap=200)
     evaluator.fit(Outcomes(before["prediction"].to_numpy(), before["label"].to_numpy()))
     result = evaluator.test(Outcomes(after["prediction"].to_numpy(), after["label"].to_numpy()),
                             slices={"planted": (inside_b, inside_a)})
