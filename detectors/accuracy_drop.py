@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from detectors.base import Result
+from detectors.base import Result, renamed_parameters
 from detectors.e_detector import NEVER, shared_log_ratios, shared_start, shared_update
+from detectors.validation import check_number, check_numbers
 
 __all__ = ["DropEvidence", "drop_start", "drop_update", "drop_restart", "evidence_capacity", "DEFAULT_DROPS"]
 
@@ -75,21 +76,20 @@ def _precision(n: float) -> float:
     return 4.0 * n + 2.0
 
 
-def drop_start(benchmark_successes: float, benchmark_n: int, *,
+@renamed_parameters(benchmark_successes="reference_successes", benchmark_n="reference_n")
+def drop_start(reference_successes: float, reference_n: int, *,
                drops: tuple[float, ...] = DEFAULT_DROPS) -> dict[str, Any]:
-    """A fresh detector state (JSON-ready) for a benchmark of ``benchmark_successes`` in ``benchmark_n``."""
-    if benchmark_n <= 0 or not 0 <= benchmark_successes <= benchmark_n:
-        raise ValueError(f"benchmark counts must satisfy 0 <= successes <= n, n > 0; got "
-                         f"{benchmark_successes!r} of {benchmark_n!r}.")
-    if not drops or any(not 0 < d < 1 for d in drops):
-        raise ValueError(f"drops must be proportions in (0, 1), got {drops!r}.")
-    p = benchmark_successes / benchmark_n
+    """A fresh detector state (JSON-ready) for a benchmark of ``reference_successes`` in ``reference_n``."""
+    check_number("reference_n", reference_n, minimum=0, open_low=True)
+    check_number("reference_successes", reference_successes, minimum=0, maximum=reference_n)
+    check_numbers("drops", drops, minimum=0, maximum=1, open_low=True, open_high=True)  # proportions
+    p = reference_successes / reference_n
     # each drop in proportion points becomes a shift on the arcsine scale at the benchmark's value
     # (kept inside [0.02, 0.98]: a benchmark at 100 % still bets on a drop of a known size)
     base = min(max(p, 0.02), 0.98)
     shifts = [math.asin(math.sqrt(base)) - math.asin(math.sqrt(max(base - d, 0.0))) for d in drops]
-    return {"scale": SCALE, "p_benchmark": p, "y_benchmark": _arcsine(benchmark_successes, benchmark_n),
-            "counts": [benchmark_successes, int(benchmark_n)], "drops": [float(d) for d in drops],
+    return {"scale": SCALE, "p_benchmark": p, "y_benchmark": _arcsine(reference_successes, reference_n),
+            "counts": [reference_successes, int(reference_n)], "drops": [float(d) for d in drops],
             "shifts": shifts, **shared_start()}
 
 
@@ -107,8 +107,8 @@ def evidence_capacity(state: dict[str, Any]) -> float:
 
 def drop_update(state: dict[str, Any], successes: float, n: int) -> tuple[dict[str, Any], DropEvidence]:
     """Add one run's ``successes`` in ``n`` (``n = 0``: no labelled rows this run, nothing changes)."""
-    if n < 0 or not 0 <= successes <= max(n, 0):
-        raise ValueError(f"counts must satisfy 0 <= successes <= n, got {successes!r} of {n!r}.")
+    check_number("n", n, minimum=0)
+    check_number("successes", successes, minimum=0, maximum=n)
     if state.get("scale") != SCALE:
         state = drop_restart(state)
     if n > 0:

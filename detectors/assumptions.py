@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from detectors.base import Result
+from detectors.base import Result, renamed_parameters
 from detectors.univariate import ecdf_gap_statistics
 
 __all__ = ["UnexplainedFeature", "label_shift_unexplained", "class_conditional_unexplained", "UNEXPLAINED_FLOOR",
@@ -62,23 +62,24 @@ def _weighted_tv(xb: pd.Series, wb: np.ndarray, xp: pd.Series) -> float:
     return float(0.5 * np.abs(b.reindex(labels, fill_value=0) - p.reindex(labels, fill_value=0)).sum())
 
 
-def label_shift_unexplained(benchmark: pd.DataFrame, y_benchmark, production: pd.DataFrame, weights: dict,
+@renamed_parameters(benchmark="reference", y_benchmark="y_reference", production="current")
+def label_shift_unexplained(reference: pd.DataFrame, y_reference, current: pd.DataFrame, weights: dict,
                             columns, *, floor: float = UNEXPLAINED_FLOOR) -> tuple[UnexplainedFeature, ...]:
     """Features in ``columns`` whose production distribution the class reweighting does not explain.
 
     Parameters
     ----------
-    benchmark : DataFrame of shape (n_b, d); production : DataFrame of shape (n_p, d)
-    y_benchmark : array of shape (n_b,), benchmark labels
+    reference : DataFrame of shape (n_b, d), the benchmark; current : DataFrame of shape (n_p, d), production
+    y_reference : array of shape (n_b,), benchmark labels
     weights : {class: production prior / benchmark prior} (e.g. ``LabelShiftResult.weights``)
     columns : the features to check (e.g. the drifted ones)
     """
-    y = np.asarray(y_benchmark).astype(str)
+    y = np.asarray(y_reference).astype(str)
     w_map = {str(k): float(v) for k, v in weights.items()}
     wb_all = np.array([w_map.get(c, np.nan) for c in y])
     out = []
     for name in columns:
-        b, p = benchmark[name], production[name]
+        b, p = reference[name], current[name]
         keep_b = b.notna().to_numpy() & np.isfinite(wb_all)
         keep_p = p.notna().to_numpy()
         if keep_b.sum() < 30 or keep_p.sum() < 30:
@@ -169,7 +170,9 @@ def _text_class_codes(y_benchmark, y_production) -> tuple[np.ndarray, np.ndarray
     return labels, to_b[seen_b], to_p[seen_p]
 
 
-def class_conditional_unexplained(benchmark: pd.DataFrame, y_benchmark, production: pd.DataFrame, y_production,
+@renamed_parameters(benchmark="reference", y_benchmark="y_reference", production="current",
+                    y_production="y_current")
+def class_conditional_unexplained(reference: pd.DataFrame, y_reference, current: pd.DataFrame, y_current,
                                   columns, *, floor: float = UNEXPLAINED_FLOOR, alpha: float = 0.05,
                                   min_rows: int = 30) -> tuple[UnexplainedFeature, ...]:
     """Features in ``columns`` whose distribution *within a class* differs between the datasets.
@@ -184,18 +187,18 @@ def class_conditional_unexplained(benchmark: pd.DataFrame, y_benchmark, producti
 
     Parameters
     ----------
-    benchmark : DataFrame of shape (n_b, d); production : DataFrame of shape (n_p, d)
-    y_benchmark : array of shape (n_b,); y_production : array of shape (n_p,)
+    reference : DataFrame of shape (n_b, d), the benchmark; current : DataFrame of shape (n_p, d), production
+    y_reference : array of shape (n_b,); y_current : array of shape (n_p,)
     columns : the features to check (e.g. the drifted ones)
     """
-    labels, code_b, code_p = _text_class_codes(y_benchmark, y_production)
+    labels, code_b, code_p = _text_class_codes(y_reference, y_current)
     n_b, n_p = np.bincount(code_b, minlength=len(labels)), np.bincount(code_p[code_p >= 0], minlength=len(labels))
     classes = [(i, c) for i, c in enumerate(labels) if n_b[i] >= min_rows and n_p[i] >= min_rows]
     columns = list(columns)
     c_crit = _critical(alpha, len(columns) * max(1, len(classes)))
     out = []
     for name in columns:
-        b_all, p_all = benchmark[name], production[name]
+        b_all, p_all = reference[name], current[name]
         numeric = pd.api.types.is_numeric_dtype(b_all) and not pd.api.types.is_bool_dtype(b_all)
         worst = None
         for i, c in classes:

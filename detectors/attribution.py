@@ -64,20 +64,21 @@ def _column_codes(b: pd.Series, p: pd.Series, n_bins: int, discrete_max_unique: 
     return codes[: len(b)], codes[len(b):], labels
 
 
-def context_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns: Sequence[str], *,
+@renamed_parameters(benchmark="reference", production="current")
+def context_cells(reference: pd.DataFrame, current: pd.DataFrame, columns: Sequence[str], *,
                   n_bins: int = 4, discrete_max_unique: int = 12) -> tuple[np.ndarray, np.ndarray, tuple]:
     """Cell id of every row: the combination of the rows' values in ``columns``.
 
-    Returns ``(benchmark_cells (n_b,), production_cells (n_p,), labels)`` where ``labels[i]``
+    Returns ``(reference_cells (n_b,), current_cells (n_p,), labels)`` where ``labels[i]``
     describes cell ``i`` in the slice-expression language.
     """
     columns = list(columns)
     if not columns:
-        return np.zeros(len(benchmark), int), np.zeros(len(production), int), ("all rows",)
-    per_col = [_column_codes(benchmark[c], production[c], n_bins, discrete_max_unique) for c in columns]
+        return np.zeros(len(reference), int), np.zeros(len(current), int), ("all rows",)
+    per_col = [_column_codes(reference[c], current[c], n_bins, discrete_max_unique) for c in columns]
     combos, ids = _combinations([np.concatenate([cb, cp]) for cb, cp, _ in per_col])
     labels = tuple(" and ".join(per_col[j][2][k] for j, k in enumerate(row)) for row in combos)
-    return ids[: len(benchmark)], ids[len(benchmark):], labels
+    return ids[: len(reference)], ids[len(reference):], labels
 
 
 def _combinations(codes: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -164,8 +165,9 @@ def _decompose(nb, kb, npr, kp, covered, prior: float):
     return bench, expected, observed, mb
 
 
-@renamed_parameters(n_boot="n_bootstrap")
-def attribute_performance(benchmark_cells, benchmark_values, production_cells, production_values=None, *,
+@renamed_parameters(n_boot="n_bootstrap", benchmark_cells="reference_cells", benchmark_values="reference_values",
+                    production_cells="current_cells", production_values="current_values")
+def attribute_performance(reference_cells, reference_values, current_cells, current_values=None, *,
                           labels: Sequence[str] | None = None, metric: str = "accuracy", min_cell_size: int = 30,
                           n_bootstrap: int = 1000, confidence: float = 0.95, random_state: int | None = 0
                           ) -> PerformanceAttribution:
@@ -173,14 +175,15 @@ def attribute_performance(benchmark_cells, benchmark_values, production_cells, p
 
     Parameters
     ----------
-    benchmark_cells, production_cells : int arrays of shape (n_b,), (n_p,) (see :func:`context_cells`)
-    benchmark_values, production_values : arrays of shape (n_b,), (n_p,) with values in [0, 1]
-        Per-row metric (1 = correct for accuracy); ``production_values=None`` when unlabelled.
+    reference_cells, current_cells : int arrays of shape (n_b,), (n_p,) (see :func:`context_cells`)
+        Benchmark and production cells.
+    reference_values, current_values : arrays of shape (n_b,), (n_p,) with values in [0, 1]
+        Per-row metric (1 = correct for accuracy); ``current_values=None`` when production is unlabelled.
     labels : description of each cell id, optional
     """
-    cb, cp = np.asarray(benchmark_cells, dtype=np.int64), np.asarray(production_cells, dtype=np.int64)
-    vb = np.asarray(benchmark_values, dtype=float)
-    vp = None if production_values is None else np.asarray(production_values, dtype=float)
+    cb, cp = np.asarray(reference_cells, dtype=np.int64), np.asarray(current_cells, dtype=np.int64)
+    vb = np.asarray(reference_values, dtype=float)
+    vp = None if current_values is None else np.asarray(current_values, dtype=float)
     if vb.shape != cb.shape or (vp is not None and vp.shape != cp.shape) or not len(cb) or not len(cp):
         raise DetectorInputError("cells and values must be non-empty 1-D arrays of matching lengths.")
     for values in (vb, vp):

@@ -94,6 +94,7 @@ def renamed_parameters(**renames: str):
                                   stacklevel=2)
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
+        inner.renamed_parameters = dict(renames)  # old -> new, for the API tests
         return inner
     return wrap
 

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from detectors.validation import check_alpha, check_int, check_number
+
 __all__ = ["sr_start", "sr_update", "log_mixture", "arl_threshold", "shared_start", "shared_update",
            "shared_log_ratios", "MAX_CHANGE_RUNS"]
 
@@ -41,8 +43,7 @@ MAX_CHANGE_RUNS = 104  # change runs the shared-error detectors keep: two years 
 
 def sr_start(n_alternatives: int) -> list[float]:
     """The log Shiryaev–Roberts statistics before any run: ``R_0 = 0`` for each alternative."""
-    if int(n_alternatives) != n_alternatives or n_alternatives < 1:
-        raise ValueError(f"n_alternatives must be a whole number >= 1, got {n_alternatives!r}.")
+    check_int("n_alternatives", n_alternatives, minimum=1)
     return [NEVER] * int(n_alternatives)
 
 
@@ -67,12 +68,9 @@ def log_mixture(log_r: Sequence[float], weights: Sequence[float] | None = None) 
 def arl_threshold(alpha: float, *, horizon: int, weight: float = 1.0) -> float:
     """The alarm threshold ``horizon / (alpha * weight)`` of a component holding ``weight`` of a
     monitor whose ARL to a false alarm must be at least ``horizon / alpha`` runs."""
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
-    if int(horizon) != horizon or horizon < 1:
-        raise ValueError(f"horizon must be a whole number of runs >= 1, got {horizon!r}.")
-    if not 0 < weight <= 1:
-        raise ValueError(f"weight must be in (0, 1], got {weight!r}.")
+    check_alpha(alpha)
+    check_int("horizon", horizon, minimum=1)
+    check_number("weight", weight, minimum=0, maximum=1, open_low=True)
     return int(horizon) / (alpha * weight)
 
 

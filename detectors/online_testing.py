@@ -45,7 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
-from detectors.base import DetectorInputError, Result, check_alpha, check_number, check_probabilities
+from detectors.base import Result, check_alpha, check_number, check_probabilities
 from detectors.intervals import newcombe_interval
 
 __all__ = ["OnlineDecisions", "ProportionGain", "gamma_sequence", "lord_plus_plus", "proportion_gain"]
@@ -151,8 +151,9 @@ def proportion_gain(k1: int, n1: int, k2: int, n2: int, *, lower_is_better: bool
     ProportionGain
         ``p_value`` is 1 when both samples are all successes or all failures (no evidence).
     """
-    if min(n1, n2) < 1 or not (0 <= k1 <= n1 and 0 <= k2 <= n2):
-        raise DetectorInputError(f"need 0 <= k <= n and n >= 1, got k1={k1}, n1={n1}, k2={k2}, n2={n2}.")
+    for k_name, k, n_name, n in (("k1", k1, "n1", n1), ("k2", k2, "n2", n2)):
+        check_number(n_name, n, minimum=1)
+        check_number(k_name, k, minimum=0, maximum=n)
     lo, hi = newcombe_interval(k1, n1, k2, n2)
     pooled = (k1 + k2) / (n1 + n2)
     se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))

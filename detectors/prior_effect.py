@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from detectors.base import renamed_parameters
 from detectors.confusion import total_variation
 
 __all__ = ["prior_shift_effect", "PRIOR_RATIO_FLOOR"]
@@ -21,7 +22,8 @@ __all__ = ["prior_shift_effect", "PRIOR_RATIO_FLOOR"]
 PRIOR_RATIO_FLOOR = 1.25  # a class 25 % more (or less) frequent counts, however rare it is
 
 
-def prior_shift_effect(benchmark_prior, production_prior, *, tv_floor: float = 0.05,
+@renamed_parameters(benchmark_prior="reference_prior", production_prior="current_prior")
+def prior_shift_effect(reference_prior, current_prior, *, tv_floor: float = 0.05,
                        ratio_floor: float = PRIOR_RATIO_FLOOR) -> tuple[float, dict]:
     """Size of a prior change relative to its floors: ``max(TV / tv_floor, max |log ratio| / log ratio_floor)``.
 
@@ -30,7 +32,8 @@ def prior_shift_effect(benchmark_prior, production_prior, *, tv_floor: float = 0
 
     Parameters
     ----------
-    benchmark_prior, production_prior : arrays of shape (k,)
+    reference_prior, current_prior : arrays of shape (k,)
+        The benchmark's and production's class priors.
 
     Examples
     --------
@@ -38,7 +41,7 @@ def prior_shift_effect(benchmark_prior, production_prior, *, tv_floor: float = 0
     >>> round(effect, 2), round(details["tvd"], 2)
     (2.0, 0.1)
     """
-    p, q = np.asarray(benchmark_prior, float), np.asarray(production_prior, float)
+    p, q = np.asarray(reference_prior, float), np.asarray(current_prior, float)
     tv = total_variation(p, q)
     ok = (p > 0) & np.isfinite(q)
     with np.errstate(divide="ignore"):

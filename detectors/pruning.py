@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from detectors.base import renamed_parameters
 from detectors.intervals import wilson_interval
 
 __all__ = ["prune_discoveries", "COVERED_SHARE", "MAX_DISCOVERED"]
@@ -27,14 +28,15 @@ MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones
 COVERED_SHARE = 0.8  # "mostly inside": the share of a slice's rows within another one
 
 
-def prune_discoveries(discovered, *, benchmark: pd.DataFrame, frame: pd.DataFrame, errors: np.ndarray,
+@renamed_parameters(benchmark="reference")
+def prune_discoveries(discovered, *, reference: pd.DataFrame, frame: pd.DataFrame, errors: np.ndarray,
                       reported: Sequence[np.ndarray], min_slice_size: int, limit: int = MAX_DISCOVERED) -> list:
     """The discovered slices (``discovered.slices``) that say something new.
 
     Parameters
     ----------
     discovered : DiscoveryResult
-    benchmark : DataFrame of the benchmark contexts (for the "benchmark lacks it" rule)
+    reference : DataFrame of the benchmark contexts (for the "benchmark lacks it" rule)
     frame : DataFrame of shape (n, ...) the slices were discovered on
     errors : bool array of shape (n,), the model's errors on ``frame``
     reported : boolean masks of shape (n,) of slices already reported on ``frame``
@@ -44,7 +46,7 @@ def prune_discoveries(discovered, *, benchmark: pd.DataFrame, frame: pd.DataFram
     overall = float(errors.mean()) if errors.size else 0.0
     kept, kept_masks = [], []
     for found in discovered.slices:
-        if any(c.mask(benchmark).sum() < min_slice_size for c in found.conditions):
+        if any(c.mask(reference).sum() < min_slice_size for c in found.conditions):
             continue
         mask = found.mask(frame)
         if not mask.any() or any(_covered_without_news(mask, other, errors) for other in reported):

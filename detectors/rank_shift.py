@@ -35,6 +35,7 @@ from scipy.special import ndtri
 
 from detectors.base import Result
 from detectors.e_detector import NEVER, shared_log_ratios, shared_start, shared_update
+from detectors.validation import check_int, check_numbers
 
 __all__ = ["ShiftEvidence", "normal_scores", "shift_start", "shift_update", "shift_restart", "DEFAULT_BETS"]
 
@@ -68,10 +69,8 @@ def normal_scores(reference: np.ndarray, current: np.ndarray) -> np.ndarray:
 
 def shift_start(n_reference: int, *, bets: tuple[float, ...] = DEFAULT_BETS) -> dict[str, Any]:
     """A fresh detector state (JSON-ready) for a benchmark of ``n_reference`` values."""
-    if n_reference <= 0:
-        raise ValueError(f"n_reference must be positive, got {n_reference!r}.")
-    if not bets or any(b <= 0 for b in bets):
-        raise ValueError(f"bets must be positive shift sizes, got {bets!r}.")
+    check_int("n_reference", n_reference, minimum=1)
+    check_numbers("bets", bets, minimum=0, open_low=True)  # shift sizes
     shifts = [float(b) for b in bets] + [-float(b) for b in bets]
     return {"shifts": shifts, "n_reference": int(n_reference), **shared_start()}
 

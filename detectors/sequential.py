@@ -31,8 +31,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from detectors.base import Result
+from detectors.base import Result, renamed_parameters
 from detectors.intervals import newcombe_interval
+from detectors.validation import check_alpha, check_int, check_number
 
 __all__ = ["horizon_level", "WindowDrop", "window_drop_test", "confidence_sequence"]
 
@@ -47,10 +48,8 @@ def horizon_level(alpha: float, *, horizon: int) -> float:
     horizon : int >= 1
         Runs the guarantee covers (52: a year of weekly runs).
     """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}.")
-    if int(horizon) != horizon or horizon < 1:
-        raise ValueError(f"horizon must be a whole number of runs >= 1, got {horizon!r}.")
+    check_alpha(alpha)
+    check_int("horizon", horizon, minimum=1)
     return alpha / int(horizon)
 
 
@@ -74,32 +73,33 @@ class WindowDrop(Result):
     harmful: bool
 
 
-def window_drop_test(benchmark_successes: float, benchmark_n: int, window_successes: float, window_n: int, *,
+@renamed_parameters(benchmark_successes="reference_successes", benchmark_n="reference_n")
+def window_drop_test(reference_successes: float, reference_n: int, window_successes: float, window_n: int, *,
                      level: float, floor: float = 0.0) -> WindowDrop:
     """Is production's proportion lower than the benchmark's, significantly and by at least ``floor``?
 
     Parameters
     ----------
-    benchmark_successes, benchmark_n : counts of the fixed benchmark (e.g. correct predictions, rows)
+    reference_successes, reference_n : counts of the fixed benchmark (e.g. correct predictions, rows)
     window_successes, window_n : the same counts pooled over the window's production runs
     level : float in (0, 0.5)
         One-sided error probability of the test (the run's share of the monitor's budget).
     floor : float >= 0
         Smallest point drop that counts as harm: the practical floor next to significance.
     """
-    if not 0 < level < 0.5:
-        raise ValueError(f"level must be in (0, 0.5), got {level!r}.")
-    if floor < 0:
-        raise ValueError(f"floor must be >= 0, got {floor!r}.")
-    if benchmark_n <= 0 or window_n <= 0:
-        raise ValueError("benchmark_n and window_n must be positive.")
+    check_number("level", level, minimum=0, maximum=0.5, open_low=True, open_high=True)
+    check_number("floor", floor, minimum=0)
+    for name, successes, n in (("reference", reference_successes, reference_n),
+                               ("window", window_successes, window_n)):
+        check_number(f"{name}_n", n, minimum=0, open_low=True)
+        check_number(f"{name}_successes", successes, minimum=0, maximum=n)
     # two-sided Newcombe at 1 - 2*level gives the one-sided bound at level
-    low, _ = newcombe_interval(window_successes, window_n, benchmark_successes, benchmark_n,
+    low, _ = newcombe_interval(window_successes, window_n, reference_successes, reference_n,
                                confidence=1.0 - 2.0 * level)
-    p_b, p_w = benchmark_successes / benchmark_n, window_successes / window_n
+    p_b, p_w = reference_successes / reference_n, window_successes / window_n
     drop = p_b - p_w
     return WindowDrop(benchmark_value=p_b, production_value=p_w, drop=drop, drop_low=float(low), level=level,
-                      floor=floor, n_benchmark=int(benchmark_n), n_production=int(window_n),
+                      floor=floor, n_benchmark=int(reference_n), n_production=int(window_n),
                       harmful=bool(low > 0 and drop >= floor))
 
 

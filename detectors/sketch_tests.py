@@ -58,6 +58,7 @@ from detectors.base import (
     check_int,
     check_number,
     check_random_state,
+    renamed_parameters,
 )
 from detectors.column_types import ExcludedColumn
 from detectors.covariate import (
@@ -319,7 +320,8 @@ def _production_counts(production, pred_classes: list) -> tuple[np.ndarray, np.n
     return np.asarray(aligned.counts), aligned.replicates
 
 
-def summary_label_shift(benchmark: ConfusionSummary, production: PredictionSummary | np.ndarray, *,
+@renamed_parameters(benchmark="reference", production="current")
+def summary_label_shift(reference: ConfusionSummary, current: PredictionSummary | np.ndarray, *,
                         alpha: float = 0.05, confidence: float = 0.95, regularization="auto",
                         effect_floor: float = 0.05, ratio_floor: float = PRIOR_RATIO_FLOOR,
                         max_condition: float = 20.0, min_samples: int = 50, n_bootstrap: int = 200,
@@ -333,23 +335,25 @@ def summary_label_shift(benchmark: ConfusionSummary, production: PredictionSumma
 
     Parameters
     ----------
-    benchmark : ConfusionSummary, classes k
-    production : PredictionSummary or array of shape (k_pred,) in the benchmark's predicted-class order
+    reference : ConfusionSummary, classes k
+        The labelled benchmark's confusion summary.
+    current : PredictionSummary or array of shape (k_pred,) in the benchmark's predicted-class order
+        Production's predicted-class counts.
     """
-    counts = np.asarray(benchmark.counts)
+    counts = np.asarray(reference.counts)
     seen = counts.sum(1) + counts.sum(0) > 0  # the classes the in-memory fit would know
     truth = counts.sum(1) > 0
-    classes = np.array(benchmark.classes, dtype=object)
+    classes = np.array(reference.classes, dtype=object)
     pred_classes = classes[seen].tolist()
     estimator = LabelShiftEstimator(alpha=alpha, n_bootstrap=n_bootstrap, regularization=regularization,
                                     confidence=confidence, min_samples=min_samples, effect_floor=effect_floor,
                                     ratio_floor=ratio_floor, max_condition=max_condition, random_state=random_state)
     estimator.fit_counts(counts[truth][:, seen], classes=classes[truth].tolist(), pred_classes=pred_classes)
-    prod_counts, prod_reps = _production_counts(production, pred_classes)
+    prod_counts, prod_reps = _production_counts(current, pred_classes)
     joint_reps = None
-    if benchmark.replicates is not None and prod_reps is not None:
-        if benchmark.n_bootstrap != len(prod_reps):
-            raise DetectorInputError(f"Benchmark has {benchmark.n_bootstrap} replicates, production {len(prod_reps)}.")
-        joint_reps = np.asarray(benchmark.replicates)[:, truth][:, :, seen]
+    if reference.replicates is not None and prod_reps is not None:
+        if reference.n_bootstrap != len(prod_reps):
+            raise DetectorInputError(f"Benchmark has {reference.n_bootstrap} replicates, production {len(prod_reps)}.")
+        joint_reps = np.asarray(reference.replicates)[:, truth][:, :, seen]
     return estimator.estimate_counts(prod_counts, joint_replicates=joint_reps,
                                      production_replicates=None if joint_reps is None else prod_reps)

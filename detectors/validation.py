@@ -17,7 +17,7 @@ import numpy as np
 __all__ = [
     "DetectorInputError", "CORRECTION_NAMES", "check_alpha", "check_correction", "check_int", "check_number",
     "check_fraction", "check_in", "check_bool", "check_random_state", "check_effect_floors", "check_names",
-    "check_distinct", "check_probabilities",
+    "check_distinct", "check_probabilities", "check_numbers",
 ]
 
 
@@ -62,6 +62,15 @@ def check_number(name: str, value: Any, *, minimum: float | None = None, maximum
             high = "inf)" if maximum is None else f"{maximum:g}{')' if open_high else ']'}"
             where = f" in {low}, {high}"
         _refuse(name, f"a finite number{where}", value)
+
+
+def check_numbers(name: str, values: Any, *, minimum: float | None = None, maximum: float | None = None,
+                  open_low: bool = False, open_high: bool = False) -> None:
+    """A non-empty sequence of finite real numbers, each within the bounds of :func:`check_number`."""
+    if not (_is_sequence(values) and len(values) > 0):
+        _refuse(name, "a non-empty sequence of numbers", values)
+    for i, value in enumerate(values):
+        check_number(f"{name}[{i}]", value, minimum=minimum, maximum=maximum, open_low=open_low, open_high=open_high)
 
 
 def check_fraction(name: str, value: Any, *, closed: bool = False) -> None:

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from detectors.base import DetectorInputError, Result, ShiftTest
+from detectors.base import DetectorInputError, Result, ShiftTest, renamed_parameters
 from detectors.decision import decide
 from detectors.metric_ci import MetricEstimate
 from detectors.performance import PerformanceEstimate
@@ -79,35 +79,39 @@ def _confidence_bins(conf_b: np.ndarray, conf_p: np.ndarray, n_bins: int) -> tup
     return np.searchsorted(edges, conf_b, side="right"), np.searchsorted(edges, conf_p, side="right")
 
 
-def make_strata(cells_benchmark=None, cells_production=None, *, confidence_benchmark=None,
-                confidence_production=None, n_benchmark: int | None = None, n_production: int | None = None,
+@renamed_parameters(cells_benchmark="cells_reference", cells_production="cells_current",
+                    confidence_benchmark="confidence_reference", confidence_production="confidence_current",
+                    n_benchmark="n_reference", n_production="n_current")
+def make_strata(cells_reference=None, cells_current=None, *, confidence_reference=None,
+                confidence_current=None, n_reference: int | None = None, n_current: int | None = None,
                 n_confidence_bins: int = 5) -> Strata:
     """Combine context cells (see :func:`detectors.attribution.context_cells`) with confidence bins.
 
     Parameters
     ----------
-    cells_benchmark, cells_production : int arrays of shape (n_b,), (n_p,), optional
-    confidence_benchmark, confidence_production : float arrays of shape (n_b,), (n_p,), optional
+    cells_reference, cells_current : int arrays of shape (n_b,), (n_p,), optional
+        Benchmark and production cells.
+    confidence_reference, confidence_current : float arrays of shape (n_b,), (n_p,), optional
         The model's confidence (e.g. its top score); binned at benchmark quantiles. Within a
         bin ``P(correct)`` is what the model's own scores predict, so a covariate shift that
         only moves rows between bins is not a within-context change.
-    n_benchmark, n_production : row counts when neither cells nor confidences are given
+    n_reference, n_current : row counts when neither cells nor confidences are given
     """
     parts_b, parts_p = [], []
-    if cells_benchmark is not None:
-        parts_b.append(np.asarray(cells_benchmark, np.int64))
-        parts_p.append(np.asarray(cells_production, np.int64))
+    if cells_reference is not None:
+        parts_b.append(np.asarray(cells_reference, np.int64))
+        parts_p.append(np.asarray(cells_current, np.int64))
     bins = 0
-    if confidence_benchmark is not None and confidence_production is not None:
-        cb, cp = _confidence_bins(np.asarray(confidence_benchmark, float), np.asarray(confidence_production, float),
+    if confidence_reference is not None and confidence_current is not None:
+        cb, cp = _confidence_bins(np.asarray(confidence_reference, float), np.asarray(confidence_current, float),
                                   n_confidence_bins)
         parts_b.append(cb)
         parts_p.append(cp)
         bins = n_confidence_bins
     if not parts_b:
-        if n_benchmark is None or n_production is None:
+        if n_reference is None or n_current is None:
             raise DetectorInputError("make_strata needs cells, confidences or both row counts.")
-        return Strata(np.zeros(n_benchmark, np.int64), np.zeros(n_production, np.int64), 0)
+        return Strata(np.zeros(n_reference, np.int64), np.zeros(n_current, np.int64), 0)
     n_b = len(parts_b[0])
     combined = np.zeros(n_b + len(parts_p[0]), np.int64)
     for b, p in zip(parts_b, parts_p):  # mixed-radix code of the combination, then dense ids
@@ -270,7 +274,8 @@ def label_codes(y_true_b, y_pred_b, y_true_p, y_pred_p, positive=None):
     return parts, int(found[0]) if found.size else -1
 
 
-def context_strata_cells(benchmark: pd.DataFrame, production: pd.DataFrame, columns, *, n_bins: int = 15):
+@renamed_parameters(benchmark="reference", production="current")
+def context_strata_cells(reference: pd.DataFrame, current: pd.DataFrame, columns, *, n_bins: int = 15):
     """Context cells for the within-context test, shapes (n_b,), (n_p,).
 
     Categorical columns: one cell per value. Continuous columns (more than 12 values): ``n_bins``
@@ -279,12 +284,12 @@ def context_strata_cells(benchmark: pd.DataFrame, production: pd.DataFrame, colu
     change within context. Production rows beyond the benchmark's range get cells of their own,
     which the benchmark lacks (left out as uncovered: they are untested contexts).
     """
-    n_b = len(benchmark)
-    combined = np.zeros(n_b + len(production), np.int64)
+    n_b = len(reference)
+    combined = np.zeros(n_b + len(current), np.int64)
     for c in columns:
-        both = pd.concat([benchmark[c], production[c]], ignore_index=True)
+        both = pd.concat([reference[c], current[c]], ignore_index=True)
         numeric = (pd.api.types.is_numeric_dtype(both) and not pd.api.types.is_bool_dtype(both)
-                   and benchmark[c].nunique() > 12)
+                   and reference[c].nunique() > 12)
         if numeric:
             x = both.to_numpy(float)
             edges = np.unique(np.nanquantile(x, np.linspace(0, 1, n_bins + 1)[1:-1]))
@@ -301,7 +306,8 @@ def context_strata_cells(benchmark: pd.DataFrame, production: pd.DataFrame, colu
     return ids[:n_b], ids[n_b:]
 
 
-def rank_context_columns(benchmark: pd.DataFrame, production: pd.DataFrame, columns, *, limit: int = 2) -> list:
+@renamed_parameters(benchmark="reference", production="current")
+def rank_context_columns(reference: pd.DataFrame, current: pd.DataFrame, columns, *, limit: int = 2) -> list:
     """The ``limit`` context columns whose distribution moved most (sample-balanced effects).
 
     Categorical: sample-balanced Cramér's V of the value shares; numeric: the KS distance.
@@ -309,7 +315,7 @@ def rank_context_columns(benchmark: pd.DataFrame, production: pd.DataFrame, colu
     """
     scores = []
     for c in columns:
-        b, p = benchmark[c], production[c]
+        b, p = reference[c], current[c]
         numeric = pd.api.types.is_numeric_dtype(b) and not pd.api.types.is_bool_dtype(b) and b.nunique() > 12
         if numeric:
             xb, xp = np.sort(b.dropna().to_numpy(float)), np.sort(p.dropna().to_numpy(float))

@@ -13,6 +13,7 @@ import io
 import re
 import textwrap
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from reports.formatting import metric_label, shorten
 from reports.result import PriorEstimate, ShiftTest, SliceRecord
@@ -66,7 +67,7 @@ def _render(draw, width: float, height: float, title: str) -> str:
         # lazy: Matplotlib costs ~0.3 s and only charts need it; a report renders without it
         import matplotlib
         from matplotlib.figure import Figure
-        with matplotlib.rc_context(_RC):
+        with matplotlib.rc_context(cast(Any, _RC)):  # its stubs type the keys as a Literal of every rc name
             fig = Figure(figsize=(width, height), layout="constrained")
             draw(fig.subplots())
             buffer = io.StringIO()
@@ -198,7 +199,7 @@ def drift_chart(features: Sequence[ShiftTest], *, top: int = 15) -> str:
     """Effect sizes of the features with the largest effects; drifted ones in red, each
     feature's practical floor as a grey tick."""
     rows = [f for f in features if f.effect_size is not None]
-    rows.sort(key=lambda f: (not f.drifted, -f.effect_size))
+    rows.sort(key=lambda f: (not f.drifted, -(f.effect_size or 0.0)))  # None filtered out above
     rows = rows[:top]
     if not rows:
         return ""

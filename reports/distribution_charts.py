@@ -56,10 +56,11 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 1
 
 
 def _numeric(d: Mapping) -> str:
-    edges = [_amount(e) for e in d.get("edges") or []]
+    amounts = [_amount(e) for e in d.get("edges") or []]
+    edges = [e for e in amounts if e is not None]
     bench, prod = _shares(d, "benchmark"), _shares(d, "production")
-    k = len(edges) - 1
-    if k < 1 or None in edges or len(bench) != k or len(prod) != k:
+    k = len(amounts) - 1
+    if k < 1 or len(edges) != len(amounts) or len(bench) != k or len(prod) != k:
         return ""
     top = max(bench + prod) or 1.0
     step = (WIDTH - PAD_L - PAD_R) / k
@@ -84,7 +85,8 @@ def _numeric(d: Mapping) -> str:
 def _categorical(d: Mapping) -> str:
     categories = [str(c) for c in d.get("categories") or []]
     bench, prod = _shares(d, "benchmark"), _shares(d, "production")
-    other = d.get("other") if isinstance(d.get("other"), Mapping) else {}
+    given = d.get("other")
+    other = given if isinstance(given, Mapping) else {}
     if any((_amount(other.get(side)) or 0) > 0 for side in ("benchmark", "production")):
         totals = {side: sum(_counts(d, side)) + (_amount(other.get(side)) or 0) for side in ("benchmark", "production")}
         categories.append("(other)")
@@ -129,7 +131,8 @@ def distribution_note(summary: Mapping) -> str:
     notes = []
     for key, what in (("below", "below the range shown"), ("above", "above the range shown"),
                       ("missing", "missing")):
-        part = summary.get(key) if isinstance(summary.get(key), Mapping) else {}
+        given = summary.get(key)
+        part = given if isinstance(given, Mapping) else {}
         b, p = int(_amount(part.get("benchmark")) or 0), int(_amount(part.get("production")) or 0)
         if b or p:
             notes.append(f"{b:,} benchmark / {p:,} production rows {what}")

@@ -1,4 +1,4 @@
-"""Exports of a :class:`NextRoundPlan`: JSON, CSV and Dynabench-style JSON Lines.
+"""Exports of a next-round plan (:class:`reports.result.NextRound`): JSON, CSV and Dynabench-style JSON Lines.
 
 When the plan has chosen rows, the exports list the rows to label; otherwise they list the
 per-slice allocations (a collection brief rather than a labelling queue).
@@ -13,8 +13,7 @@ import io
 import json
 from typing import Any
 
-from detectors.base import to_jsonable
-from reports.next_round import NextRoundPlan
+from reports.result import NextRound
 
 __all__ = ["to_json", "to_csv", "to_jsonl", "ROW_COLUMNS", "ALLOCATION_COLUMNS"]
 
@@ -36,7 +35,7 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _which(plan: NextRoundPlan, what: str) -> str:
+def _which(plan: NextRound, what: str) -> str:
     if what not in ("auto", "rows", "allocations"):
         raise ValueError(f"what must be 'auto', 'rows' or 'allocations', got {what!r}.")
     if what == "auto":
@@ -44,12 +43,12 @@ def _which(plan: NextRoundPlan, what: str) -> str:
     return what
 
 
-def to_json(plan: NextRoundPlan) -> str:
+def to_json(plan: NextRound) -> str:
     """The whole plan as JSON (``plan.to_dict()``)."""
     return json.dumps(plan.to_dict(), ensure_ascii=False, allow_nan=False)
 
 
-def to_csv(plan: NextRoundPlan, *, what: str = "auto") -> str:
+def to_csv(plan: NextRound, *, what: str = "auto") -> str:
     """CSV of the rows to label (``what="rows"``) or of the allocations (``"allocations"``);
     ``"auto"`` gives rows when there are any."""
     kind = _which(plan, what)
@@ -59,12 +58,12 @@ def to_csv(plan: NextRoundPlan, *, what: str = "auto") -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for record in records:
-        data = to_jsonable(record)
+        data = record.to_dict()
         writer.writerow([_cell(data.get(c)) for c in columns])
     return out.getvalue()
 
 
-def to_jsonl(plan: NextRoundPlan, *, what: str = "auto") -> str:
+def to_jsonl(plan: NextRound, *, what: str = "auto") -> str:
     """Dynabench-style JSON Lines: one ``{"uid", "context", "tags", "metadata"}`` object per line.
 
     For rows: ``uid`` is the production row id, ``context`` the slice it is collected for, ``tags``
@@ -80,7 +79,7 @@ def to_jsonl(plan: NextRoundPlan, *, what: str = "auto") -> str:
             meta = {"rank": row.rank, "uncertainty": row.uncertainty, "group": row.group,
                     "audit_id": plan.audit_id, "definition": allocation.definition if allocation else None,
                     "reason": allocation.reason if allocation else None,
-                    "key": allocation.key if allocation else None, "image": getattr(row, "image", None)}
+                    "key": allocation.key if allocation else None, "image": row.image}
             lines.append({"uid": str(row.id), "context": row.slice, "tags": list(row.tags), "metadata": meta})
     else:
         for a in plan.allocations:
@@ -88,4 +87,4 @@ def to_jsonl(plan: NextRoundPlan, *, what: str = "auto") -> str:
                     "production_share": a.production_share, "gap": a.gap, "audit_id": plan.audit_id,
                     "key": a.key}
             lines.append({"uid": f"{plan.audit_id}/{a.slice}", "context": a.slice, "tags": [a.kind], "metadata": meta})
-    return "".join(json.dumps(to_jsonable(line), ensure_ascii=False, allow_nan=False) + "\n" for line in lines)
+    return "".join(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n" for line in lines)

@@ -7,20 +7,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reports.formatting import capitalise, effect_label, finite_number, fmt_num, fmt_p, lower_is_better, shorten
-from reports.records import Limitation, RankingContext, finding_key, make_decision, severity_label
-from reports.result import Decision, ShiftTest, SliceRecord, UntestedContextRecord
+from reports.records import RankingContext, finding_key, make_decision, severity_label
+from reports.result import Decision, LimitationRecord, ShiftTest, SliceRecord, UntestedContextRecord
+from reports.result.claims import Claim, LimitationKind
 
 __all__ = ["make_limitation", "test_decision", "credibly_worse", "untested_name", "test_note", "fold_sentence",
            "measured_in_production", "metric_rows", "detail_number"]
 
 
-def make_limitation(kind: str, slice_name: str | None, title: str, statement: str,
+def make_limitation(kind: LimitationKind, slice_name: str | None, title: str, statement: str,
                     score: float, evidence: dict, *, definition: str | None = None,
-                    subject: str | None = None, claim: str = "change", decision: Decision | None = None) -> Limitation:
+                    subject: str | None = None, claim: Claim = "change",
+                    decision: Decision | None = None) -> LimitationRecord:
     """A limitation with its stable key: the rows' ``definition`` when it concerns rows, else ``subject``;
     ``claim`` says whether it rests on a change test ("change") or holds on the benchmark too ("standing")."""
     score = max(0.0, float(score))
-    return Limitation(rank=0, kind=kind, slice=slice_name, title=title, statement=statement,
+    return LimitationRecord(rank=0, kind=kind, slice=slice_name, title=title, statement=statement,
                       score=round(score, 6), severity=severity_label(score), evidence=evidence,
                       key=finding_key(kind, definition, subject if subject is not None else slice_name),
                       definition=definition or None, claim=claim, decision=decision)

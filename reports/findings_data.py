@@ -1,5 +1,5 @@
 """Limitations found in the data and its contexts: weak slices, untested contexts and context-mix
-shift. Pure functions from the AuditEvidence to :class:`Limitation` s.
+shift. Pure functions from the AuditEvidence to :class:`LimitationRecord` s.
 
 A context-mix test that concerns a weak slice or an untested context is folded into that
 limitation (one finding, one statement) instead of being listed twice.
@@ -36,8 +36,9 @@ from reports.formatting import (
     metric_label,
     shorten,
 )
-from reports.records import Limitation, RankingContext, make_decision
-from reports.result import AuditEvidence, ShiftTest, SliceRecord, UntestedContextRecord
+from reports.records import RankingContext, make_decision
+from reports.result import AuditEvidence, LimitationRecord, ShiftTest, SliceRecord, UntestedContextRecord
+from reports.result.claims import Claim
 from reports.shift_loss import shift_loss
 
 __all__ = ["data_findings", "slice_gap", "slice_shares", "gap_in_production"]
@@ -113,7 +114,7 @@ def _fold_targets(tests: list[ShiftTest], weak: list[SliceRecord],
     return folded, standalone
 
 
-def _weak_slice(s: SliceRecord, ctx: RankingContext, folded: list[ShiftTest]) -> Limitation:
+def _weak_slice(s: SliceRecord, ctx: RankingContext, folded: list[ShiftTest]) -> LimitationRecord:
     name = shorten(s.title or s.name)
     metric = metric_label(s.metric or ctx.metric)
     gap = slice_gap(s, ctx) or 0.0
@@ -173,7 +174,7 @@ def _weak_slice(s: SliceRecord, ctx: RankingContext, folded: list[ShiftTest]) ->
                            definition=s.definition, claim=claim, decision=decision)
 
 
-def _weak_claim(s: SliceRecord, ctx: RankingContext) -> tuple[str, str]:
+def _weak_claim(s: SliceRecord, ctx: RankingContext) -> tuple[Claim, str]:
     """("change" | "standing", sentence): a weak slice is a change only when its own benchmark →
     production change test found it significantly worse; otherwise it is as weak as the benchmark
     shows (decided by the slice's benchmark interval, never by point values) or untested as a change."""
@@ -214,7 +215,7 @@ def _rows_to_decide(s: SliceRecord, ctx: RankingContext) -> str:
     return f"; about {need:,.0f} rows of it per side would decide a difference this large"
 
 
-def _mix_shift(t: ShiftTest, ctx: RankingContext, slices_by_name: dict[str, SliceRecord]) -> Limitation:
+def _mix_shift(t: ShiftTest, ctx: RankingContext, slices_by_name: dict[str, SliceRecord]) -> LimitationRecord:
     name = shorten(t.name)
     note = f"{test_note(t)}; {fmt_n(t.n_reference)} and {fmt_n(t.n_current)}"
     effect = min(t.effect_size or 0.0, 1.0)
@@ -228,7 +229,7 @@ def _mix_shift(t: ShiftTest, ctx: RankingContext, slices_by_name: dict[str, Slic
         statement = (f"The share of {name} changed from {fmt_share(bench)} of the benchmark to {fmt_share(prod)} "
                      f"of production ({note}).")
         gap = slice_gap(s, ctx) if s else None
-        if gap is not None:
+        if gap is not None and s is not None:
             statement += (f" Its {metric_label(ctx.metric)} on the benchmark is "
                           f"{fmt_metric(s.benchmark_value, s.benchmark_ci)} against "
                           f"{fmt_num(ctx.overall_value)} overall.")
@@ -268,7 +269,7 @@ def _mix_shift(t: ShiftTest, ctx: RankingContext, slices_by_name: dict[str, Slic
                            score, evidence, subject=f"column {t.name}", decision=test_decision(t, ctx))
 
 
-def data_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def data_findings(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     """Weak slices, untested contexts, and the flagged context-mix tests that neither explains."""
     weak = [s for s in audit.slices if _is_weak(s)]
     untested = audit.semantic.untested_contexts

@@ -54,7 +54,7 @@ def estimate_checks(audit: AuditEvidence, ctx: RankingContext) -> list[EstimateC
     estimator's assumption does not hold here, so its number must not be read beside the observed one)."""
     overall, estimated = audit.overall, audit.label.estimated_performance
     observed = overall.production_value if overall is not None else None
-    if observed is None or estimated is None:
+    if overall is None or observed is None or estimated is None:
         return []
     metric = estimated.metric or ctx.metric
     if metric != (overall.metric or ctx.metric):

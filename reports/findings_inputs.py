@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from reports.findings_base import detail_number, make_limitation, test_decision, test_note
 from reports.formatting import effect_label, fmt_mean, fmt_metric, fmt_n, fmt_p, fmt_share, shorten
-from reports.records import Limitation, RankingContext, make_decision
-from reports.result import AuditEvidence, MultivariateTest, ShiftTest
+from reports.records import RankingContext, make_decision
+from reports.result import AuditEvidence, LimitationRecord, MultivariateTest, ShiftTest
 from reports.shift_loss import shift_loss
 
 __all__ = ["covariate_findings"]
@@ -74,7 +74,7 @@ def _output_sentence(tests: list[ShiftTest]) -> str:
     return f" The model's outputs changed too: {', '.join(phrases)}."
 
 
-def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     """One covariate-shift limitation when an input, the inputs jointly or the model's outputs changed."""
     covariate = audit.covariate
     drifted = sorted((t for t in covariate.features + covariate.missing if t.flagged),
@@ -102,7 +102,7 @@ def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limita
         statement = _output_sentence(outputs).strip().replace("changed too:", "changed:")
         statement += (" Black-box shift detection (BBSD) reads this as a change of the inputs the model sees, "
                       "even where no input column is tabulated.")
-    if mv_flag:
+    if mv is not None and mv_flag:
         statement += _multivariate_sentence(mv)
     statement += f" Rows compared: {fmt_n(ctx.n_benchmark)} benchmark, {fmt_n(ctx.n_production)} production."
     effects = [t.effect_size for t in drifted + outputs] or [(mv.effect_size if mv else None) or 0.5]
@@ -133,6 +133,7 @@ def covariate_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limita
     if top is not None:
         decision = test_decision(top, ctx, statistic=f"{effect_label(top.effect_name)} of {top.name}")
     else:
+        assert mv is not None  # no feature or output flagged: the multivariate test was
         decision = make_decision(mv.effect_name or "AUC", mv.statistic, test=mv.method or "multivariate",
                                  p_value_adjusted=_mv_p(mv), interval=mv.details.get("auc_ci"),
                                  n=(ctx.n_benchmark or 0) + (ctx.n_production or 0),

@@ -9,8 +9,8 @@ from reports.findings_data import slice_shares
 from reports.findings_estimates import contradiction_sentence, estimate_checks, estimate_sentence, performance_estimates
 from reports.findings_quality import interval_ends, label_quality_findings, share_ci as _share_ci
 from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label, shorten
-from reports.records import MEDIUM_SCORE, Limitation, RankingContext, make_decision
-from reports.result import AuditEvidence, LabelSection, Overall, PriorEstimate
+from reports.records import MEDIUM_SCORE, RankingContext, make_decision
+from reports.result import AuditEvidence, LabelSection, LimitationRecord, Overall, PriorEstimate
 from reports.shift_loss import shift_loss
 
 __all__ = ["label_findings", "performance_estimates", "saturation_note", "estimate_checks", "contradiction_sentence"]
@@ -23,7 +23,7 @@ def _adjusted_or_raw(adjusted: float | None, raw: float | None) -> float | None:
     return raw if adjusted is None else adjusted
 
 
-def _label_shift(label: LabelSection, ctx: RankingContext) -> list[Limitation]:
+def _label_shift(label: LabelSection, ctx: RankingContext) -> list[LimitationRecord]:
     if not label.is_shift:
         return []
     bench, estimated = label.benchmark_prior, label.production_prior_estimate
@@ -76,7 +76,7 @@ def _top_change(diffs: dict[str, float]) -> str:
 
 
 def _observed_label_shift(label: LabelSection, observed: dict[str, float | None],
-                          ctx: RankingContext) -> Limitation:
+                          ctx: RankingContext) -> LimitationRecord:
     """With production labels the class mix is measured, not estimated: quote the observed shares."""
     bench = label.benchmark_prior
     diffs = {c: (observed.get(c) or 0.0) - (bench.get(c) or 0.0) for c in set(bench) | set(observed)}
@@ -125,7 +125,7 @@ def _recorded_change(audit: AuditEvidence, ctx: RankingContext) -> Overall | Non
                    within_context_p_value_adjusted=observed.p_value_adjusted)
 
 
-def _overall_drop(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def _overall_drop(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     """The overall metric fell significantly (two-sample test in the audit's family, beyond the floor):
     a concept shift when it remains within the contexts both datasets share, else a drop the
     ranking attributes to the population that explains it (``evidence["located"]``)."""
@@ -135,7 +135,7 @@ def _overall_drop(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]
     metric = overall.metric or ctx.metric
     drop = _drop(overall.benchmark_value, overall.production_value, metric)
     within = overall.within_context_changed is True
-    if overall.changed is not True or (drop or 0) <= 0:
+    if overall.changed is not True or drop is None or drop <= 0:
         return []
     test = overall.change_test
     lo, hi = interval_ends(overall.change_difference_ci or (test.details.get("difference_ci") if test else None))
@@ -181,13 +181,13 @@ def _overall_drop(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]
                             decision=decision)]
 
 
-def _concept_shift(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def _concept_shift(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     found = _overall_drop(audit, ctx)
     for s in audit.slices:
         metric = s.metric or ctx.metric
         drop = _drop(s.benchmark_value, s.production_value, metric)
         # SliceResult: p_value_adjusted tests benchmark vs production; ``changed`` is the decision.
-        if s.changed is not True or (drop or 0) <= 0 or s.status != "ok":
+        if s.changed is not True or drop is None or drop <= 0 or s.status != "ok":
             continue
         share, _ = slice_shares(s, ctx)
         name = shorten(s.title or s.name)
@@ -250,7 +250,7 @@ def saturation_note(audit: AuditEvidence, ctx: RankingContext) -> dict[str, str]
                       f"not saturation; a class-balanced metric (sensitivity, balanced accuracy) says more."}
 
 
-def _saturation(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def _saturation(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     value = ctx.overall_value
     if value is None or not ctx.higher_is_better or value < ctx.saturation_threshold:
         return []
@@ -273,7 +273,7 @@ def _saturation(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
                                                         "majority-class share"))]
 
 
-def label_findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def label_findings(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     """Label shift, concept shift (overall and per slice), label quality and benchmark saturation."""
     found = _label_shift(audit.label, ctx) + _concept_shift(audit, ctx)
     if audit.label_quality is not None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from detectors.intervals import wilson_interval
 from reports.findings_base import make_limitation
 from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_share, shorten
-from reports.records import Limitation, RankingContext, make_decision
-from reports.result import Annotator, Interval, LabelQuality
+from reports.records import RankingContext, make_decision
+from reports.result import Annotator, Interval, LabelQuality, LimitationRecord
 from reports.result.base import finite
 
 __all__ = ["label_quality_findings", "share_ci", "interval_ends", "KRIPPENDORFF_TENTATIVE"]
@@ -28,7 +28,7 @@ def interval_ends(interval: Interval) -> tuple[float | None, float | None]:
     return finite(interval[0]), finite(interval[1])
 
 
-def label_quality_findings(lq: LabelQuality, ctx: RankingContext) -> list[Limitation]:
+def label_quality_findings(lq: LabelQuality, ctx: RankingContext) -> list[LimitationRecord]:
     """Poor agreement, an annotator over the cap, annotators at chance level, disagreeing sources."""
     found = []
     alpha = lq.krippendorff_alpha
@@ -92,7 +92,7 @@ def label_quality_findings(lq: LabelQuality, ctx: RankingContext) -> list[Limita
     return found
 
 
-def _source_disagreement(lq: LabelQuality, ctx: RankingContext) -> list[Limitation]:
+def _source_disagreement(lq: LabelQuality, ctx: RankingContext) -> list[LimitationRecord]:
     sd = lq.source_disagreement
     if sd is None:
         return []

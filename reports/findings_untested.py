@@ -2,6 +2,8 @@
 holds too rarely to measure), with its measured metric when production is labelled."""
 from __future__ import annotations
 
+from typing import Any
+
 from detectors.intervals import wilson_interval
 from reports.findings_base import (
     credibly_worse,
@@ -12,14 +14,14 @@ from reports.findings_base import (
     untested_name,
 )
 from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_share, lower_is_better, metric_label, shorten
-from reports.records import Limitation, RankingContext, make_decision
-from reports.result import ShiftTest, SliceRecord, UntestedContextRecord
+from reports.records import RankingContext, make_decision
+from reports.result import LimitationRecord, ShiftTest, SliceRecord, UntestedContextRecord
 
 __all__ = ["untested_limitation"]
 
 
 def untested_limitation(u: UntestedContextRecord, ctx: RankingContext, folded: list[ShiftTest],
-                        measured: SliceRecord | None) -> Limitation:
+                        measured: SliceRecord | None) -> LimitationRecord:
     """An untested context; with labelled production rows its metric there is measured and compared
     with the benchmark's overall metric (what the benchmark promised), never with production's own
     overall (which these rows are part of, and which they may be all of)."""
@@ -40,7 +42,7 @@ def untested_limitation(u: UntestedContextRecord, ctx: RankingContext, folded: l
                         f"the benchmark has only {n_bench:,}, fewer than the {min_size:,} needed to measure {metric}")
     statement = f"Context {name} is {fmt_share(share)} of production ({fmt_n(u.n_production)}), but {bench_clause}."
     large = share is not None and share >= ctx.floor("untested_share")
-    evidence = {"column": u.column, "value": None, "n_benchmark": n_bench,
+    evidence: dict[str, Any] = {"column": u.column, "value": None, "n_benchmark": n_bench,
                 "n_production": u.n_production, "production_share": share, "min_size": min_size,
                 "context_tests": [t.name for t in folded], "metric": ctx.metric, "gap_measured": False,
                 "large_population": large}
@@ -50,10 +52,11 @@ def untested_limitation(u: UntestedContextRecord, ctx: RankingContext, folded: l
                              n=u.n_production,
                              rule=f"fewer than {min_size:,} benchmark rows (improbable by chance) and a production "
                                   "share above the floor: a population new in production")
-    if measured_in_production(measured, ctx):
-        value, ci = measured.production_value, measured.production_ci
+    if measured is not None and measured_in_production(measured, ctx):
+        value, ci, overall_value = measured.production_value, measured.production_ci, ctx.overall_value
+        assert value is not None and overall_value is not None  # what measured_in_production checked
         sign = -1.0 if lower_is_better(ctx.metric) else 1.0
-        gap = sign * (ctx.overall_value - value)
+        gap = sign * (overall_value - value)
         worse = credibly_worse(ci, ctx.overall_value, ctx.metric, value=value, reference_ci=ctx.overall_ci)
         # the benchmark credibly worse than these rows: measured, no loss (an assumed one would contradict it)
         better = not worse and credibly_worse(ctx.overall_ci, value, ctx.metric, value=ctx.overall_value,

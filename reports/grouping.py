@@ -5,21 +5,21 @@ tests (:mod:`service.audits.pipeline.facts`); here the folding itself is pure: a
 "``child`` is part of ``parent``, because ``reason``", and :func:`fold` keeps the parent, moves the
 child into its ``related`` list and adds one sentence saying what the parent also explains.
 
->>> from reports.records import Limitation
->>> a = Limitation(rank=1, kind="untested_context", slice="65+", title="t", statement="S.", score=0.02,
-...                severity="medium", key="untested_context:age_group == \\"65+\\"")
->>> b = Limitation(rank=2, kind="context_mix_shift", slice="older", title="the share of older changed",
-...                statement="T.", score=0.0, severity="low", key="context_mix_shift:age >= 65")
+>>> from reports.result import LimitationRecord
+>>> a = LimitationRecord(rank=1, kind="untested_context", slice="65+", title="t", statement="S.", score=0.02,
+...                      severity="medium", key="untested_context:age_group == \\"65+\\"")
+>>> b = LimitationRecord(rank=2, kind="context_mix_shift", slice="older", title="the share of older changed",
+...                      statement="T.", score=0.0, severity="low", key="context_mix_shift:age >= 65")
 >>> [l.key for l in fold([a, b], [Relation(b.key, a.key, "same_rows")])]
 ['untested_context:age_group == "65+"']
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.records import STANDING_KINDS, Limitation, rank_order, severity_label
+from reports.records import STANDING_KINDS, rank_order, severity_label
+from reports.result import LimitationRecord
 
 __all__ = ["Relation", "fold", "REASONS", "EXPLAINS"]
 
@@ -54,7 +54,7 @@ def _root(key: str, parent_of: dict[str, str]) -> str:
     return key
 
 
-def _sentence(children: list[tuple[Limitation, Relation]]) -> str:
+def _sentence(children: list[tuple[LimitationRecord, Relation]]) -> str:
     """One sentence for the restatements of the same rows, one for the side effects this cause explains."""
     return _sentence_of([(child.title, rel.reason) for child, rel in children])
 
@@ -72,7 +72,7 @@ def _sentence_of(pairs: Sequence[tuple[str, str]]) -> str:
     return out
 
 
-def _with_sentence(head: Limitation, children: list[tuple[Limitation, Relation]]) -> str:
+def _with_sentence(head: LimitationRecord, children: list[tuple[LimitationRecord, Relation]]) -> str:
     """``head``'s statement with its children said: a head folded before (a group folded again) has its
     sentence rewritten with the new children in it, so each lead appears once in the paragraph."""
     before = [(str(r.get("title")), str(r.get("reason"))) for r in head.related]
@@ -82,7 +82,7 @@ def _with_sentence(head: Limitation, children: list[tuple[Limitation, Relation]]
     return head.statement + _sentence(children)
 
 
-def _changed_if_a_member_changed(head: Limitation, kids: Sequence[Limitation]) -> Limitation:
+def _changed_if_a_member_changed(head: LimitationRecord, kids: Sequence[LimitationRecord]) -> LimitationRecord:
     """A standing weakness that absorbs a change about its rows (its share grew, it dropped further)
     states a fact that changed: the group is a change claim, decided by that member's test. Left
     standing, a weak slice whose share went from 3 % to 18 % of production never alerted."""
@@ -97,11 +97,11 @@ def _changed_if_a_member_changed(head: Limitation, kids: Sequence[Limitation]) -
     statement = head.statement.replace(why, "") if why else head.statement
     statement += f" It changed in production: {change.title} ({change.kind.replace('_', ' ')})."
     basis = "share" if change.kind in ("context_mix_shift", "untested_context") else "drop"
-    return dataclasses.replace(head, claim="change", decision=change.decision or head.decision, statement=statement,
-                               evidence={**head.evidence, "change_basis": basis})
+    return head.replaced(claim="change", decision=change.decision or head.decision, statement=statement,
+                         evidence={**head.evidence, "change_basis": basis})
 
 
-def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> list[Limitation]:
+def fold(limitations: Sequence[LimitationRecord], relations: Sequence[Relation]) -> list[LimitationRecord]:
     """Limitations with every related child folded into its root parent, re-ranked by score.
 
     A group's score is its head's when the head's gap was measured, else the largest score in the
@@ -110,7 +110,7 @@ def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> li
     by_key = {lim.key: lim for lim in limitations}
     parent_of = {r.child: r.parent for r in relations if r.child in by_key and r.parent in by_key
                  and r.child != r.parent}
-    children: dict[str, list[tuple[Limitation, Relation]]] = {}
+    children: dict[str, list[tuple[LimitationRecord, Relation]]] = {}
     for r in relations:
         if r.child in parent_of and parent_of[r.child] == r.parent:
             children.setdefault(_root(r.parent, parent_of), []).append((by_key[r.child], r))
@@ -126,14 +126,14 @@ def fold(limitations: Sequence[Limitation], relations: Sequence[Relation]) -> li
                 statement = lim.statement.replace(
                     " The severity uses this measured loss, not an assumed one.",
                     " The severity is that of the largest finding it absorbs (below), not this overall loss.")
-                lim = dataclasses.replace(lim, statement=statement, evidence={**lim.evidence, "severity_basis": (
+                lim = lim.replaced(statement=statement, evidence={**lim.evidence, "severity_basis": (
                     f"the largest expected loss in the group, of {member.title}: "
                     f"{member.evidence.get('severity_basis') or round(member.score, 6)}")})
-            related = tuple({"key": c.key, "kind": c.kind, "slice": c.slice, "title": c.title, "statement": c.statement,
-                             "score": c.score, "reason": rel.reason, "note": rel.note} for c, rel in kids)
-            lim = dataclasses.replace(lim, statement=_with_sentence(lim, kids), score=round(score, 6),
-                                      severity=severity_label(score), related=lim.related + related)
+            related = [{"key": c.key, "kind": c.kind, "slice": c.slice, "title": c.title, "statement": c.statement,
+                        "score": c.score, "reason": rel.reason, "note": rel.note} for c, rel in kids]
+            lim = lim.replaced(statement=_with_sentence(lim, kids), score=round(score, 6),
+                               severity=severity_label(score), related=[*lim.related, *related])
             lim = _changed_if_a_member_changed(lim, [c for c, _ in kids])
         heads.append(lim)
     heads.sort(key=rank_order)
-    return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(heads, start=1)]
+    return [lim.replaced(rank=i) for i, lim in enumerate(heads, start=1)]

@@ -1,13 +1,13 @@
 """The HTML audit report: one self-contained, offline file.
 
-* Rendered from the AuditResult JSON alone (what ``GET /v1/audits/{id}`` returns, field names in
-  ``reports/SCHEMA.md``): the limitations, verdict and next-round plan are read from it unless the
-  caller passes freshly computed ones. Newer fields (limitation ``key``/``definition``,
+* Rendered once, from the AuditResult alone (what ``GET /v1/audits/{id}`` returns, field names in
+  ``reports/SCHEMA.md``): its limitations, verdict and next-round plan, and what the images add
+  (:class:`reports.report_images.ReportImages`), decided before. Newer fields (limitation ``key``/``definition``,
   ``covariate.distributions``, ``label.observed_prior``) are used when present, skipped when not.
 * It leads with the most severe harm: the verdict, then the top limitation stated once (with
   its numbers and the rows it concerns), then the other limitations ranked.
 * No JavaScript, no external style, font or image: inline CSS and inline SVG charts only (and,
-  when the caller passes them, small JPEG thumbnails as data URIs: :mod:`reports.thumbnails`).
+  when the audit asked for them, small JPEG thumbnails as data URIs: :mod:`reports.thumbnails`).
 * Jinja2 with autoescape ON: every user string (column, value, slice and domain names) is
   escaped by the template; only chart SVG (text XML-escaped where it is built, then checked) is
   marked safe.
@@ -38,10 +38,10 @@ from reports.formatting import (
 from reports.html_scenarios import scenario_view
 from reports.html_sections import ROW_CAP, TABLE_CAP, generated_text as _generated
 from reports.limitations import verdict as compute_verdict
-from reports.next_round import NextRoundPlan
-from reports.reading import is_local, limitation_records, next_round_record, pack_title, recorded
-from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, Limitation, SeverityPriors
-from reports.result import AuditEvidence, LimitationRecord, NextRound, Parameters, Verdict, as_evidence
+from reports.reading import is_local, pack_title, recorded
+from reports.records import CORRECTION_LABELS, HIGH_SCORE, KIND_LABELS, MEDIUM_SCORE, SeverityPriors
+from reports.report_images import ReportImages
+from reports.result import AuditEvidence, LimitationRecord, Parameters, Verdict, as_evidence
 
 __all__ = ["render_html", "TABLE_CAP", "ROW_CAP"]
 
@@ -57,12 +57,6 @@ def _environment():
                       autoescape=True, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = lambda text, limit=NAME_LIMIT: shorten(text, limit)
     return env
-
-
-def _verdict(audit: AuditEvidence, limitations, items: list[LimitationRecord]) -> Verdict:
-    if limitations is None and audit.verdict is not None:
-        return audit.verdict
-    return Verdict.model_validate(compute_verdict(audit, items))
 
 
 def _limitation_row(lim: LimitationRecord) -> dict:
@@ -212,30 +206,24 @@ def _title(audit: AuditEvidence, pack_title: str) -> dict:
             "audit_id": "" if is_local(audit) else shorten(audit.id, NAME_LIMIT)}
 
 
-def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord] | None = None,
-                plan: NextRoundPlan | NextRound | None = None, thumbnails: Mapping[str, Sequence[str]] | None = None,
-                thumbnail_note: str | None = None, image_notes: Mapping[str, str] | None = None) -> str:
+def render_html(audit: AuditEvidence | Mapping, *, images: ReportImages | None = None) -> str:
     """Render the whole report as one self-contained HTML string (well under 1 MB).
 
     Parameters
     ----------
-    audit : AuditResult, AuditEvidence or its JSON
-        The AuditResult (``GET /v1/audits/{id}``).
-    limitations : sequence of Limitation or of LimitationRecord, optional
-        Default: the AuditResult's own ``limitations`` (and then its ``verdict``).
-    plan : NextRoundPlan or NextRound, optional
-        Default: the AuditResult's own ``next_round``.
-    thumbnails, thumbnail_note : optional
-        :func:`reports.thumbnails.thumbnail_strips`: data URIs by limitation key, shown in each
-        limitation, and why some are missing (listed with the notes).
-    image_notes : optional
-        A sentence by limitation key shown beside it (:func:`reports.skin_context.skin_tone_notes`:
-        the images' brightness and cast beside a skin-tone finding).
+    audit : AuditResult, or its JSON
+        The AuditResult (``GET /v1/audits/{id}``), rendered with its own limitations, verdict and
+        next round; evidence concluded by :func:`reports.conclude` renders the same way.
+    images : ReportImages, optional
+        :func:`reports.report_images.report_images`: thumbnails by limitation key shown in each
+        limitation, why some are missing (listed with the notes), and a sentence by limitation key
+        shown beside it (a skin-tone finding's brightness and cast).
     """
     audit = as_evidence(audit)
-    items = limitation_records(audit, limitations)
-    rows = [{**_limitation_row(lim), "thumbnails": list((thumbnails or {}).get(str(lim.key or lim.rank), ())),
-             "image_note": (image_notes or {}).get(str(lim.key or lim.rank))}
+    images = images or ReportImages()
+    items = sorted(audit.limitations, key=lambda lim: lim.rank)
+    rows = [{**_limitation_row(lim), "thumbnails": list(images.thumbnails.get(str(lim.key or lim.rank), ())),
+             "image_note": images.notes.get(str(lim.key or lim.rank))}
             for lim in items]
     changes = [r for r in rows if r["claim"] == "change"]
     standing = [r for r in rows if r["claim"] == "standing"]
@@ -243,7 +231,7 @@ def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation
     shown, more = sections.capped(rest, LIMITATION_CAP)
     standing_shown, standing_more = sections.capped(standing, LIMITATION_CAP)
     params = audit.parameters
-    v = _verdict(audit, limitations, items)
+    v = audit.verdict or Verdict.model_validate(compute_verdict(audit, items))
     context = {
         **_title(audit, pack_title(audit)), "status": recorded(audit, "status") or "",
         "created": _created(audit.created_at) if audit.created_at else "", "synthetic": audit.synthetic,
@@ -255,12 +243,12 @@ def render_html(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation
         "covariate": sections.covariate(audit), "label": sections.label(audit), "context": sections.context(audit),
         "slices": sections.slices(audit, [lim.slice for lim in items
                                           if lim.kind == "underperforming_slice" and lim.slice]),
-        "plan": sections.plan(next_round_record(audit, plan)), "scenarios": scenario_view(audit),
+        "plan": sections.plan(audit.next_round), "scenarios": scenario_view(audit),
         "parameters": _parameter_rows(params), "timings": _timings(audit),
         "engine": _engine_note(params.engine),
         "companion": params.evidently_companion,
         "notes": [{"part": shorten(n.part, 80), "reason": shorten(n.reason, 300)} for n in audit.notes][:TABLE_CAP]
-                 + ([{"part": "thumbnails", "reason": thumbnail_note}] if thumbnail_note else []),
+                 + ([{"part": "thumbnails", "reason": images.thumbnail_note}] if images.thumbnail_note else []),
         "priors": _priors(params), "high_score": HIGH_SCORE, "medium_score": MEDIUM_SCORE,
         "alpha": fmt_value(params.alpha or 0.05),
         "correction": CORRECTION_LABELS.get(params.correction or "bh", shorten(params.correction, 40)),

@@ -112,7 +112,7 @@ def _panels(tests: Sequence[ShiftTest], distributions: Mapping[str, Mapping]) ->
     for t in tests:
         summary = distributions.get(t.name)
         svg = histogram_svg(summary) if t.drifted and summary is not None else ""
-        if svg:
+        if svg and summary is not None:
             panels.append({"name": t.name, "svg": trusted_svg(svg), "note": distribution_note(summary),
                            "effect": f"{effect_label(t.effect_name)} {fmt_num(t.effect_size, 3)}"})
     return capped(panels, DIST_CAP)
@@ -282,8 +282,11 @@ def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
     everything = audit.slices
     weak.update(s.name for s in everything if s.underperforming is True)
     gaps = {id(s): _gap(s, audit) for s in everything}
-    ordered = sorted(everything, key=lambda s: (s.name not in weak,
-                                                -(gaps[id(s)] if gaps[id(s)] is not None else -9.0)))
+
+    def order(s: SliceRecord) -> tuple[bool, float]:  # weak first, then by gap; unknown gaps last
+        gap = gaps[id(s)]
+        return s.name not in weak, -(gap if gap is not None else -9.0)
+    ordered = sorted(everything, key=order)
     shown, more = capped(ordered)
     overall_metric = audit.overall.metric if audit.overall else None
     min_rows = audit.parameters.min_slice_size
@@ -315,7 +318,7 @@ def slices(audit: AuditEvidence, weak_names: Sequence[str]) -> dict:
 
 
 def plan(p: NextRound | None) -> dict | None:
-    """The next-round plan section from the plan (``NextRoundPlan`` as a NextRound, or the stored ``next_round``)."""
+    """The next-round plan section from the AuditResult's ``next_round``."""
     if p is None:
         return None
     shown, more = capped([a for a in p.allocations if a.n_to_label > 0] or p.allocations)
@@ -330,10 +333,9 @@ def plan(p: NextRound | None) -> dict | None:
                          "share": fmt_share(a.production_share, MISSING),
                          "width": fmt_num(a.ci_width, missing=MISSING)} for a in shown],
         "more": more, "has_rows": bool(rows),
-        # the rows to label are open records (their tags depend on the plan's targets)
-        "rows": [{"rank": r.get("rank"), "id": shorten(r.get("id"), 60), "slice": r.get("slice"),
-                  "uncertainty": fmt_num(r.get("uncertainty"), 3, MISSING), "group": shorten(r.get("group") or "", 40),
-                  "tags": shorten(", ".join(str(t) for t in (r.get("tags") or []) if t != r.get("slice")), 160)}
+        "rows": [{"rank": r.rank, "id": shorten(r.id, 60), "slice": r.slice,
+                  "uncertainty": fmt_num(r.uncertainty, 3, MISSING), "group": shorten(r.group or "", 40),
+                  "tags": shorten(", ".join(str(t) for t in r.tags if t != r.slice), 160)}
                  for r in rows],
         "rows_more": rows_more,
     }

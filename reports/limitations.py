@@ -1,7 +1,7 @@
 """The limitation ranking and the verdict.
 
 ``rank_limitations`` reads an AuditResult dict (see ``reports/SCHEMA.md``) and returns ranked,
-evidenced :class:`Limitation` records. It never computes a test: a finding becomes a limitation
+evidenced :class:`LimitationRecord` records. It never computes a test: a finding becomes a limitation
 only when the detectors flagged it (``drifted``, ``underperforming``, ``changed``, ``is_shift``:
 reports never re-decide), except untested contexts (unevaluable by definition) and benchmark
 saturation. Severity is production prevalence × gap (see :mod:`reports.records`).
@@ -18,20 +18,20 @@ saturation. Severity is production prevalence × gap (see :mod:`reports.records`
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
+from typing import Any
 
 from reports.findings_data import data_findings
 from reports.findings_inputs import covariate_findings
 from reports.findings_labels import label_findings
 from reports.formatting import fmt_num, metric_label
 from reports.grouping import Relation, fold
-from reports.records import SEVERITY_ORDER, Limitation, RankingContext, SeverityPriors, claim_of, rank_order
-from reports.result import AuditEvidence, as_evidence
+from reports.records import SEVERITY_ORDER, RankingContext, SeverityPriors, claim_of, rank_order
+from reports.result import AuditEvidence, LimitationRecord, as_evidence
 
-__all__ = ["Limitation", "SeverityPriors", "rank_limitations", "candidate_findings", "verdict", "fails_gate",
+__all__ = ["SeverityPriors", "rank_limitations", "candidate_findings", "verdict", "fails_gate",
            "GATE_LEVELS", "claims", "undecided", "sample_size", "decided", "undecided_notes"]
 
 GATE_LEVELS = ("shift", "low", "medium", "high")
@@ -39,7 +39,7 @@ GATE_LEVELS = ("shift", "low", "medium", "high")
 
 
 def rank_limitations(audit: AuditEvidence | Mapping, *, saturation_threshold: float | None = None,
-                     alpha: float | None = None, priors: SeverityPriors | None = None) -> list[Limitation]:
+                     alpha: float | None = None, priors: SeverityPriors | None = None) -> list[LimitationRecord]:
     """Rank the audit's supported findings by severity score, highest first.
 
     Parameters
@@ -56,31 +56,31 @@ def rank_limitations(audit: AuditEvidence | Mapping, *, saturation_threshold: fl
 
     Returns
     -------
-    list of Limitation
+    list of LimitationRecord
         Ranks 1..n; ties in score are broken by kind (the order of ``KINDS``) and then by slice name.
     """
     found = _locate_overall_drop(candidate_findings(audit, saturation_threshold=saturation_threshold, alpha=alpha,
                                                     priors=priors))
     found.sort(key=rank_order)
-    return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
+    return [lim.replaced(rank=i) for i, lim in enumerate(found, start=1)]
 
 
 def candidate_findings(audit: AuditEvidence | Mapping, *, saturation_threshold: float | None = None,
-                       alpha: float | None = None, priors: SeverityPriors | None = None) -> list[Limitation]:
+                       alpha: float | None = None, priors: SeverityPriors | None = None) -> list[LimitationRecord]:
     """Every finding a test or interval decides, ranked, before any is folded into another: what the claim
     layer (``audit.claims``) groups and explains away with the rows at hand."""
     audit = as_evidence(audit)
     ctx = RankingContext.from_audit(audit, saturation_threshold=saturation_threshold, alpha=alpha, priors=priors)
     found = sorted((lim for lim in _findings(audit, ctx) if decided(lim)), key=rank_order)
-    return [dataclasses.replace(lim, rank=i) for i, lim in enumerate(found, start=1)]
+    return [lim.replaced(rank=i) for i, lim in enumerate(found, start=1)]
 
 
-def _findings(audit: AuditEvidence, ctx: RankingContext) -> list[Limitation]:
+def _findings(audit: AuditEvidence, ctx: RankingContext) -> list[LimitationRecord]:
     """Every finding the sections support: rows (slices, contexts, mix), inputs, labels."""
     return data_findings(audit, ctx) + covariate_findings(audit, ctx) + label_findings(audit, ctx)
 
 
-def decided(lim: Limitation) -> bool:
+def decided(lim: LimitationRecord) -> bool:
     """A claim needs a test or an interval behind it; a finding with neither is a note, not a limitation."""
     d = lim.decision
     return d is not None and bool(d.rule) and (bool(d.test) or d.interval is not None)
@@ -96,7 +96,7 @@ def undecided_notes(audit: AuditEvidence | Mapping, *, saturation_threshold: flo
             for lim in _findings(audit, ctx) if not decided(lim)]
 
 
-def _locate_overall_drop(found: list[Limitation]) -> list[Limitation]:
+def _locate_overall_drop(found: list[LimitationRecord]) -> list[LimitationRecord]:
     """An overall drop that the within-context test does not confirm lies in some population: when a
     population measured credibly below the benchmark exists (an untested context, a weak or dropped
     slice), the drop is folded into the largest one, which states the measured loss; otherwise it stays
@@ -115,18 +115,18 @@ def _locate_overall_drop(found: list[Limitation]) -> list[Limitation]:
                         note=f"{parent.title} is {share(parent):.0%} of production and measured below the benchmark")
     folded = fold(found, [relation])
     if parent.claim != "change":
-        folded = [dataclasses.replace(lim, claim="change") if lim.key == parent.key else lim for lim in folded]
+        folded = [lim.replaced(claim="change") if lim.key == parent.key else lim for lim in folded]
     return folded
 
 
-def claims(limitations: Sequence[Limitation]) -> tuple[list, list]:
+def claims(limitations: Sequence[LimitationRecord]) -> tuple[list, list]:
     """``(change claims, standing limitations)``, each in rank order."""
     ordered = sorted(limitations, key=lambda lim: lim.rank)
     return ([lim for lim in ordered if claim_of(lim) == "change"],
             [lim for lim in ordered if claim_of(lim) == "standing"])
 
 
-def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation]) -> dict:
+def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationRecord]) -> dict:
     """The one-sentence answer a newcomer reads first: ``{"shift_detected", "severity", "summary", "status",
     "reasons", "sample_size", "changes", "standing"}``.
 
@@ -149,7 +149,7 @@ def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation]) -
     # Severity describes what changed: a weakness the benchmark shows as well is the model card's
     # (``standing_severity``), so an audit where nothing changed never reads as a problem found.
     severity, standing_severity = worst(changes), worst(standing)
-    out = {"shift_detected": shift, "severity": severity, "standing_severity": standing_severity,
+    out: dict[str, Any] = {"shift_detected": shift, "severity": severity, "standing_severity": standing_severity,
            "status": status, "reasons": reasons,
            "sample_size": sample_size(audit) if status == "inconclusive" else None,
            "changes": [lim.key for lim in changes if getattr(lim, "key", None)],
@@ -185,7 +185,7 @@ def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation]) -
     return out
 
 
-def _standing_sentence(standing: Sequence[Limitation], *, outranks: bool = False) -> str:
+def _standing_sentence(standing: Sequence[LimitationRecord], *, outranks: bool = False) -> str:
     """The standing limitations after the changes; when the worst of them is more severe than every
     change, the sentence says so, so that an assumed change does not hide a measured weakness."""
     if not standing:
@@ -243,7 +243,7 @@ def sample_size(audit: AuditEvidence | Mapping, *, power: float = 0.8) -> dict |
             "n_needed_per_side": needed, "sentence": sentence}
 
 
-def fails_gate(result: Mapping, level: str) -> bool:
+def fails_gate(result: AuditEvidence | Mapping, level: str) -> bool:
     """Should a CI job fail on this AuditResult at ``level`` (``contextshift audit --fail-on``)?
 
     ``"shift"``: the verdict says a shift was detected. ``"low" | "medium" | "high"``: some change claim
@@ -257,8 +257,8 @@ def fails_gate(result: Mapping, level: str) -> bool:
     """
     if level not in GATE_LEVELS:
         raise ValueError(f"level must be one of {GATE_LEVELS}, got {level!r}.")
-    result = as_evidence(result)
+    evidence = as_evidence(result)
     if level == "shift":
-        return result.verdict is not None and result.verdict.shift_detected
+        return evidence.verdict is not None and evidence.verdict.shift_detected
     floor = SEVERITY_ORDER[level]
-    return any(SEVERITY_ORDER[lim.severity] >= floor for lim in result.limitations if claim_of(lim) == "change")
+    return any(SEVERITY_ORDER[lim.severity] >= floor for lim in evidence.limitations if claim_of(lim) == "change")

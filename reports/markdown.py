@@ -11,12 +11,12 @@ newlines are folded into spaces.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from reports.derived_note import derived_note
 from reports.formatting import fmt_decision, fmt_metric, fmt_n, fmt_value, metric_label, shorten
-from reports.limitations import Limitation, verdict
-from reports.reading import is_local, limitation_records, pack_title
+from reports.limitations import verdict
+from reports.reading import is_local, pack_title
 from reports.records import CORRECTION_LABELS, KIND_LABELS
 from reports.result import AuditEvidence, LimitationRecord, Verdict, as_evidence
 
@@ -78,20 +78,18 @@ def _item(lim: LimitationRecord) -> str:
     return f"{lim.rank}. **{lim.severity.capitalize()} — {kind.lower()}.** {md_escape(lim.statement)}{tail}"
 
 
-def render_markdown(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation | LimitationRecord] | None = None,
-                    *, heading_level: int = 2) -> str:
+def render_markdown(audit: AuditEvidence | Mapping, *, heading_level: int = 2) -> str:
     """The "Model limitations" section: verdict, ranked limitations with numbers and CIs, context.
 
-    ``audit`` is an AuditResult, AuditEvidence or its JSON; ``limitations`` (Limitation or stored
-    LimitationRecord) default to the AuditResult's own."""
+    ``audit`` is an AuditResult or its JSON (or evidence concluded by :func:`reports.conclude`),
+    rendered with its own limitations and verdict."""
     if not 1 <= heading_level <= 5:
         raise ValueError("heading_level must be between 1 and 5.")
     h = "#" * heading_level
     audit = as_evidence(audit)
-    ordered = limitation_records(audit, limitations)
-    # the AuditResult's own verdict when it is rendered as stored: computed once, by the pipeline
-    v = audit.verdict if limitations is None and audit.verdict is not None else Verdict.model_validate(
-        verdict(audit, ordered))
+    ordered = sorted(audit.limitations, key=lambda lim: lim.rank)
+    # the AuditResult's own verdict: computed once, where its limitations were
+    v = audit.verdict or Verdict.model_validate(verdict(audit, ordered))
     lines = [f"{h} Model limitations", "", _verdict_line(v), ""]
     changes = [lim for lim in ordered if lim.claim == "change"]
     standing = [lim for lim in ordered if lim.claim == "standing"]

@@ -58,7 +58,7 @@ def measured_overall(audit: AuditEvidence) -> MeasuredChange | None:
         return None
     b, p = overall.benchmark_value, overall.production_value
     (lb, ub), (lp, up) = overall.benchmark_ci, overall.production_ci
-    if None in (b, p, lb, ub, lp, up):
+    if b is None or p is None or lb is None or ub is None or lp is None or up is None:
         return None
     metric = overall.metric or "accuracy"
     # x is the side that is better when nothing changed: the benchmark for higher-is-better metrics

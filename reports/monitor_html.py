@@ -7,6 +7,7 @@ slice, feature and finding text) is escaped by the template; only the SVG drawn 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -96,7 +97,7 @@ def _standing(tested: list[Any]) -> list[dict[str, Any]]:
 
 
 def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget: dict[str, Any],
-                        deliveries: list[Any] = ()) -> str:
+                        deliveries: Sequence[Any] = ()) -> str:
     """The trend page of ``monitor`` over ``runs`` (oldest first) with its alert history."""
     tested = [r for r in runs if r.status == "succeeded" and r.summary]
     # one numbering for charts and table: a run's number among the tested runs (no-data and failed runs

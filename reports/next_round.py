@@ -38,55 +38,19 @@ Row choice and the diversity rule are documented in :mod:`reports.selection`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-from detectors.base import Result
 from reports.formatting import shorten
 from reports.plan_targets import Target, limitation_index, slice_targets, untested_targets
-from reports.records import Limitation, RankingContext
-from reports.result import AuditEvidence, as_evidence
-from reports.selection import DIVERSITY_RULE, LabelRequest, select_rows
+from reports.records import RankingContext
+from reports.result import Allocation, AuditEvidence, LimitationRecord, NextRound, as_evidence
+from reports.selection import DIVERSITY_RULE, select_rows
 
-__all__ = ["SliceAllocation", "LabelRequest", "NextRoundPlan", "plan_next_round", "PRODUCTION_SAMPLE"]
+__all__ = ["plan_next_round", "PRODUCTION_SAMPLE"]
 
 PRODUCTION_SAMPLE = "production sample"
 
 
-@dataclass(frozen=True)
-class SliceAllocation(Result):
-    """Labels planned for one slice or untested context."""
-
-    slice: str
-    kind: str  # "untested_context", "slice" or "production_sample"
-    definition: str | None
-    reason: str
-    n_benchmark: int | None
-    n_production: int | None
-    production_share: float | None
-    gap: float | None
-    ci_width: float | None
-    weight: float
-    n_to_label: int
-    n_selected: int = 0
-    key: str = ""  # the finding key this allocation answers (``Limitation.key``), for round plan coverage
-
-
-@dataclass(frozen=True)
-class NextRoundPlan(Result):
-    """A budgeted collection-and-labelling plan; ``rows`` is empty unless candidates were given."""
-
-    audit_id: str | None
-    budget: int
-    min_slice_size: int
-    allocations: tuple[SliceAllocation, ...]
-    rows: tuple[LabelRequest, ...]
-    n_allocated: int
-    n_unallocated: int
-    diversity_rule: str
-    notes: tuple[str, ...]
-
-
-def _sample_key(limitations: Sequence[Limitation]) -> str:
+def _sample_key(limitations: Sequence[LimitationRecord]) -> str:
     """The top limitation about no particular rows (a shift of all production), else "production_sample:all"."""
     lim = next((lim for lim in limitations if lim.slice is None and lim.kind != "benchmark_saturation"), None)
     return lim.key if lim is not None else "production_sample:all"
@@ -155,15 +119,15 @@ def _split_reason(t: Target, n: int, already: int, remaining: int, total_weight:
     return out
 
 
-def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limitation], *, budget: int,
-                    min_slice_size: int = 30, candidates=None) -> NextRoundPlan:
+def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationRecord], *, budget: int,
+                    min_slice_size: int = 30, candidates=None) -> NextRound:
     """Split ``budget`` labels across slices and choose production rows to label.
 
     Parameters
     ----------
     audit : AuditEvidence, AuditResult or its JSON
         The audit (``reports/SCHEMA.md``); JSON is validated first.
-    limitations : sequence of Limitation
+    limitations : sequence of LimitationRecord
         From :func:`reports.rank_limitations`; used to explain allocations.
     budget : int
         Number of rows that can be labelled in the next round (>= 0).
@@ -172,6 +136,11 @@ def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
     candidates : pandas.DataFrame of shape (n_rows, 2 + n_targets), optional
         Production rows: ``id``, ``uncertainty`` (higher = more uncertain), one boolean column per
         target name, optionally ``cluster`` or ``prediction`` for the diversity rule.
+
+    Returns
+    -------
+    NextRound
+        The plan as the AuditResult stores it (``next_round``); ``rows`` is empty unless candidates were given.
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ValueError(f"budget must be a non-negative integer, got {budget!r}.")
@@ -214,18 +183,17 @@ def plan_next_round(audit: AuditEvidence | Mapping, limitations: Sequence[Limita
                      "production rows.")
     chosen = (select_rows(candidates, [(t.name, counts[id(t)]) for t in ordered if counts[id(t)] > 0],
                           all_rows_target=PRODUCTION_SAMPLE) if candidates is not None else ())
-    selected = {}
+    selected: dict[str, int] = {}
     for row in chosen:
         selected[row.slice] = selected.get(row.slice, 0) + 1
-    allocations = tuple(
-        SliceAllocation(slice=t.name, kind=t.kind, definition=t.definition,
-                        reason="; ".join([t.reason, *why.get(id(t), [])]),
-                        n_benchmark=t.n_benchmark, n_production=t.n_production, production_share=t.share,
-                        gap=t.gap, ci_width=t.ci_width, weight=round(t.weight, 6), n_to_label=counts[id(t)],
-                        n_selected=selected.get(t.name, 0), key=t.key)
-        for t in ordered)
-    return NextRoundPlan(audit_id=audit.id or None, budget=budget, min_slice_size=min_slice_size,
-                         allocations=allocations, rows=tuple(chosen), n_allocated=allocated,
-                         n_unallocated=budget - allocated,
-                         diversity_rule=DIVERSITY_RULE if candidates is not None else "",
-                         notes=tuple(notes))
+    allocations = [
+        Allocation(slice=t.name, kind=t.kind, definition=t.definition,
+                   reason="; ".join([t.reason, *why.get(id(t), [])]),
+                   n_benchmark=t.n_benchmark, n_production=t.n_production, production_share=t.share,
+                   gap=t.gap, ci_width=t.ci_width, weight=round(t.weight, 6), n_to_label=counts[id(t)],
+                   n_selected=selected.get(t.name, 0), key=t.key)
+        for t in ordered]
+    return NextRound(audit_id=audit.id or None, budget=budget, min_slice_size=min_slice_size,
+                     allocations=allocations, rows=list(chosen), n_allocated=allocated,
+                     n_unallocated=budget - allocated,
+                     diversity_rule=DIVERSITY_RULE if candidates is not None else "", notes=notes)

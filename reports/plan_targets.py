@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from reports.findings_base import untested_name
 from reports.findings_data import slice_gap, slice_shares
 from reports.formatting import fmt_share, lower_is_better
-from reports.records import Limitation, RankingContext, finding_key
-from reports.result import AuditEvidence, SliceRecord
+from reports.records import RankingContext, finding_key
+from reports.result import AuditEvidence, LimitationRecord, SliceRecord
 from slicelang import equals
 
 __all__ = ["Target", "untested_targets", "slice_targets", "limitation_index", "UNKNOWN_CI_WIDTH"]
@@ -59,9 +59,9 @@ class Target:
         return self
 
 
-def limitation_index(limitations: Sequence[Limitation]) -> tuple[dict[str, Limitation], set[str]]:
+def limitation_index(limitations: Sequence[LimitationRecord]) -> tuple[dict[str, LimitationRecord], set[str]]:
     """Heads by slice name and by key, and the slice names folded into another limitation."""
-    heads: dict[str, Limitation] = {}
+    heads: dict[str, LimitationRecord] = {}
     for lim in limitations:
         heads.setdefault(lim.key, lim)
         if lim.slice is not None:
@@ -71,7 +71,7 @@ def limitation_index(limitations: Sequence[Limitation]) -> tuple[dict[str, Limit
     return heads, folded
 
 
-def _attach(t: Target, heads: dict[str, Limitation]) -> Target:
+def _attach(t: Target, heads: dict[str, LimitationRecord]) -> Target:
     lim = heads.get(t.name) or (heads.get(t.key) if t.key else None)
     if lim is not None:
         t.key, t.rank = lim.key, lim.rank
@@ -93,7 +93,7 @@ def _gap_claimed(s: SliceRecord, gap: float | None, ctx: RankingContext, is_limi
     return lo > 0 if lower_is_better(s.metric or ctx.metric) else hi < 0
 
 
-def slice_targets(audit: AuditEvidence, ctx: RankingContext, heads: dict[str, Limitation]) -> list[Target]:
+def slice_targets(audit: AuditEvidence, ctx: RankingContext, heads: dict[str, LimitationRecord]) -> list[Target]:
     """Every slice of the audit, weighted ``share × (gap + CI width / 2)`` when its gap is a claim, else 0."""
     targets = []
     for s in audit.slices:
@@ -105,7 +105,8 @@ def slice_targets(audit: AuditEvidence, ctx: RankingContext, heads: dict[str, Li
         lim = heads.get(name)
         is_claim = lim is not None and lim.kind in ("underperforming_slice", "concept_shift", "untested_context")
         claimed = _gap_claimed(s, gap, ctx, is_claim)
-        weight = (share or 0.0) * (gap + (UNKNOWN_CI_WIDTH if width is None else width) / 2) if claimed else 0.0
+        weight = ((share or 0.0) * (gap + (UNKNOWN_CI_WIDTH if width is None else width) / 2)
+                  if claimed and gap is not None else 0.0)
         reason = f"limitation #{lim.rank}; " if lim is not None else ""
         reason += f"{fmt_share(share)} of production" + (f", gap {gap:+.2f}" if gap is not None else "")
         if not claimed:
@@ -116,7 +117,7 @@ def slice_targets(audit: AuditEvidence, ctx: RankingContext, heads: dict[str, Li
 
 
 def untested_targets(audit: AuditEvidence, slices: list[Target], min_size: int,
-                     heads: dict[str, Limitation]) -> tuple[list[Target], list[str]]:
+                     heads: dict[str, LimitationRecord]) -> tuple[list[Target], list[str]]:
     """Untested contexts, plus slices with too few benchmark rows (the same target objects, so that
     such a slice can take more labels in the split), in rank order, then largest production share.
 

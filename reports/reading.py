@@ -1,20 +1,16 @@
 """Reading the AuditResult for the renderings (HTML, Markdown): the pack's title, whether the audit was
-stored, what the detectors recorded (not a section's default), and the limitations and plan in one
-typed shape whether freshly computed or stored."""
+stored, and what the detectors recorded (not a section's default)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
 
 from reports.formatting import capitalise
-from reports.next_round import NextRoundPlan
-from reports.records import Limitation
-from reports.result import AuditEvidence, LimitationRecord, NextRound
+from reports.result import AuditEvidence
 
-__all__ = ["pack_title", "is_local", "LOCAL_IDS", "recorded", "limitation_records", "next_round_record"]
+__all__ = ["pack_title", "is_local", "LOCAL_IDS", "recorded"]
 
 LOCAL_IDS = frozenset({"local", "unsaved", ""})  # audits run by the CLI are not stored: no id worth a title
 
@@ -26,24 +22,6 @@ def recorded(record: BaseModel, name: str | None = None) -> Any:
     if name is None:
         return bool(record.model_fields_set)
     return getattr(record, name) if name in record.model_fields_set else None
-
-
-def limitation_records(audit: AuditEvidence,
-                       limitations: Sequence[Limitation | LimitationRecord] | None) -> list[LimitationRecord]:
-    """The limitations to render, in rank order: as given (freshly ranked or stored), else the audit's own."""
-    if limitations is None:
-        items = list(audit.limitations)
-    else:
-        items = [lim if isinstance(lim, LimitationRecord) else LimitationRecord.model_validate(lim.to_dict())
-                 for lim in limitations]
-    return sorted(items, key=lambda lim: lim.rank)
-
-
-def next_round_record(audit: AuditEvidence, plan: NextRoundPlan | NextRound | None) -> NextRound | None:
-    """The next-round plan to render: as given (freshly planned or stored), else the audit's own."""
-    if plan is None:
-        return audit.next_round
-    return plan if isinstance(plan, NextRound) else NextRound.model_validate(plan.to_dict())
 
 
 def is_local(audit: AuditEvidence) -> bool:

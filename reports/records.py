@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from detectors.base import Result
 from domains import parse, to_text  # canonical text of the expression
 from reports.formatting import lower_is_better
 from reports.measured import measured_overall
-from reports.result import AuditEvidence, Decision, as_evidence
+from reports.result import AuditEvidence, Decision, LimitationRecord, as_evidence
+from reports.result.claims import Level
 
 __all__ = [
     "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
@@ -66,7 +66,7 @@ def claim_of(lim: Any) -> str:
     return "standing" if lim.claim == "standing" else "change"
 
 
-def rank_order(lim: "Limitation") -> tuple:
+def rank_order(lim: LimitationRecord) -> tuple:
     """Sort key of the ranking: change claims first, then standing limitations (model card), each by
     score (to 0.0001 of the metric), then by evidence (adjusted p-value), kind and name; a saturated
     benchmark is informational and always comes last. Scores that tie (a measured loss of 0 caps
@@ -87,7 +87,7 @@ def make_decision(statistic: str, value: float | None, *, rule: str, test: str |
                     interval=[lo, hi] if known else None, n=None if n is None else int(n), rule=rule)
 
 
-def severity_label(score: float) -> str:
+def severity_label(score: float) -> Level:
     if score >= HIGH_SCORE:
         return "high"
     return "medium" if score >= MEDIUM_SCORE else "low"
@@ -114,36 +114,8 @@ class SeverityPriors:
     saturation_score: float = 0.005
 
 
-@dataclass(frozen=True)
-class Limitation(Result):
-    """One ranked, evidenced statement of where the model should not be trusted.
-
-    ``severity`` is the label (low/medium/high) and ``score`` the number it comes from;
-    ``title`` is a short lower-case clause used in the verdict sentence and report headings.
-    """
-
-    rank: int
-    kind: str
-    slice: str | None
-    title: str
-    statement: str
-    score: float
-    severity: str
-    evidence: dict = field(default_factory=dict)
-    key: str = ""  # stable across audits: "<kind>:<canonical rows definition or subject>"
-    definition: str | None = None  # slice expression selecting exactly the production rows concerned
-    related: tuple = ()  # findings folded into this one (same or nested rows, or explained by them)
-    # "change": rests on a benchmark → production change test of the audit (monitors alert on it);
-    # "standing": a property the benchmark shows as well (model card only, never alerts or fails a gate)
-    claim: str = "change"
-    decision: Decision | None = None  # make_decision(): statistic, test or interval, rows and rule
-
-    def to_dict(self) -> dict[str, Any]:
-        data = super().to_dict()
-        data["decision"] = None if self.decision is None else self.decision.model_dump(mode="json")
-        order = ("rank", "key", "kind", "slice", "definition", "severity", "score", "claim", "decision", "title",
-                 "statement", "evidence", "related")
-        return {key: data[key] for key in order}
+# The claim layer's name for the one limitation type (the former builder dataclass): the same class.
+Limitation = LimitationRecord
 
 
 @dataclass(frozen=True)
@@ -158,7 +130,7 @@ class RankingContext:
     higher_is_better: bool
     overall_value: float | None
     overall_ci: Any
-    overall_n: float | None
+    overall_n: int | None
     overall_production_value: float | None
     measured: Any  # reports.measured.MeasuredChange of the overall metric, None without labelled production
     n_benchmark: float | None

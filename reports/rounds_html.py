@@ -58,8 +58,8 @@ def progress_svg(rounds: Sequence[Mapping[str, Any]], threshold: float | None = 
         parts.append(f'<text x="{x}" y="{H - 12}" font-size="11" text-anchor="middle" fill="#4b5563">'
                      f'{int(r["number"])}</text>')
     for li, (field, colour, dash, label) in enumerate(LINES):
-        points = [(i, r.get(field)) for i, r in enumerate(rounds)]
-        points = [(i, e) for i, e in points if isinstance(e, Mapping) and e.get("value") is not None]
+        values = [(i, r.get(field)) for i, r in enumerate(rounds)]
+        points = [(i, e) for i, e in values if isinstance(e, Mapping) and e.get("value") is not None]
         if not points:
             continue
         path = " ".join("{},{}".format(*_xy(i, n, float(e["value"]))) for i, e in points)
@@ -90,7 +90,7 @@ def coverage_grid(rounds: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             keys.setdefault(c["key"], c.get("slice") or c["key"])
     rows = []
     for key, name in list(keys.items())[:KEY_CAP]:
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for r in rounds:
             found = next((c for c in r.get("plan_coverage") or () if c["key"] == key), None)
             if found is None:

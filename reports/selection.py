@@ -8,13 +8,12 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from detectors.base import Result
+from reports.result import LabelRequest
 
 __all__ = ["LabelRequest", "select_rows", "DIVERSITY_RULE", "has_duplicates"]
 
@@ -26,19 +25,6 @@ DIVERSITY_RULE = (
     "predicted class. A row is labelled once: rows chosen for an earlier slice are skipped, and labels "
     "a slice cannot use go to the most uncertain remaining rows of any planned slice."
 )
-
-
-@dataclass(frozen=True)
-class LabelRequest(Result):
-    """One production row to label: why (``slice``), how uncertain, and every planned slice it is in."""
-
-    rank: int
-    id: Any
-    slice: str
-    uncertainty: float | None
-    group: str | None
-    tags: tuple[str, ...]
-    image: str | None = None  # the row's image (path or archive member) when the data came as images
 
 
 def _image(frame: pd.DataFrame, pos: int) -> str | None:
@@ -166,6 +152,6 @@ def select_rows(candidates: pd.DataFrame, quotas: list[tuple[str, int]], *,
         rows.append(LabelRequest(
             rank=rank, id=_plain(frame["id"].iat[pos]), slice=name, uncertainty=u if np.isfinite(u) else None,
             group=str(groups[pos]) if group_col else None,
-            tags=tuple(n for n in names if members[n][pos]),
+            tags=[n for n in names if members[n][pos]],
             image=_image(frame, pos)))
     return tuple(rows)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,7 @@ SKIN_CONTEXTS = ("skin_tone", "fitzpatrick", "skin_ita", "skin_ita_category", "s
 _NAME = re.compile(r"\b(" + "|".join(SKIN_CONTEXTS) + r")\b")
 
 
-def is_skin_tone_definition(definition: str | None) -> bool:
+def is_skin_tone_definition(definition: str | None) -> TypeGuard[str]:
     """Whether a slice definition selects rows by a skin-tone column."""
     return bool(definition) and bool(_NAME.search(definition or ""))
 

@@ -43,9 +43,9 @@ Reader = Callable[[int], "bytes | None"]
 def data_uri(encoded: bytes, side: int = SIDE) -> str | None:
     """``encoded`` (any image Pillow reads) as a ``side`` px JPEG data URI; ``None`` if unreadable."""
     try:
-        with Image.open(io.BytesIO(encoded)) as image:
-            image.draft("RGB", (side, side))  # JPEG: decode at the reduced size directly
-            image = image.convert("RGB")
+        with Image.open(io.BytesIO(encoded)) as opened:
+            opened.draft("RGB", (side, side))  # JPEG: decode at the reduced size directly
+            image = opened.convert("RGB")
             image.thumbnail((side, side))
             buf = io.BytesIO()
             image.save(buf, "JPEG", quality=_QUALITY)
@@ -88,7 +88,7 @@ def thumbnail_strips(limitations: Sequence[LimitationRecord], production: pd.Dat
     for lim in ranked:
         rng = np.random.default_rng([seed, lim.rank])
         uris = []
-        for row in _rows(lim.definition, production, rng):
+        for row in _rows(lim.definition or "", production, rng):  # every ranked one has a definition
             encoded = read(int(row))
             uri = data_uri(encoded) if encoded else None
             if uri is None:

@@ -139,15 +139,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
         prod, prod_roles = read_dataset(args.production, schema=schema, pack=pack, dialect=dialect,
                                         provenance=provenance[1])
         annotations = read_annotations(args.annotations)
+        # lazy: thumbnails (from the image cache the derivation filled) and skin-tone notes, as the API adds
+        from service.audits.report_thumbnails import images_for
+        from service.settings import Settings
+
         outcome = audit_frames(bench, prod, pack=pack, benchmark_roles=bench_roles, production_roles=prod_roles,
                                annotations=annotations, options=options, progress=progress,
                                names=(Path(args.benchmark).name, Path(args.production).name),
-                               provenance=provenance)
-        # lazy: thumbnails (from the image cache the derivation filled) and skin-tone notes, as the API adds
-        from service.audits.report_thumbnails import with_thumbnails
-        from service.settings import Settings
-
-        outcome = with_thumbnails(outcome, prod, Settings(), options=options, domain=pack.name)
+                               provenance=provenance,
+                               report_images=images_for(Settings(), options=options, domain=pack.name))
     except ServiceError as exc:
         progress.done()
         print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)

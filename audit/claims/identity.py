@@ -16,8 +16,6 @@ Before any cause is sought, findings that *are* the same fact are grouped:
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 
@@ -45,7 +43,7 @@ def one_per_key(found: list[Limitation]) -> list[Limitation]:
         head = out[first[lim.key]]
         extra = {"key": lim.key, "kind": lim.kind, "slice": lim.slice, "title": lim.title, "statement": lim.statement,
                  "score": lim.score, "reason": "same_rows", "note": "the same definition"}
-        out[first[lim.key]] = dataclasses.replace(head, related=head.related + (extra,) + tuple(lim.related))
+        out[first[lim.key]] = head.replaced(related=[*head.related, extra, *lim.related])
     return out
 
 

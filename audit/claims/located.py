@@ -22,7 +22,6 @@ every other claim.
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -196,10 +195,10 @@ def _as_concept(lim: Limitation, change: MetricChange, p_adj: float, n_family: i
         p_value_adjusted=p_adj, interval=[lo, hi], n=change.test.n_reference + change.test.n_current,
         rule=f"Bonferroni-adjusted p (over {n_family:,} tests) < α and drop ≥ the floor "
              f"{fmt_num(change.test.effect_floor)}")
-    return dataclasses.replace(lim, kind="concept_shift", key=finding_key("concept_shift", lim.definition, lim.slice),
-                               title=f"{metric_label(metric)} dropped on {name} in production", statement=statement,
-                               evidence=evidence, score=score, severity=severity_label(score), claim="change",
-                               decision=decision)
+    return lim.replaced(kind="concept_shift", key=finding_key("concept_shift", lim.definition, lim.slice),
+                        title=f"{metric_label(metric)} dropped on {name} in production", statement=statement,
+                        evidence=evidence, score=score, severity=severity_label(score), claim="change",
+                        decision=decision)
 
 
 LABEL_FLOOR = 0.05  # total variation of a class mix (the observed label test's floor)
@@ -286,7 +285,7 @@ def _drop_inside(data: ClaimData, name: str, definition: str, mb: np.ndarray, mp
     if drop is None:
         return None
     base = Limitation(rank=0, kind="underperforming_slice", slice=name, title=name, statement="", score=0.0,
-                      severity="low", definition=definition)
+                      severity="low", definition=definition, key="")  # its key is the concept shift's
     return _as_concept(base, drop.change, drop.p_adj, drop.n_tests, float(mp.mean()), drop.why)
 
 

@@ -25,6 +25,7 @@ from reports.result.base import Interval, Number
 from reports.result.claims import (
     Allocation,
     Decision,
+    LabelRequest,
     LimitationRecord,
     NextRound,
     Note,
@@ -66,5 +67,5 @@ __all__ = [
     "ObservedPerformance", "EstimateCheck", "ConceptSection", "LabelSection", "Annotator", "SourceDisagreement",
     "LabelQuality", "UntestedContextRecord", "EmbeddingRegion", "EmbeddingTest", "AttributionCell", "Attribution",
     "SemanticSection", "SliceRecord", "Discovery", "Decision", "LimitationRecord", "Verdict", "Allocation",
-    "NextRound", "Note", "Severity",
+    "LabelRequest", "NextRound", "Note", "Severity",
 ]

@@ -27,9 +27,9 @@ class DatasetRef(Record):
     n_rows: Optional[int] = None
     labelled: Optional[bool] = None
     n_labelled: Optional[int] = Field(
-        None, description="Production: rows carrying a label; the measured metrics use these rows.")
+        default=None, description="Production: rows carrying a label; the measured metrics use these rows.")
     derived_context: Optional[dict[str, Any]] = Field(
-        None, description="Contexts derived from the images: the extractor, its version and the columns.")
+        default=None, description="Contexts derived from the images: the extractor, its version and the columns.")
 
 
 class Overall(Record):

@@ -35,13 +35,19 @@ Number = Annotated[Optional[float], BeforeValidator(finite)]
 Interval = Optional[list[Number]]
 
 
-class Closed(BaseModel):
+class _Model(BaseModel):
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON values, as the AuditResult stores it (like a detector result's ``to_dict``)."""
+        return self.model_dump(mode="json")
+
+
+class Closed(_Model):
     """A record whose fields are all listed: anything else is refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Record(BaseModel):
+class Record(_Model):
     """A detector's record: the named fields are guaranteed, newer detectors may add more."""
 
     model_config = ConfigDict(extra="allow", frozen=True)

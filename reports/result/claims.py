@@ -2,16 +2,22 @@
 next round's labelling plan."""
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
+from detectors.base import to_jsonable
 from reports.result.base import Closed, Interval, Number, Record
 
-__all__ = ["Severity", "Decision", "LimitationRecord", "Verdict", "Allocation", "NextRound", "Note", "SignalCheck",
-           "ScenarioMatch"]
+__all__ = ["Severity", "LimitationKind", "Level", "Claim", "Decision", "LimitationRecord", "Verdict", "Allocation",
+           "LabelRequest", "NextRound", "Note",
+           "SignalCheck", "ScenarioMatch"]
 
 Severity = Literal["none", "low", "medium", "high"]
+Level = Literal["low", "medium", "high"]  # a limitation's severity
+Claim = Literal["change", "standing"]
+LimitationKind = Literal["underperforming_slice", "untested_context", "context_mix_shift", "covariate_shift",
+                         "label_shift", "concept_shift", "label_quality", "benchmark_saturation"]
 STANDING_KINDS = frozenset({"benchmark_saturation", "label_quality"})  # standing whatever the audit shows
 
 
@@ -27,28 +33,39 @@ class Decision(Closed):
     rule: str
 
 
+# what a finding's evidence holds is the JSON it is stored as: NaN as None, tuples and arrays as lists
+Plain = BeforeValidator(to_jsonable)
+
+
 class LimitationRecord(Closed):
-    """One fact about where the model should not be trusted; ``key`` is stable across audits."""
+    """One fact about where the model should not be trusted; ``key`` is stable across audits.
+
+    The one limitation type: the ranking builds it, the claim layer groups and re-tests it, the
+    AuditResult stores it and the renderings read it. ``severity`` is the label of ``score``
+    (expected loss of the overall production metric); ``title`` is a short lower-case clause used
+    in the verdict sentence and report headings. Change it with :meth:`replaced`, which validates.
+    """
 
     rank: int
     key: str = Field(description='"<kind>:<canonical rows definition or subject>", the same across audits '
                                  "for the same kind of finding about the same rows")
-    kind: Literal["underperforming_slice", "untested_context", "context_mix_shift", "covariate_shift",
-                  "label_shift", "concept_shift", "label_quality", "benchmark_saturation"]
+    kind: LimitationKind
     slice: Optional[str] = None
-    definition: Optional[str] = Field(None, description="Slice expression selecting the production rows concerned.")
-    severity: Literal["low", "medium", "high"]
+    definition: Optional[str] = Field(default=None,
+                                      description="Slice expression selecting the production rows concerned.")
+    severity: Level
     score: float = Field(description="Expected loss of the overall production metric, in metric units.")
     title: str
     statement: str
-    evidence: dict[str, Any] = Field(default_factory=dict)
-    related: list[dict[str, Any]] = Field(
+    evidence: Annotated[dict[str, Any], Plain] = Field(default_factory=dict)
+    related: Annotated[list[dict[str, Any]], Plain] = Field(
         default_factory=list, description="Findings folded into this one: same or nested rows, or explained by them.")
-    claim: Literal["change", "standing"] = Field(
-        "change", description='"change": rests on a benchmark → production change test of this audit (monitors '
+    claim: Claim = Field(
+        default="change", description='"change": rests on a benchmark → production change test of this audit (monitors '
                               'alert on it, --fail-on counts it); "standing": a property the benchmark shows as well '
                               "(a slice weak on the benchmark too, a saturated benchmark, label quality).")
-    decision: Optional[Decision] = Field(None, description="The statistic, test or interval and rule behind the claim.")
+    decision: Optional[Decision] = Field(default=None,
+                                         description="The statistic, test or interval and rule behind the claim.")
 
     @model_validator(mode="before")
     @classmethod
@@ -57,6 +74,10 @@ class LimitationRecord(Closed):
         if isinstance(data, dict) and "claim" not in data:
             data = {**data, "claim": "standing" if data.get("kind") in STANDING_KINDS else "change"}
         return data
+
+    def replaced(self, **changes: Any) -> "LimitationRecord":
+        """A validated copy with ``changes`` (``dataclasses.replace`` for this record)."""
+        return type(self).model_validate({**dict(self), **changes})
 
 
 class Verdict(Closed):
@@ -92,12 +113,27 @@ class Allocation(Record):
     key: str = ""
 
 
+class LabelRequest(Record):
+    """One production row to label: why (``slice``), how uncertain, and every planned slice it is in."""
+
+    rank: int
+    id: Any
+    slice: str
+    uncertainty: Number = None
+    group: Optional[str] = None
+    tags: list[str] = Field(default_factory=list)
+    image: Optional[str] = Field(None, description="The row's image (path or archive member) when the data came "
+                                                   "as images.")
+
+
 class NextRound(Record):
+    """The next benchmark round (what ``reports.plan_next_round`` returns): the budget split, and the rows to label."""
+
     audit_id: Optional[str] = None
     budget: int
     min_slice_size: int
     allocations: list[Allocation] = Field(default_factory=list)
-    rows: list[dict[str, Any]] = Field(default_factory=list)
+    rows: list[LabelRequest] = Field(default_factory=list)
     n_allocated: int = 0
     n_unallocated: int = 0
     diversity_rule: str = ""

@@ -104,13 +104,15 @@ def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any
                  names: tuple[str, str] = ("benchmark", "production"),
                  annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
                  reference_cache: Any = None,
-                 provenance: tuple[dict[str, Any], dict[str, Any]] = ({}, {})) -> Any:
+                 provenance: tuple[dict[str, Any], dict[str, Any]] = ({}, {}),
+                 report_images: Any = None) -> Any:
     """One in-memory audit; ``reference_cache`` (a ``ReferenceCache``) keeps the benchmark-side fits;
-    ``provenance``: each side's :func:`read_dataset` provenance (image-derived contexts)."""
+    ``provenance``: each side's :func:`read_dataset` provenance (image-derived contexts);
+    ``report_images``: what the images add to the report (:func:`service.audits.report_thumbnails.images_for`)."""
     audit_input = AuditInput(audit_id="local", benchmark=benchmark, production=production,
                              benchmark_roles=benchmark_roles, production_roles=production_roles,
                              benchmark_ref={"id": names[0], "name": names[0], **provenance[0]},
                              production_ref={"id": names[1], "name": names[1], **provenance[1]}, pack=pack,
                              options=AuditOptions(**(options or {})).model_dump(), annotations=annotations,
-                             reference_cache=reference_cache)
+                             reference_cache=reference_cache, report_images=report_images)
     return run_audit(audit_input, progress=progress or (lambda p, s: None))

@@ -1,49 +1,40 @@
-"""The audit report re-rendered with what the images add: thumbnails of production rows, when the
-audit asked for them, and beside every skin-tone finding the images' brightness and cast.
+"""What the images add to an audit's report, from the service's image cache: thumbnails of production
+rows, when the audit asked for them, and beside every skin-tone finding the images' brightness and cast.
 
-The pipeline renders the report from the AuditResult; this adds, for an audit with
-``report_thumbnails``, the thumbnails :mod:`reports.thumbnails` picks, read from the image cache
-through each production row's ``image_sha256`` (:mod:`service.datasets.images.cache`). A production table
-without image hashes (not an image upload) gets a note instead. Whatever the options, a limitation
-whose rows are chosen by skin tone gets :mod:`reports.skin_context`'s note when the production rows
-carry the image-derived columns.
+The pipeline calls the function :func:`images_for` returns with the AuditResult and the production rows
+before it renders the report, which is rendered once, with them (:func:`reports.report_images.report_images`
+decides what to show). The thumbnails are read from the image cache through each production row's
+``image_sha256`` (:mod:`service.datasets.images.cache`); a production table without image hashes (not
+an image upload) gets a note instead.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from reports.result import as_result
-from reports.skin_context import skin_tone_notes
-from reports.thumbnails import thumbnail_strips
+from reports.report_images import ReportImages, report_images
+from reports.result import AuditResult
 from service.datasets.images.cache import read_thumbnail
 from service.datasets.images.derive import HASH_COLUMN
 
-__all__ = ["with_thumbnails"]
+__all__ = ["images_for", "ImagesFor"]
+
+ImagesFor = Callable[[AuditResult, pd.DataFrame], "ReportImages | None"]
 
 
-def with_thumbnails(outcome: Any, production: pd.DataFrame, settings: Any, *, options: dict, domain: str) -> Any:
-    """``outcome`` with its HTML re-rendered with thumbnails and skin-tone notes (unchanged when
-    neither applies)."""
-    asked = bool(options.get("report_thumbnails"))
-    if not asked and "img_brightness" not in production.columns:
-        return outcome
-    result = as_result(outcome.result)  # validated once, for the thumbnails' picks and the rendering
-    notes = skin_tone_notes(result.limitations, production)
-    if not asked and not notes:
-        return outcome
-    from reports import render_html  # lazy: SciPy (~1.2 s); the audit worker imports this module at API start-up
+def images_for(settings: Any, *, options: Mapping[str, Any], domain: str) -> ImagesFor:
+    """What the images add to the report of an audit with these ``options`` under the pack ``domain``:
+    a function of the AuditResult and the production rows (``None`` when they add nothing)."""
+    def images(result: AuditResult, production: pd.DataFrame) -> ReportImages | None:
+        read = None
+        if HASH_COLUMN in production.columns:
+            hashes = production[HASH_COLUMN].to_numpy()
 
-    if not asked:
-        return replace(outcome, html=render_html(result, image_notes=notes))
-    if HASH_COLUMN in production.columns:
-        hashes = production[HASH_COLUMN].to_numpy()
-        strips, note = thumbnail_strips(result.limitations, production,
-                                        lambda i: read_thumbnail(settings, hashes[i]),
-                                        seed=int(options.get("seed") or 0), domain=domain,
-                                        medical_ok=bool(options.get("report_thumbnails_medical")))
-    else:
-        strips, note = {}, "Thumbnails were asked for, but the production data was not uploaded with its images."
-    return replace(outcome, html=render_html(result, thumbnails=strips, thumbnail_note=note, image_notes=notes))
+            def read(i: int) -> bytes | None:
+                return read_thumbnail(settings, hashes[i])
+        return report_images(result.limitations, production, read, thumbnails=bool(options.get("report_thumbnails")),
+                             seed=int(options.get("seed") or 0), domain=domain,
+                             medical_ok=bool(options.get("report_thumbnails_medical")))
+    return images

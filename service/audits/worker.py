@@ -13,7 +13,7 @@ from typing import Any
 
 from service.audits.engine.datasets import ParquetDataset
 from service.audits.engine.images import has_images, image_side
-from service.audits.report_thumbnails import with_thumbnails
+from service.audits.report_thumbnails import images_for
 from service.datasets.images.derive import HASH_COLUMN
 from service.datasets.images.origins import derived_ref
 from service.errors import InvalidRequest, ServiceError
@@ -93,9 +93,9 @@ class AuditWorker:
             production_ref={"id": prod_row.id, "name": prod_row.name, **derived_ref(prod_row.validation)},
             pack=pack,
             options=options, annotations=self._annotations(row.options.get("annotations")),
-            reference_cache=runtime.reference_cache(), benchmark_digest=bench_row.sha256)
+            reference_cache=runtime.reference_cache(), benchmark_digest=bench_row.sha256,
+            report_images=images_for(runtime.settings, options=options, domain=pack.name))
         outcome = run_audit(audit_input, progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
-        outcome = with_thumbnails(outcome, production, runtime.settings, options=options, domain=pack.name)
         self._store(audit_id, outcome)
 
     def _on_dask(self, audit_id: str, bench_row, prod_row, pack, options: dict, contexts: list[str], annotations):
@@ -119,15 +119,12 @@ class AuditWorker:
             sources = [ParquetDataset.from_files(s.files, name=r.name) for s, r in zip(sides, (bench_row, prod_row))]
             sources = [replace(d, fingerprint=s.fingerprint) if s.fingerprint else d for d, s in zip(sources, sides)]
             images = {w: s.images for w, s in zip(("benchmark", "production"), sides) if s.images is not None}
-
-            def finish(outcome, production_sample):  # thumbnails of the sampled production rows
-                return with_thumbnails(outcome, production_sample, runtime.settings, options=options,
-                                       domain=pack.name)
             return audit_parquet(
                 sources[0], sources[1], pack=pack, options=options, audit_id=audit_id,
                 benchmark_roles=dict(sides[0].roles), production_roles=dict(sides[1].roles),
                 refs=(dict(sides[0].ref), dict(sides[1].ref)), client=client, annotations=annotations,
-                cache=runtime.reference_cache(), keep=(HASH_COLUMN,), finish=finish,
+                cache=runtime.reference_cache(), keep=(HASH_COLUMN,),
+                report_images=images_for(runtime.settings, options=options, domain=pack.name),
                 notes={"images": images} if images else None,
                 progress=lambda p, stage: runtime.audits.set_progress(audit_id, p, stage))
         finally:

@@ -76,7 +76,7 @@ def test_functions_are_keyword_only_after_the_data():
     for fn in (attribute_performance, discover_weak_slices):
         params = inspect.signature(fn).parameters.values()
         data = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
-        assert all(p.default is inspect.Parameter.empty or p.name == "production_values" for p in data)
+        assert all(p.default is inspect.Parameter.empty or p.name == "current_values" for p in data)
 
 
 def test_exports_are_registered_explicitly():

@@ -95,6 +95,6 @@ def test_invalid_parameters_are_named(kwargs):
 def test_invalid_inputs():
     with pytest.raises(DetectorInputError, match="p_values"):
         lord_plus_plus([1.5])
-    with pytest.raises(DetectorInputError, match="k <= n"):
+    with pytest.raises(DetectorInputError, match=r"k1 must be a finite number in \[0, 4\], got 5"):
         proportion_gain(5, 4, 1, 2)
     assert lord_plus_plus([None, 0.0]).rejected == (False, True)

@@ -20,7 +20,7 @@ def data(seed=0, n=6000):
 def test_weak_only_because_of_a_child_is_dropped():
     frame, errors = data()
     found = discover_weak_slices(frame, errors, min_support=100)
-    kept = prune_discoveries(found, benchmark=frame, frame=frame, errors=errors, reported=[], min_slice_size=100)
+    kept = prune_discoveries(found, reference=frame, frame=frame, errors=errors, reported=[], min_slice_size=100)
     names = [k.definition for k in kept]
     assert any("site" in n and "age_group" in n for n in names)
     assert 'site == "c"' not in names  # weak only because of its old-age part
@@ -29,19 +29,19 @@ def test_weak_only_because_of_a_child_is_dropped():
 def test_slice_covered_by_a_reported_one_and_rare_benchmark_values_are_dropped():
     frame, errors = data(1)
     found = discover_weak_slices(frame, errors, min_support=100)
-    everything = prune_discoveries(found, benchmark=frame, frame=frame, errors=errors, reported=[], min_slice_size=100)
+    everything = prune_discoveries(found, reference=frame, frame=frame, errors=errors, reported=[], min_slice_size=100)
     assert everything
     first = everything[0].mask(frame)
     # the same rows already reported (an expert slice): no news
-    again = prune_discoveries(found, benchmark=frame, frame=frame, errors=errors, reported=[first],
+    again = prune_discoveries(found, reference=frame, frame=frame, errors=errors, reported=[first],
                               min_slice_size=100)
     assert all(not np.array_equal(k.mask(frame), first) for k in again)
     # inside all rows but credibly worse than them: kept
-    kept = prune_discoveries(found, benchmark=frame, frame=frame, errors=errors,
+    kept = prune_discoveries(found, reference=frame, frame=frame, errors=errors,
                              reported=[np.ones(len(frame), bool)], min_slice_size=100)
     assert [k.definition for k in kept] == [k.definition for k in everything]
     # the benchmark lacks every value: nothing can be evaluated there
     tiny = frame.iloc[:50]
-    assert prune_discoveries(found, benchmark=tiny, frame=frame, errors=errors, reported=[], min_slice_size=100) == []
-    assert len(prune_discoveries(found, benchmark=frame, frame=frame, errors=errors, reported=[],
+    assert prune_discoveries(found, reference=tiny, frame=frame, errors=errors, reported=[], min_slice_size=100) == []
+    assert len(prune_discoveries(found, reference=frame, frame=frame, errors=errors, reported=[],
                                  min_slice_size=100, limit=1)) <= 1

@@ -107,7 +107,7 @@ def test_covariate_shift_through_confidence_bins_is_not_a_change():
             y = (rng.random(3000) < p).astype(int)
             out.append((y, (p >= 0.5).astype(int), np.maximum(p, 1 - p)))
         (yb, pb, cb), (yp, pp, cp) = out
-        strata = make_strata(confidence_benchmark=cb, confidence_production=cp, n_confidence_bins=10)
+        strata = make_strata(confidence_reference=cb, confidence_current=cp, n_confidence_bins=10)
         _, test = within_context_change(yb, pb, yp, pp, strata, metric="accuracy")
         fired += test.drifted
     assert fired <= 1
@@ -116,7 +116,7 @@ def test_covariate_shift_through_confidence_bins_is_not_a_change():
 def test_insufficient_rows_and_metrics_and_ranking():
     rng = np.random.default_rng(1)
     y = rng.integers(0, 2, 20)
-    strata = make_strata(n_benchmark=20, n_production=20)
+    strata = make_strata(n_reference=20, n_current=20)
     change, test = within_context_change(y, y, y, y, strata)
     assert change is None and test.status == "insufficient_data" and not test.drifted
     fb, yb, pb = categorical(rng, 2000, 0.2)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import plan_next_round, rank_limitations, render_html
+from reports import conclude, plan_next_round, rank_limitations, render_html
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -45,7 +45,8 @@ def _open(browser, html: str, path: Path):
 
 def _report(audit, budget=300):
     limitations = rank_limitations(audit)
-    return render_html(audit, limitations, plan_next_round(audit, limitations, budget=budget, min_slice_size=30))
+    return render_html(conclude(audit, limitations, plan_next_round(audit, limitations, budget=budget,
+                                                                       min_slice_size=30)))
 
 
 def test_report_loads_offline_without_errors(browser, audit, tmp_path):

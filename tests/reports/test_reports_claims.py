@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reports import rank_limitations, render_html, verdict
+from reports import conclude, rank_limitations, render_html, verdict
 from reports.findings_base import make_limitation
 from reports.findings_inputs import _feature_phrase
 from reports.limitations import decided, sample_size, undecided_notes
@@ -85,7 +85,7 @@ def test_a_standing_only_audit_does_not_say_do_not_rely(audit):
 
 
 def test_the_html_groups_standing_limitations_after_the_changes(audit):
-    html = render_html(audit, rank_limitations(audit))
+    html = render_html(conclude(audit, rank_limitations(audit)))
     assert html.index('id="limitations"') < html.index('id="standing"') < html.index('id="covariate"')
     assert "Decided by:" in html and "Standing limitations (model card)" in html
 

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from reports import AuditResult, Limitation, rank_limitations, verdict
+import reports
+from reports import AuditResult, LimitationRecord, rank_limitations, verdict
 from reports.records import SEVERITY_ORDER
 from tests.reports.test_reports_limitations import _by_kind, _pct
 
@@ -21,8 +22,9 @@ def test_to_dict_is_json_ready_and_has_spec_keys(audit):
     audit["slices"][0]["benchmark_ci"] = [0.52, float("nan")]
     for lim in rank_limitations(audit):
         d = lim.to_dict()
-        assert list(d) == ["rank", "key", "kind", "slice", "definition", "severity", "score", "claim", "decision",
-                           "title", "statement", "evidence", "related"]
+        # the order the AuditResult stores them in
+        assert list(d) == ["rank", "key", "kind", "slice", "definition", "severity", "score", "title", "statement",
+                           "evidence", "related", "claim", "decision"]
         assert d["claim"] in ("change", "standing") and d["decision"]["rule"]
         assert d["key"].startswith(d["kind"] + ":")
         json.dumps(d, allow_nan=False)
@@ -31,9 +33,18 @@ def test_to_dict_is_json_ready_and_has_spec_keys(audit):
 
 def test_limitations_are_frozen(audit):
     lim = rank_limitations(audit)[0]
-    assert isinstance(lim, Limitation)
-    with pytest.raises(AttributeError):
+    assert isinstance(lim, LimitationRecord)
+    with pytest.raises(ValueError):  # frozen
         lim.rank = 5
+
+
+def test_one_limitation_type_from_ranking_to_storage(audit):
+    """What the ranking builds is what the AuditResult stores: the same record, unchanged by storing."""
+    ranked = rank_limitations(audit)
+    stored = AuditResult.model_validate_json(json.dumps({**audit, "limitations": [lim.to_dict() for lim in ranked]}))
+    assert stored.limitations == ranked
+    with pytest.warns(DeprecationWarning, match="LimitationRecord"):
+        assert reports.Limitation is LimitationRecord
 
 
 def test_verdict_names_the_top_limitation(audit):
@@ -58,8 +69,8 @@ def test_verdict_names_the_top_limitation(audit):
 def test_severity_describes_changes_only():
     """Null audits on real tables read "high" severity because standing weak slices (as weak on
     the benchmark) were counted: the verdict's severity is the changes', the standing one apart."""
-    standing = Limitation(rank=1, kind="underperforming_slice", slice="x", severity="high", score=0.1,
-                          title="weak on x", statement="", claim="standing")
+    standing = LimitationRecord(rank=1, key="underperforming_slice:x", kind="underperforming_slice", slice="x",
+                                severity="high", score=0.1, title="weak on x", statement="", claim="standing")
     v = verdict({"covariate": {"features": [{"name": "x", "status": "ok", "p_value": 0.5}]}}, [standing])
     assert (v["severity"], v["standing_severity"], v["status"]) == ("none", "high", "no_shift")
     assert "More severe" not in v["summary"] and "weak on x" in v["summary"]

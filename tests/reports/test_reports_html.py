@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 import pytest
 
 from domains import PLANTED
-from reports import plan_next_round, rank_limitations, render_html
+from reports import conclude, plan_next_round, rank_limitations, render_html
 
 ONE_MB = 1_000_000
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -52,7 +52,8 @@ def _parse(html: str) -> _Collector:
 
 def _render(audit, budget=200):
     limitations = rank_limitations(audit)
-    return render_html(audit, limitations, plan_next_round(audit, limitations, budget=budget, min_slice_size=30))
+    return render_html(conclude(audit, limitations, plan_next_round(audit, limitations, budget=budget,
+                                                                       min_slice_size=30)))
 
 
 def assert_self_contained(html: str, *, trusted_text: bool = True) -> None:
@@ -100,7 +101,7 @@ def test_first_screen_answers_can_i_trust_the_model(audit):
     from reports import verdict
 
     limitations = rank_limitations(audit)
-    html = render_html(audit, limitations, plan_next_round(audit, limitations, budget=200, min_slice_size=30))
+    html = render_html(conclude(audit, limitations, plan_next_round(audit, limitations, budget=200, min_slice_size=30)))
     head = _text(html[: html.index('id="covariate"')])
     v = verdict(audit, limitations)
     lead = v["summary"].split(":")[0]  # the verdict's lead; the top limitation follows in full
@@ -119,7 +120,7 @@ def test_first_screen_answers_can_i_trust_the_model(audit):
 
 def test_every_limitation_statement_is_in_the_report(audit):
     limitations = rank_limitations(audit)
-    text = " ".join(" ".join(_parse(render_html(audit, limitations)).text).split())
+    text = " ".join(" ".join(_parse(render_html(conclude(audit, limitations))).text).split())
     for lim in limitations:
         assert lim.statement in text
 
@@ -155,7 +156,7 @@ def test_huge_strings_are_shortened(audit):
 @pytest.mark.parametrize("audit_dict", [{}, {"status": "failed", "id": "a1"},
                                         {"slices": [{"name": "only name"}], "label": {"is_shift": False}}])
 def test_sparse_audits_still_render(audit_dict):
-    html = render_html(audit_dict, rank_limitations(audit_dict))
+    html = render_html(conclude(audit_dict, rank_limitations(audit_dict)))
     parsed = _parse(html)
     # nothing was tested: the report says it cannot tell, never the all-clear
     assert not parsed.errors and "Nothing could be claimed" in html and 'id="next-round"' not in html
@@ -197,7 +198,7 @@ def _text(html: str) -> str:
 
 def test_renders_from_the_audit_json_alone(audit):
     stored, limitations, plan = _stored(audit)
-    assert render_html(stored) == render_html(audit, limitations, plan)
+    assert render_html(stored) == render_html(conclude(audit, limitations, plan))
 
 
 def test_top_limitation_is_stated_once_right_after_the_verdict(audit):
@@ -213,17 +214,17 @@ def test_top_limitation_is_stated_once_right_after_the_verdict(audit):
 
 
 def test_title_uses_the_pack_title_and_file_names_not_the_local_id(audit):
-    given = re.search(r"<title>(.*?)</title>", render_html(audit, [])).group(1)
+    given = re.search(r"<title>(.*?)</title>", render_html(conclude(audit, []))).group(1)
     assert given.startswith(audit["title"])  # the pipeline's own title comes first
     del audit["title"], audit["domain_title"]  # without them: the pack's title and the file names
     audit.update(id="local", domain="medical")
     audit["benchmark"]["name"], audit["production"]["name"] = "bench_2024.csv", "prod_2025.parquet"
-    html = render_html(audit, rank_limitations(audit))
+    html = render_html(conclude(audit, rank_limitations(audit)))
     title = re.search(r"<title>(.*?)</title>", html).group(1)
     assert "Dermatology" in title and "bench_2024.csv" in title and "prod_2025.parquet" in title
     assert "Audit local" not in html and "local" not in title.lower()
     audit["domain_title"] = "Crash fatality (NASS CDS occupants)"
-    assert "Crash fatality (NASS CDS occupants)" in render_html(audit, [])
+    assert "Crash fatality (NASS CDS occupants)" in render_html(conclude(audit, []))
 
 
 def test_numbers_are_formatted_sanely(audit):
@@ -240,7 +241,7 @@ def test_numbers_are_formatted_sanely(audit):
 
 def test_timings_are_the_json_timings(audit):
     audit["timings"] = {"covariate_s": 0.476, "label_s": 0.2, "report_s": 1.115, "total_s": 3.004}
-    html = render_html(audit, [])
+    html = render_html(conclude(audit, []))
     block = html[html.index('id="timings"'):]
     block = block[: block.index("</dl>")]
     pairs = re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", block)
@@ -249,18 +250,18 @@ def test_timings_are_the_json_timings(audit):
 
 def test_severity_priors_described_are_the_ones_recorded(audit):
     audit["parameters"]["severity_priors"] = {"untested_gap": 0.2, "shift_gap": 0.07, "label_shift_gap": 0.3}
-    text = _text(render_html(audit, []))
+    text = _text(render_html(conclude(audit, [])))
     assert "assumed a gap of 0.2 for an untested context, 0.07 × effect size" in text and "0.3 ×" in text
     assert "default assumptions" not in text
     del audit["parameters"]["severity_priors"]
-    assert "default assumptions" in _text(render_html(audit, []))
+    assert "default assumptions" in _text(render_html(conclude(audit, [])))
 
 
 def test_observed_class_shares_sit_beside_the_estimates(audit):
-    assert "Production (observed)" not in render_html(audit, [])
+    assert "Production (observed)" not in render_html(conclude(audit, []))
     estimate = audit["label"]["production_prior_estimate"]["malignant"]
     audit["label"]["observed_prior"] = {"benign": 0.741, "malignant": 0.259}
-    html = render_html(audit, [])
+    html = render_html(conclude(audit, []))
     assert "Production (observed)" in html
     row = re.search(r"<td class=\"name\">malignant</td>(.*?)</tr>", html).group(1)
     pct = [f"{100 * estimate[k]:.0f} %" for k in ("estimate", "ci_low", "ci_high")]
@@ -280,13 +281,13 @@ def _with_distributions(audit, n_drifted=None):
 def test_a_histogram_for_each_drifted_feature(audit):
     _with_distributions(audit)
     drifted = [f["name"] for f in audit["covariate"]["features"] if f.get("drifted") is True]
-    html = render_html(audit, [])
+    html = render_html(conclude(audit, []))
     section = html[html.index('id="covariate"'):html.index('id="label"')]
     assert drifted and section.count('<figure class="panel">') == len(drifted)
     for name in drifted:
         assert f"<strong>{name}</strong>" in section
     del audit["covariate"]["distributions"]
-    assert '<figure class="panel">' not in render_html(audit, [])  # the field is optional
+    assert '<figure class="panel">' not in render_html(conclude(audit, []))  # the field is optional
 
 
 def test_wide_audit_with_distributions_stays_under_one_megabyte(huge_audit, copy_of):
@@ -301,7 +302,7 @@ def test_wide_audit_with_distributions_stays_under_one_megabyte(huge_audit, copy
 
 def test_companion_note_does_not_claim_network_loading(audit):
     audit["parameters"]["evidently_companion"] = True
-    text = _text(render_html(audit, []))
+    text = _text(render_html(conclude(audit, [])))
     assert "report.evidently" in text and "loads nothing from the network" in text
     assert "loads scripts from the network" not in text
 
@@ -315,7 +316,7 @@ def test_a_standing_weakness_more_severe_than_every_change_is_named_in_the_banne
     worst = max(standing, key=lambda lim: ("low", "medium", "high").index(lim.severity))
     assert ("low", "medium", "high").index(worst.severity) > max(("low", "medium", "high").index(c.severity)
                                                                   for c in changes)
-    html = render_html(audit, limitations, plan_next_round(audit, limitations, budget=100, min_slice_size=30))
+    html = render_html(conclude(audit, limitations, plan_next_round(audit, limitations, budget=100, min_slice_size=30)))
     banner = html[html.index('id="verdict"'):html.index('class="figures"')]
     assert "More severe than any change, though not new" in banner
     assert worst.title.replace("&", "&amp;")[:40].lower() in re.sub(r"\s+", " ", banner).lower()

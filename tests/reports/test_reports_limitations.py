@@ -146,11 +146,11 @@ def test_context_tests_fold_into_the_limitation_they_explain(audit):
     mix = {lim.evidence["name"] for lim in _by_kind(ranked, "context_mix_shift")}
     assert {weak_column, PLANTED_SHIFT.weak_slice, PLANTED_SHIFT.untested_column}.isdisjoint(mix)
     weak = next(lim for lim in ranked if lim.kind == "underperforming_slice" and lim.slice == PLANTED_SHIFT.weak_slice)
-    assert weak.evidence["context_tests"] == (weak_column, PLANTED_SHIFT.weak_slice)
+    assert weak.evidence["context_tests"] == [weak_column, PLANTED_SHIFT.weak_slice]  # as stored
     assert f"The mix of {weak_column} changed significantly" in weak.statement
     untested = next(lim for lim in ranked if lim.kind == "untested_context"
                     and lim.evidence["column"] == PLANTED_SHIFT.untested_column)
-    assert untested.evidence["context_tests"] == (PLANTED_SHIFT.untested_column,)
+    assert untested.evidence["context_tests"] == [PLANTED_SHIFT.untested_column]
 
 
 def test_untested_contexts_are_limitations_without_any_test():

@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from domains import PLANTED
-from reports import NextRoundPlan, plan_next_round, rank_limitations, to_csv, to_json, to_jsonl
+import reports
+from reports import plan_next_round, rank_limitations, to_csv, to_json, to_jsonl
+from reports.result import AuditResult, NextRound
 from tests.reports.conftest import load_example
 
 MIN_SIZE = 30
@@ -210,10 +212,23 @@ def test_rejects_bad_candidates(audit, bad):
 def test_plan_is_deterministic_frozen_and_json_ready(audit):
     candidates = _candidates(_plan(audit, 100))
     a, b = _plan(audit, 100, candidates=candidates), _plan(audit, 100, candidates=candidates)
-    assert a == b and isinstance(a, NextRoundPlan)
-    with pytest.raises(AttributeError):
+    assert a == b and isinstance(a, NextRound)
+    with pytest.raises(ValueError):  # frozen
         a.budget = 3
     assert json.loads(to_json(a))["n_allocated"] == 100
+
+
+def test_the_plan_is_the_type_the_result_stores(audit):
+    """One plan type: what the planner returns is the AuditResult's ``next_round``, unchanged by storing."""
+    plan = _plan(audit, 100, candidates=_candidates(_plan(audit, 100)))
+    stored = AuditResult.model_validate_json(json.dumps({**audit, "next_round": plan.to_dict()})).next_round
+    assert stored == plan and stored.rows and stored.rows[0].tags
+
+
+@pytest.mark.parametrize("old, new", [("NextRoundPlan", "NextRound"), ("SliceAllocation", "Allocation")])
+def test_former_plan_names_warn_and_give_the_one_type(old, new):
+    with pytest.warns(DeprecationWarning, match=new):
+        assert getattr(reports, old) is getattr(reports, new)
 
 
 def test_csv_export_rows_and_allocations(audit):

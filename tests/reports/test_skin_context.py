@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports import render_html
+from reports import ReportImages, render_html
 from reports.result import as_evidence
 from reports.skin_context import is_skin_tone_definition, skin_tone_note, skin_tone_notes
 
@@ -46,5 +46,5 @@ def test_report_shows_the_note_beside_the_skin_tone_limitation(audit):
     notes = skin_tone_notes(evidence.limitations, production())
     skin = next(lim for lim in evidence.limitations if lim.definition == "fitzpatrick in [5, 6]")
     assert set(notes) == {skin.key}
-    html = render_html(audit, image_notes=notes)
+    html = render_html(audit, images=ReportImages(notes=notes))
     assert html.count('<div class="image-note">') == 1 and "Brightness (median L*)" in html

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 import reports.thumbnails as thumbs
-from reports import render_html
+from reports import ReportImages, render_html
+from reports.report_images import NO_IMAGES, report_images
 from reports.result import as_evidence
 from reports.thumbnails import PER_LIMITATION, thumbnail_strips
 from tests.imagecontext.images import encode, lfw_upscaled
@@ -36,7 +37,7 @@ def top_section(html: str) -> str:
 
 def test_report_with_thumbnails_of_real_faces(audit, production):
     found, note = strips(audit, production, domain="facial_expression")
-    html = render_html(audit, thumbnails=found, thumbnail_note=note)
+    html = render_html(audit, images=ReportImages(thumbnails=found, thumbnail_note=note))
     assert len(html.encode()) < 2_000_000
     assert top_section(html).count("<img ") == PER_LIMITATION
     assert note is None and len(found) == 2  # the two change limitations that select rows
@@ -62,7 +63,7 @@ def test_none_when_off(audit):
 def test_medical_domain_refused_unless_explicitly_enabled(audit, production):
     found, note = strips(audit, production, domain="dermatology")
     assert found == {} and "patient data" in note
-    html = render_html(audit, thumbnails=found, thumbnail_note=note)
+    html = render_html(audit, images=ReportImages(thumbnails=found, thumbnail_note=note))
     assert "<img " not in html and "patient data" in html
     assert strips(audit, production, domain="dermatology", medical_ok=True)[0]
 
@@ -83,5 +84,17 @@ def test_standing_limitations_about_image_rows_get_thumbnails_too(audit, product
     standing = next(lim for lim in evidence.limitations if lim.claim == "standing" and lim.definition)
     found, _ = thumbnail_strips(evidence.limitations, frame, lambda i: encoded[i], seed=7)
     assert len(found[standing.key]) == PER_LIMITATION
-    html = render_html(audit, thumbnails=found)
+    html = render_html(audit, images=ReportImages(thumbnails=found))
     assert html.count("<img ") == sum(len(v) for v in found.values()) > 2 * PER_LIMITATION
+
+
+def test_what_the_images_add_is_decided_before_rendering(audit, production):
+    frame, encoded = production
+    limitations = as_evidence(audit).limitations
+    assert report_images(limitations, frame, None, thumbnails=False) is None  # nothing asked, no image columns
+    unreadable = report_images(limitations, frame, None, thumbnails=True)
+    assert unreadable.thumbnail_note == NO_IMAGES and not unreadable.thumbnails
+    found = report_images(limitations, frame, lambda i: encoded[i], thumbnails=True, seed=7)
+    assert {k: list(v) for k, v in found.thumbnails.items()} == strips(audit, production)[0]
+    assert render_html(audit, images=found) == render_html(audit, images=ReportImages(thumbnails=strips(
+        audit, production)[0]))

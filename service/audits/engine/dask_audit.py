@@ -122,13 +122,13 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
                   benchmark_roles: dict[str, str], production_roles: dict[str, str], options: dict[str, Any],
                   progress: Progress, refs: tuple[dict, dict], client: Any = None, scheduler: str | None = None,
                   cache: Any = None, audit_id: str = "local", annotations: Any = None, title: str | None = None,
-                  keep: tuple[str, ...] = (), finish: Callable[[Any, Any], Any] | None = None,
+                  keep: tuple[str, ...] = (), report_images: Callable[[Any, Any], Any] | None = None,
                   notes: Mapping[str, Any] | None = None):
     """Audit two Parquet datasets on a dask.distributed cluster; returns the pipeline's AuditOutcome.
 
     ``keep`` names columns the production sample keeps although no test reads them (the image
-    hashes thumbnails are found by); ``finish(outcome, production_sample)`` gives the outcome
-    returned (the report with thumbnails); ``notes`` are added to ``parameters.engine``."""
+    hashes thumbnails are found by); ``report_images(result, production_sample)`` gives what the
+    images add to the report (thumbnails of sampled rows); ``notes`` are added to ``parameters.engine``."""
     columns = resolve_columns(benchmark_roles, production_roles)
     check_auditable(columns)
     client = client or get_client(scheduler)
@@ -142,9 +142,9 @@ def audit_parquet(benchmark: ParquetDataset, production: ParquetDataset, *, pack
                      benchmark_roles=benchmark_roles, production_roles=production_roles, benchmark_ref=refs[0],
                      production_ref=refs[1], pack=pack, options=options, annotations=annotations, title=title,
                      summaries=summaries, reference_cache=cache, data_quality=quality,
-                     benchmark_digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}")
-    outcome = run_audit(inp, progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
-    return finish(outcome, scan_p.sample) if finish is not None else outcome
+                     benchmark_digest=f"dask-sample:{benchmark.fingerprint}:{len(scan_b.sample)}",
+                     report_images=report_images)
+    return run_audit(inp, progress=lambda f, stage: progress(SCAN_SHARE + (1 - SCAN_SHARE) * f, stage))
 
 
 def parquet_roles(dataset: ParquetDataset, *, schema: Any, pack: Any) -> dict[str, str]:

@@ -59,6 +59,8 @@ class AuditInput:
     reference_cache: Any = None
     benchmark_digest: str | None = None  # the stored benchmark's sha256; None: the cache hashes the frame
     data_quality: dict[str, list] | None = None  # warnings on every row (Dask engine); None: the frames are checked
+    # (AuditResult, production rows) -> what the images add to the report (service.audits.report_thumbnails)
+    report_images: Callable[[AuditResult, pd.DataFrame], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,7 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     # timings are measured before rendering, so that the report and the JSON agree
     result = AuditResult.model_validate({**dict(evidence), **conclusions, "timings": clock.totals()})
     # rendered from the AuditResult alone: its stored limitations, verdict and plan, computed once above
-    html = render_html(result)
+    html = render_html(result, images=inp.report_images(result, inp.production) if inp.report_images else None)
     markdown = render_markdown(result)
     clock.stage("report", "done")
     return AuditOutcome(result=result.model_dump(mode="json"), html=html, markdown=markdown,

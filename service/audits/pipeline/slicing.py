@@ -60,7 +60,7 @@ def novel_discoveries(ctx: StageContext, discovered, slices: dict[str, tuple[np.
         return []
     side = 1 if labelled_production else 0
     frame = ctx.production if labelled_production else ctx.benchmark
-    return prune_discoveries(discovered, benchmark=ctx.benchmark, frame=frame, errors=errors,
+    return prune_discoveries(discovered, reference=ctx.benchmark, frame=frame, errors=errors,
                              reported=[masks[side] for masks in slices.values()],
                              min_slice_size=ctx.min_slice_size, limit=limit)
 
@@ -131,8 +131,8 @@ def _strata(ctx: StageContext, bench: Outputs, prod: Outputs):
     cells = context_strata_cells(ctx.benchmark, ctx.production, columns) if columns else (None, None)
     conf_b = None if bench.proba is None else bench.proba.max(axis=1)
     conf_p = None if prod.proba is None else prod.proba.max(axis=1)
-    return make_strata(cells[0], cells[1], confidence_benchmark=conf_b, confidence_production=conf_p,
-                       n_benchmark=len(ctx.benchmark), n_production=len(ctx.production))
+    return make_strata(cells[0], cells[1], confidence_reference=conf_b, confidence_current=conf_p,
+                       n_reference=len(ctx.benchmark), n_current=len(ctx.production))
 
 
 def _within_context_change(ctx, evaluator, evaluation, slices, strata, bench, prod, names):
