@@ -3,18 +3,23 @@
 Harm is one-sided: only a *lower* production proportion is harm, so every alternative is a drop.
 The benchmark is a sample too, and its error is the same in every run: a detector that took its
 point value as the truth would, run after run, find the benchmark's luck as "harm" (half of all
-benchmarks read high). So the run contrasts ``X_t = p_t - p_benchmark`` are modelled for what
-they are under no change -- independent run errors plus one shared benchmark error (normal
-approximation, variances ``p(1-p)/n`` at the benchmark's ``p``) -- and a drop ``d`` from run
-``j`` on has an exact likelihood ratio ``L_{j,d}`` (:func:`detectors.e_detector.shared_log_ratios`).
+benchmarks read high). So the run contrasts are modelled for what they are under no change --
+independent run errors plus one shared benchmark error -- and a drop ``d`` from run ``j`` on has
+an exact likelihood ratio ``L_{j,d}`` (:func:`detectors.e_detector.shared_log_ratios`).
+
+The contrasts are taken on Anscombe's arcsine scale ``y = asin(sqrt((s + 3/8) / (n + 3/4)))``
+(variance about ``1 / (4n + 2)`` whatever the proportion), not on the proportions themselves: a
+proportion near 1 counted over a few dozen rows is skewed towards low values, and a normal model
+of it would read that skew as drops -- about twice the false alarms the guarantee allows in small
+slices (``benchmarks/RESULTS.md``). On the arcsine scale the same counts are nearly symmetric.
 
     R_n = sum over drops d (equal weights) and change runs j <= n of L_{j,d}(n)
 
 is a Shiryaev–Roberts statistic: ``R_n - n`` is a martingale under no change, so an alarm at
 ``R_n >= A`` has an average run length of at least ``A`` runs, **the benchmark's own sampling
-error included** (no plug-in margin to choose). Runs before a change also pin the baseline down,
-so a drop late in a monitor's life is compared with the benchmark *and* every earlier run. A
-production proportion uniformly above the benchmark's only lowers every ``L``.
+error included** (no plug-in margin to choose). Runs before a change also pin the baseline down:
+a change at run ``j`` is tested as the runs from ``j`` on against the benchmark *and* every run
+before ``j`` together. A production proportion uniformly above the benchmark's only lowers every ``L``.
 
 >>> state = drop_start(760, 1000)
 >>> for successes in (53, 52, 54):  # 70 rows a run at about 0.76: no drop
@@ -24,7 +29,9 @@ True
 >>> for successes in (44, 45, 46, 44):  # about 0.64: a 12-point drop
 ...     state, ev = drop_update(state, successes, 70)
 >>> round(ev.log_statistic, 1), ev.production_since, ev.n_since
-(7.9, 0.639, 280)
+(7.1, 0.639, 280)
+>>> round(evidence_capacity(drop_start(178, 222)), 1)  # 222 benchmark rows at 0.80, a 20-point drop
+21.8
 """
 from __future__ import annotations
 
@@ -38,10 +45,10 @@ from detectors.base import Result, renamed_parameters
 from detectors.e_detector import NEVER, shared_log_ratios, shared_start, shared_update
 from detectors.validation import check_number, check_numbers
 
-__all__ = ["DropEvidence", "drop_start", "drop_update", "drop_restart", "DEFAULT_DROPS"]
+__all__ = ["DropEvidence", "drop_start", "drop_update", "drop_restart", "evidence_capacity", "DEFAULT_DROPS"]
 
 DEFAULT_DROPS = (0.05, 0.10, 0.20)
-_EDGE = 0.02  # variances use p kept inside [0.02, 0.98]: a benchmark at 100 % still has some spread
+SCALE = "anscombe"  # states written on another scale (the proportions themselves) start over
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,14 @@ class DropEvidence(Result):
     log_statistic: float
 
 
+def _arcsine(successes: float, n: float) -> float:
+    return math.asin(math.sqrt((successes + 0.375) / (n + 0.75)))
+
+
+def _precision(n: float) -> float:
+    return 4.0 * n + 2.0
+
+
 @renamed_parameters(benchmark_successes="reference_successes", benchmark_n="reference_n")
 def drop_start(reference_successes: float, reference_n: int, *,
                drops: tuple[float, ...] = DEFAULT_DROPS) -> dict[str, Any]:
@@ -69,9 +84,13 @@ def drop_start(reference_successes: float, reference_n: int, *,
     check_number("reference_successes", reference_successes, minimum=0, maximum=reference_n)
     check_numbers("drops", drops, minimum=0, maximum=1, open_low=True, open_high=True)  # proportions
     p = reference_successes / reference_n
-    spread = min(max(p, _EDGE), 1 - _EDGE)
-    return {"p_benchmark": p, "counts": [reference_successes, int(reference_n)], "pq": spread * (1 - spread),
-            "drops": [float(d) for d in drops], **shared_start()}
+    # each drop in proportion points becomes a shift on the arcsine scale at the benchmark's value
+    # (kept inside [0.02, 0.98]: a benchmark at 100 % still bets on a drop of a known size)
+    base = min(max(p, 0.02), 0.98)
+    shifts = [math.asin(math.sqrt(base)) - math.asin(math.sqrt(max(base - d, 0.0))) for d in drops]
+    return {"scale": SCALE, "p_benchmark": p, "y_benchmark": _arcsine(reference_successes, reference_n),
+            "counts": [reference_successes, int(reference_n)], "drops": [float(d) for d in drops],
+            "shifts": shifts, **shared_start()}
 
 
 def drop_restart(state: dict[str, Any]) -> dict[str, Any]:
@@ -80,15 +99,23 @@ def drop_restart(state: dict[str, Any]) -> dict[str, Any]:
     return drop_start(*state["counts"], drops=tuple(state["drops"]))
 
 
+def evidence_capacity(state: dict[str, Any]) -> float:
+    """The log-evidence the largest drop bet reaches on a drop of its own size, however many
+    production rows come: the benchmark's own error stays in every contrast (``m^2 * precision / 2``)."""
+    return max(state["shifts"]) ** 2 * _precision(state["counts"][1]) / 2.0
+
+
 def drop_update(state: dict[str, Any], successes: float, n: int) -> tuple[dict[str, Any], DropEvidence]:
     """Add one run's ``successes`` in ``n`` (``n = 0``: no labelled rows this run, nothing changes)."""
     check_number("n", n, minimum=0)
     check_number("successes", successes, minimum=0, maximum=n)
+    if state.get("scale") != SCALE:
+        state = drop_restart(state)
     if n > 0:
-        weight = n / state["pq"]  # the run's precision
-        state = {**state, **shared_update(state, weight * (successes / n - state["p_benchmark"]), weight,
+        weight = _precision(n)
+        state = {**state, **shared_update(state, weight * (_arcsine(successes, n) - state["y_benchmark"]), weight,
                                           successes, n)}
-    logs = shared_log_ratios(state, [-d for d in state["drops"]], state["counts"][1] / state["pq"])
+    logs = shared_log_ratios(state, [-m for m in state["shifts"]], _precision(state["counts"][1]))
     production, rows, log_r = None, 0, NEVER
     if logs.size:
         log_r = float(np.logaddexp.reduce(logs.ravel()) - math.log(len(state["drops"])))

@@ -16,8 +16,9 @@ year of weekly runs). It is one budget shared by four parts, none of which divid
 * **harm with labels** (a half): the tracked proportion (accuracy, ...) overall and in
   every expert slice, one-sided e-detectors for drops against the benchmark that count the
   benchmark's own sampling error (:mod:`detectors.accuracy_drop`), slices sharing the share equally;
-  harm is claimed when the evidence reaches its threshold and the drop since the change is at
-  least ``harm_tolerance``;
+  a slice whose benchmark sample is too small to ever show even a 20-point drop at its threshold is
+  not tracked (it could only take budget from the others); harm is claimed when the evidence
+  reaches its threshold and the drop since the change is at least ``harm_tolerance``;
 * **harm without labels** (an eighth): the label-free estimate's interval, one run, at the level
   ``alpha/8/52``.
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from detectors.accuracy_drop import drop_restart, drop_start, drop_update
+from detectors.accuracy_drop import drop_restart, drop_start, drop_update, evidence_capacity
 from detectors.e_detector import arl_threshold
 from detectors.metric_registry import is_proportion, lower_is_better
 from detectors.sequential import confidence_sequence, horizon_level
@@ -48,11 +49,13 @@ HORIZON = 52  # the ARL is at least HORIZON / alpha runs: a year of weekly runs,
 SHARES = {"audit": 0.25, "drift": 0.125, "harm": 0.5, "estimated": 0.125}
 GUARANTEE = (f"When nothing changes, this monitor runs on average at least {HORIZON}/α runs before its first false "
              "alert, counting every kind of alert together.")
-MEASURED = ("on four real tables with SYNTHETIC changes (benchmarks/RESULTS.md; batches of 500, α = 0.05): 1 of 400 "
+MEASURED = ("on four real tables with SYNTHETIC changes (benchmarks/RESULTS.md; batches of 500, α = 0.05): none of 400 "
             "unchanged monitors ever alerted in 30 runs; a 0.3 sd shift of a used feature was found at the first "
             "changed run in every monitor that had not alerted before it; a 10-point accuracy drop in a slice of "
-            "about 95 labelled rows a run was found within 5 runs in 42 %, 63 % and 78 % of monitors when it began "
-            "at run 3, 10 and 50 (the benchmark's own slice sample limits the early ones)")
+            "about 95 labelled rows a run was found within 5 runs in 32 %, 58 % and 73 % of monitors (within 10 runs "
+            "in 52 %, 80 % and 93 %) when it began at run 3, 10 and 50: the benchmark's own slice sample limits the "
+            "early ones, and in the smallest dropped slices (55 and 76 labelled rows a run) 5 changed runs hold "
+            "less evidence than the threshold asks, on average")
 SPENDING = (f"one budget shared, never divided away: audits' change claims at α/4/{HORIZON} a run; an e-detector per "
             f"numeric feature (an eighth); e-detectors on the tracked proportion overall and per expert slice with "
             f"labels (a half: evidence adds up over every run since a drop); the label-free estimate without "
@@ -174,6 +177,21 @@ def accuracy_counts(result: AuditEvidence, benchmark: Any, production: Any, *, l
     return "accuracy", counts
 
 
+def _harm_slots(good: dict[str, tuple], *, alpha: float, horizon: int) -> dict[str, Any]:
+    """The slices harm tracks, fixed by the first labelled run: overall, and every slice whose benchmark
+    sample could carry the evidence of the largest drop bet to the threshold it would have. A slice of
+    a few dozen benchmark rows could never alarm (its benchmark's error caps the evidence below the
+    threshold, however many production rows come): tracking it would only take budget from the others."""
+    slots = {name: drop_start(round(bv * bn), int(bn)) for name, (bv, bn, _, _) in good.items()
+             if bv is not None and bn}
+    while True:  # dropping a slice raises the others' shares: repeat until every one left can alarm
+        floor = math.log(threshold(alpha, "harm", len(slots), horizon=horizon))
+        keep = {name: slot for name, slot in slots.items() if name == "overall" or evidence_capacity(slot) >= floor}
+        if len(keep) == len(slots):
+            return keep
+        slots = keep
+
+
 def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: float, horizon: int = HORIZON,
                counts: tuple[str, dict[str, tuple]] | None = None) -> tuple[dict, list[HarmCheck]]:
     """Add this run's labelled counts to the slices' drop e-detectors and check each for harm.
@@ -190,8 +208,9 @@ def track_harm(state: dict, result: AuditEvidence, *, alpha: float, tolerance: f
         return state, []
     good = {name: tuple(_good(metric, v) if i in (0, 2) else v for i, v in enumerate(row))
             for name, row in values.items()}
-    state = dict(state or {}) or {name: drop_start(round(bv * bn), int(bn))
-                                  for name, (bv, bn, _, _) in good.items() if bv is not None and bn}
+    state = dict(state or {}) or _harm_slots(good, alpha=alpha, horizon=horizon)
+    # the slices share harm's half equally (weights by benchmark rows, or their square root, measured no
+    # better on the real tables: the log of a weight moves the threshold by a fraction of a run's evidence)
     limit = threshold(alpha, "harm", len(state), horizon=horizon)
     back = (lambda v: 1.0 - v) if lower_is_better(metric) else (lambda v: v)  # in the metric's own scale
     checks = []

@@ -132,17 +132,20 @@ class ServiceRunStore:
         return self.store.alerts(monitor_id=self.row.id, states=ACTIVE)
 
     def save(self, record: RunRecord) -> None:
-        row, store = self.row, self.store
-        self._taken()
-        store.update(row.id, n_tested=record.k, alpha_spent=budget.spent(row.alpha, record.k),
-                     detector_state=record.decision.detector_state)
+        row, store, batch = self.row, self.store, record.batch
         summary = {**findings.trend_summary(record.result), **checks_summary(record.decision),
-                   "notes": list(record.batch.notes), "timings": record.timings}
-        store.update_run(record.run_id, n_rows=len(record.batch.frame), audit_id=record.audit_id, alpha=record.alpha_k,
-                         verdict=record.result.verdict.model_dump(mode="json"), summary=summary)
-        _save_alerts(store, row, record)
+                   "notes": list(batch.notes), "timings": record.timings}
+        run = {"n_rows": len(batch.frame), "audit_id": record.audit_id, "alpha": record.alpha_k,
+               "verdict": record.result.verdict.model_dump(mode="json"), "summary": summary}
+        monitor = {"n_tested": record.k, "alpha_spent": budget.spent(row.alpha, record.k),
+                   "detector_state": record.decision.detector_state,
+                   **({"watermark": batch.watermark} if not batch.empty and batch.watermark else {})}
+        # one transaction: rows taken but never counted (or counted twice) would change every later decision
+        store.save_run(row.id, record.run_id, files=list(batch.files), monitor=monitor, run=run,
+                       alerts=record.update.changed, messages=_messages(store, row, record, run))
         if self.outbox is not None:  # never raises: a dead receiver or a refused URL fails nothing else
             self.outbox.deliver_pending(monitor_id=row.id, due_only=False)
+        # killed before this line, the run is failed as interrupted by recovery; what it decided is kept
         store.finish_run(record.run_id, "succeeded", alert_ids=[a.id for a in record.update.opened])
 
     def fail(self, run_id: str, error: dict[str, Any]) -> None:
@@ -203,16 +206,17 @@ def execute(runtime: Any, store: MonitorStore, cache: BenchmarkCache, run_id: st
     return execute_run(run_store, run_id)
 
 
-def _save_alerts(store: MonitorStore, monitor: MonitorRow, record: RunRecord) -> None:
+def _messages(store: MonitorStore, monitor: MonitorRow, record: RunRecord, run: dict[str, Any]) -> list[Any]:
+    """The webhook messages announcing the run's opened and resolved alerts (saved with them: none is
+    lost if the receiver is down)."""
     update = record.update
     url = (monitor.alerts or {}).get("webhook")
-    run = store.get_run(record.run_id)
-    run_info = {"id": record.run_id, "audit_id": run.audit_id, "n_rows": run.n_rows, "verdict": run.verdict,
-                "started_at": run.started_at, "report": f"/v1/monitors/{monitor.id}/report"}
+    if not url or not (update.opened or update.resolved):
+        return []
+    run_info = {"id": record.run_id, "audit_id": run["audit_id"], "n_rows": run["n_rows"], "verdict": run["verdict"],
+                "started_at": store.get_run(record.run_id).started_at, "report": f"/v1/monitors/{monitor.id}/report"}
     info = {"id": monitor.id, "name": monitor.name, "benchmark": monitor.benchmark_id, "domain": monitor.domain}
     at = now()
-    # the messages are written with the alerts they announce: none is lost if the receiver is down
-    messages = [message(monitor.id, record.run_id, event, [a.id for a in rows],
-                        json.loads(json.dumps(payload(info, run_info, rows, event), default=str)), at)
-                for event, rows in (("opened", update.opened), ("resolved", update.resolved)) if url and rows]
-    store.save_alerts(update.changed, messages)
+    return [message(monitor.id, record.run_id, event, [a.id for a in rows],
+                    json.loads(json.dumps(payload(info, run_info, rows, event), default=str)), at)
+            for event, rows in (("opened", update.opened), ("resolved", update.resolved)) if rows]

@@ -237,6 +237,25 @@ class MonitorStore:
         except IntegrityError:  # another process took them first: the lease makes this a bug, say so
             raise RuntimeError("files already taken by another run of this monitor") from None
 
+    def save_run(self, monitor_id: str, run_id: str, *, files: list[tuple[str, str]], monitor: dict[str, Any],
+                 run: dict[str, Any], alerts: list[AlertRow], messages: list[OutboxRow] = ()) -> None:
+        """What a run that audited decided, in one transaction: the files it took, the monitor's detector
+        state and counters (``monitor``), the run's summary (``run``), its alerts and their webhook
+        messages. A process killed before the commit leaves none of it, so the next run takes the same
+        rows from the same detector state and decides alike; after the commit none of it is lost."""
+        try:
+            with self.sessions.begin() as s:
+                s.add_all([MonitorFileRow(monitor_id=monitor_id, path=p, sha256=h, run_id=run_id, taken_at=now())
+                           for p, h in files])
+                s.flush()  # files another run took fail here, before anything else is written
+                s.execute(update(MonitorRow).where(MonitorRow.id == monitor_id).values(**monitor))
+                s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id).values(**run))
+                for row in alerts:
+                    s.merge(row)
+                s.add_all(list(messages))
+        except IntegrityError:  # another process took them first: the lease makes this a bug, say so
+            raise RuntimeError("files already taken by another run of this monitor") from None
+
     # -- alerts -------------------------------------------------------------------------------
     def alerts(self, *, monitor_id: str | None = None, state: str | None = None,
                states: tuple[str, ...] | None = None, limit: int | None = None, offset: int = 0) -> list[AlertRow]:

@@ -1,6 +1,7 @@
 """The lifetime false-alarm budget, harm tracking and alert de-duplication, as properties."""
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 
 import numpy as np
@@ -81,6 +82,59 @@ def test_harm_catches_a_ten_point_drop_within_a_few_runs_even_late_in_life():
         delays.append(None if run is None else run - 15 + 1)
     assert sum(d is not None and d <= 4 for d in delays) >= 18
     assert "since the drop began" in checks[0].statement()
+
+
+def test_a_slice_too_small_to_ever_alarm_takes_no_share_of_harm():
+    """25 benchmark rows cap even a 20-point drop's evidence below any slice's threshold: the slice is
+    not tracked, and the slices that can alarm share harm's half without it."""
+    rows = {"overall": (0.85, 2000, 0.85, 500), "large": (0.80, 400, 0.80, 100), "tiny": (0.85, 25, 0.85, 6)}
+    state, _ = budget.track_harm({}, None, alpha=0.05, tolerance=0.05, counts=("accuracy", rows))
+    assert set(state) == {"overall", "large"}
+    dropped = {**rows, "large": (0.80, 400, 0.55, 100)}
+    for _ in range(3):
+        state, checks = budget.track_harm(state, None, alpha=0.05, tolerance=0.05, counts=("accuracy", dropped))
+    large = next(c for c in checks if c.slice == "large")
+    assert large.threshold == budget.threshold(0.05, "harm", 2) and large.harmful
+
+
+def _slice_rows(rng, shapes, bench, drop=None):
+    return {k: (*bench[k], rng.binomial(nr, p - (0.10 if k == drop else 0.0)) / nr, nr)
+            for k, (_, p, nr) in shapes.items()}
+
+
+def test_harm_with_small_high_accuracy_slices_alarms_within_doobs_bound_under_no_change():
+    """Slices of 60 and 150 benchmark rows near 90 % accuracy: the monitor's harm part, at a short horizon
+    so that the bound says something, alarms in at most ``runs * share / A`` of monitors. On the
+    proportions' own scale their low-side skew read as drops: 23 % of these monitors against 10 %."""
+    rng, runs, horizon, monitors, ever = np.random.default_rng(11), 20, 5, 300, 0
+    shapes = {"overall": (2000, 0.90, 500), "small": (60, 0.92, 15), "mid": (150, 0.90, 38)}
+    for _ in range(monitors):
+        bench, state = {k: (rng.binomial(nb, p) / nb, nb) for k, (nb, p, _) in shapes.items()}, {}
+        for _ in range(runs):
+            state, checks = budget.track_harm(state, None, alpha=0.05, tolerance=0.0, horizon=horizon,
+                                              counts=("accuracy", _slice_rows(rng, shapes, bench)))
+            if any(c.evidence >= c.threshold for c in checks):
+                ever += 1
+                break
+    assert set(state) == set(shapes)  # all three can alarm at this horizon: all tracked
+    bound = runs * budget.SHARES["harm"] / (horizon / 0.05)
+    assert ever / monitors <= bound + 3 * math.sqrt(bound * (1 - bound) / monitors)
+
+
+def test_harm_finds_a_ten_point_drop_in_a_slice_of_135_rows_a_run_within_five_runs():
+    """The real thresholds (ARL >= 52/alpha, harm's half over 4 slices): a slice the size of crash's older
+    vehicles. Its 540 benchmark rows and 9 earlier runs pin the baseline; observed ~83 % of monitors."""
+    rng, monitors, start, caught = np.random.default_rng(12), 100, 10, 0
+    shapes = {"overall": (2000, 0.85, 500), "dropped": (540, 0.81, 135), "a": (200, 0.72, 50), "b": (580, 0.73, 147)}
+    for _ in range(monitors):
+        bench, state = {k: (rng.binomial(nb, p) / nb, nb) for k, (nb, p, _) in shapes.items()}, {}
+        for run in range(1, start + 5):
+            rows = _slice_rows(rng, shapes, bench, drop="dropped" if run >= start else None)
+            state, checks = budget.track_harm(state, None, alpha=0.05, tolerance=0.05, counts=("accuracy", rows))
+            if any(c.harmful for c in checks):
+                caught += run >= start and any(c.harmful and c.slice == "dropped" for c in checks)
+                break
+    assert caught >= 70
 
 
 def test_harm_tracks_a_lower_is_better_metric_by_its_complement():

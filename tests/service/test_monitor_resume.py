@@ -9,6 +9,8 @@ import shutil
 import pytest
 import yaml
 from fastapi.testclient import TestClient
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from service.app import create_app
 from service.cli import main
@@ -106,3 +108,64 @@ def test_the_service_and_the_cron_path_reach_the_same_detector_state(tmp_path, m
     cron_state = json.loads((cron / "state.json").read_text())["detector_state"]
     assert service_state["harm"] and service_state["drift"]
     assert service_state["harm"] == cron_state["harm"] and service_state["drift"] == cron_state["drift"]
+
+
+def _service_opened(store, monitor_id):
+    runs = sorted((r for r in store.runs(monitor_id) if r.status == "succeeded"), key=lambda r: r.created_at)
+    opened = {run.id: [] for run in runs}
+    for alert in store.alerts(monitor_id=monitor_id):
+        if alert.opened_run_id in opened:
+            opened[alert.opened_run_id].append(alert.key)
+    return [sorted(opened[run.id]) for run in runs]
+
+
+def test_a_service_run_killed_while_it_saves_resumes_with_the_same_decisions(tmp_path, monkeypatch):
+    """The service saves a run's files taken, detector state, summary and alerts; a process killed as
+    the new detector state is being written (after the files taken were) must leave none of it, so
+    the next run re-reads the same rows from the same detector state and decides as the killed run
+    would have. A save in several transactions lost the killed run's rows: taken, never counted."""
+    roots, source = tmp_path / "roots", tmp_path / "source"
+    for name in ("straight", "killed"):
+        (roots / name).mkdir(parents=True)
+    _monitor(source)
+    for i in range(len(BATCHES)):
+        _drop(source, i)
+    cron_environment(monkeypatch, tmp_path / "data", roots)
+    saves = []
+
+    def dies_once_while_saving(conn, cursor, statement, parameters, context, executemany):
+        params = json.dumps(parameters, default=str)
+        if statement.startswith("UPDATE monitors ") and "detector_state" in statement and ids["killed"] in params:
+            saves.append(1)
+            if len(saves) == 4:  # the fourth run's save: the process dies mid-way
+                raise KeyboardInterrupt
+
+    try:
+        with TestClient(create_app(Settings())) as client:
+            bench = upload_benchmark(client, synthetic_frame(1500, 0))
+            ids = {name: directory_monitor(client, bench, roots / name, name, options={"discovery": False},
+                                           alerts={"min_severity": "low"}) for name in ("straight", "killed")}
+            service = client.app.state.monitors
+            event.listen(Engine, "before_cursor_execute", dies_once_while_saving)
+            try:
+                for i in range(len(BATCHES)):
+                    for name, monitor in ids.items():
+                        shutil.copy(source / "drop" / f"batch{i}.csv", roots / name / f"batch{i}.csv")
+                        run, done = service.run_now(monitor)
+                        if name == "killed" and i == 3:
+                            with pytest.raises(KeyboardInterrupt):
+                                done.result(timeout=120)
+                            service.store.interrupt_own()  # what a restarted service finds: the run failed
+                            run, done = service.run_now(monitor)
+                        done.result(timeout=120)
+                        assert service.store.get_run(run.id).status == "succeeded"
+            finally:
+                event.remove(Engine, "before_cursor_execute", dies_once_while_saving)
+            store = service.store
+            straight, killed = store.get(ids["straight"]), store.get(ids["killed"])
+            opened = [_service_opened(store, ids[name]) for name in ("straight", "killed")]
+    finally:
+        get_settings.cache_clear()
+    assert len(saves) == len(BATCHES) + 1  # the killed save, then one save per run
+    assert opened[0] == opened[1] and any(opened[0])
+    assert killed.detector_state == straight.detector_state and killed.n_tested == straight.n_tested == len(BATCHES)

@@ -62,3 +62,33 @@ def test_store_round_trip_and_compare_and_set(stores):
     assert store.get_run(run.id).status == "succeeded"
     store.delete(monitor.id)
     assert store.list() == [] and store.alerts() == []
+
+
+def test_a_run_saves_all_it_decided_or_nothing(stores):
+    """Files another run took fail the save before anything is written: the detector state, the run's
+    summary and its alerts stay as they were, on both databases."""
+    _, datasets, store = stores
+    bench = datasets.create(name="b", role="benchmark", domain=None, frame=pd.DataFrame({"x": np.arange(5)}),
+                            columns=[{"name": "x", "role": "feature", "dtype": "int64"}],
+                            validation={"success": True, "results": []}, sha256="b" * 64)
+    monitor = store.create(name="m", benchmark_id=bench.id, domain="generic", source={"type": "directory"},
+                           schedule={"interval_seconds": 60}, options={}, alerts={}, alpha=0.05)
+    first, second = store.create_run(monitor.id, "manual"), store.create_run(monitor.id, "manual")
+    t = now()
+
+    def alert(run_id, key):
+        return AlertRow(id=f"al_{key}", monitor_id=monitor.id, key=key, kind="harm", severity="high", statement="s",
+                        state="open", opened_run_id=run_id, last_seen_run_id=run_id, missed_runs=0, created_at=t,
+                        last_seen=t)
+
+    store.save_run(monitor.id, first.id, files=[("/d/a.csv", "1" * 64)], monitor={"n_tested": 1,
+                   "detector_state": {"harm": {"overall": 1}}}, run={"n_rows": 10}, alerts=[alert(first.id, "a")])
+    with pytest.raises(RuntimeError, match="already taken"):
+        store.save_run(monitor.id, second.id, files=[("/d/b.csv", "2" * 64), ("/d/a.csv", "1" * 64)],
+                       monitor={"n_tested": 2, "detector_state": {"harm": {"overall": 2}}}, run={"n_rows": 20},
+                       alerts=[alert(second.id, "b")])
+    row = store.get(monitor.id)
+    assert row.n_tested == 1 and row.detector_state == {"harm": {"overall": 1}}
+    assert store.get_run(first.id).n_rows == 10 and store.get_run(second.id).n_rows in (None, 0)
+    assert [a.key for a in store.alerts(monitor_id=monitor.id)] == ["a"]
+    assert store.taken_files(monitor.id) == {("/d/a.csv", "1" * 64)}
