@@ -4,10 +4,10 @@ Labels that changed inside one slice of production show up as a weak slice, as a
 a class-mix change. Two searches restate them as the ``concept_shift`` of that slice:
 
 * **a weak slice whose metric fell** — the slice's production metric is below its own benchmark value,
-  tested with :func:`detectors.metric_change.metric_change_test` on the primary metric and on accuracy
-  (:func:`slice_metrics`: a class-weighted metric cannot move, or barely, where the model gives nearly
-  every row of a slice one class), its p-value Bonferroni-adjusted to the size of the audit's correction
-  family plus the slices tried, times the metrics asked, beyond the practical floor;
+  tested with :func:`detectors.metric_change.metric_change_test` on the primary metric (on accuracy where
+  the primary one cannot move — the model gives every row of the slice one class — or cannot be measured
+  there), its p-value Bonferroni-adjusted to the size of the audit's correction family plus the slices
+  tried, beyond the practical floor;
 * **a whole-population change that lives in one slice** — an observed class-mix change (or an overall
   metric drop), already a claim of the audit, that is significant inside a slice holding at most two
   thirds of production (Bonferroni over the slices tried: a hierarchical test, asked only of a claim
@@ -35,7 +35,7 @@ from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, low
 from reports.records import Limitation, finding_key, make_decision, severity_label
 from reports.result import AuditEvidence
 
-__all__ = ["located_changes", "located_whole", "slice_change", "slice_metrics", "measured_metric"]
+__all__ = ["located_changes", "located_whole", "slice_change", "measured_metric"]
 
 SLICE_KINDS = ("underperforming_slice", "concept_shift")
 MAX_TRIED = 8
@@ -43,6 +43,7 @@ MAX_TRIED = 8
 
 # metrics that cannot move where the model gives every row the same class: the recall of each class is
 # then fixed at 0 or 1 whatever the labels, so a change of what the model gets right is invisible to them
+ONE_CLASS_SHARE = 0.98
 BLIND_TO_ONE_OUTPUT = frozenset({"balanced_accuracy", "sensitivity", "specificity", "recall"})
 
 
@@ -58,8 +59,10 @@ def measured_metric(metric: str, pred_b: np.ndarray, pred_p: np.ndarray) -> str:
     """
     if metric not in BLIND_TO_ONE_OUTPUT or pred_b.size == 0 or pred_p.size == 0:
         return metric
-    one = np.unique(np.concatenate([pred_b.astype(str), pred_p.astype(str)])).size == 1
-    return "accuracy" if one else metric
+    # (nearly) one class: the other classes' predictions are at most 2 % of the rows, so each class's
+    # recall can move by no more than that share whatever the labels do
+    _, counts = np.unique(np.concatenate([pred_b.astype(str), pred_p.astype(str)]), return_counts=True)
+    return "accuracy" if counts.max() >= ONE_CLASS_SHARE * counts.sum() else metric
 
 
 def slice_change(data: ClaimData, keep_b: np.ndarray, keep_p: np.ndarray, name: str,
@@ -99,17 +102,6 @@ def _dropped(change: MetricChange | None, n_family: int, alpha: float) -> tuple[
     return bool(worse and abs(diff) >= change.test.effect_floor and p_adj < alpha), p_adj
 
 
-def slice_metrics(primary: str) -> tuple[str, ...]:
-    """The metrics a slice's change is asked of: the primary one and accuracy (Bonferroni over both).
-
-    A class-weighted metric such as balanced accuracy rests, inside a slice, on the few rows of a class
-    the slice rarely holds or the model rarely predicts there: it cannot move where the model gives every
-    row one class, and its interval can be too wide to place a drop that accuracy, which rests on every
-    row, measures plainly.
-    """
-    return (primary,) if primary == "accuracy" else (primary, "accuracy")
-
-
 @dataclass(frozen=True)
 class _Drop:
     change: MetricChange
@@ -119,13 +111,15 @@ class _Drop:
 
 
 def _drop_of(data: ClaimData, name: str, mb: np.ndarray, mp: np.ndarray, n_family: int) -> _Drop | None:
-    """The clearest drop of a slice's metric among :func:`slice_metrics` (Bonferroni over ``n_family`` and
-    the metrics), or None when none dropped."""
+    """The drop of a slice's metric (the primary one, or accuracy where the primary one is blind or cannot
+    be measured there: :func:`slice_change`), Bonferroni over ``n_family``, or None when it did not drop.
+
+    Accuracy is not asked beside a primary metric that can move: it also moves when the mix of rows
+    inside a slice changes (more of a weak part of it), which is that mix's fact, not a concept shift."""
     if data.y_pred_b is None or data.y_pred_p is None:
         return None
-    metrics = slice_metrics(data.metric)
-    n_tests = n_family * len(metrics)
-    changes = [slice_change(data, mb, mp, name, m) for m in metrics]
+    n_tests = n_family
+    changes = [slice_change(data, mb, mp, name)]
     dropped = [(p_adj, change) for change in changes for ok, p_adj in [_dropped(change, n_tests, data.alpha)]
                if ok and change is not None]
     if not dropped:
@@ -133,15 +127,11 @@ def _drop_of(data: ClaimData, name: str, mb: np.ndarray, mp: np.ndarray, n_famil
     p_adj, change = min(dropped, key=lambda d: d[0])
     why = ""
     if change.metric != data.metric:
-        primary = changes[0]
         if measured_metric(data.metric, data.y_pred_b[mb], data.y_pred_p[mp]) != data.metric:
-            why = (f"{metric_label(data.metric)} cannot move here: the model gives every row of this context the "
-                   "same class")
-        elif primary is None or primary.test.status != "ok":
-            why = f"{metric_label(data.metric)} cannot be measured here: one class has too few rows in this context"
+            why = (f"{metric_label(data.metric)} cannot move here: the model gives (nearly) every row of this context "
+                   "the same class")
         else:
-            why = (f"tested with {metric_label(data.metric)} and with accuracy, Bonferroni over both: "
-                   f"{metric_label(data.metric)} rests here on few rows of a class, accuracy on every row")
+            why = f"{metric_label(data.metric)} cannot be measured here: one class has too few rows in this context"
     return _Drop(change, p_adj, n_tests, why)
 
 
@@ -277,8 +267,8 @@ def located_whole(found: list[Limitation], evidence: AuditEvidence, masks: dict[
 def _drop_inside(data: ClaimData, name: str, definition: str, mb: np.ndarray, mp: np.ndarray,
                  n_family: int) -> Limitation | None:
     """The concept shift of a slice where the overall drop lives: the slice's metric dropped, the rest's
-    did not (on any of the metrics asked: :func:`slice_metrics`)."""
-    outside = [slice_change(data, ~mb, ~mp, "outside " + name, m) for m in slice_metrics(data.metric)]
+    did not."""
+    outside = [slice_change(data, ~mb, ~mp, "outside " + name)]
     if any(rest is None or not _absent(rest.test, data.alpha) for rest in outside):
         return None
     drop = _drop_of(data, name, mb, mp, n_family)

@@ -54,7 +54,7 @@ def test_a_drop_balanced_accuracy_cannot_see_is_claimed_with_accuracy(seed):
     assert change, "the 15-point drop inside the part-time slice was not claimed"
     head = change[0]
     assert head["kind"] == "concept_shift" and head["key"].endswith(SLICE), head["key"]
-    assert "accuracy fell from" in head["statement"] and "balanced accuracy" in head["statement"]
+    assert "accuracy fell from" in head["statement"] and "balanced accuracy cannot" in head["statement"]
 
 
 @pytest.mark.slow
