@@ -106,7 +106,6 @@ def _dropped(change: MetricChange | None, n_family: int, alpha: float) -> tuple[
 class _Drop:
     change: MetricChange
     p_adj: float
-    n_tests: int
     why: str
 
 
@@ -118,13 +117,10 @@ def _drop_of(data: ClaimData, name: str, mb: np.ndarray, mp: np.ndarray, n_famil
     inside a slice changes (more of a weak part of it), which is that mix's fact, not a concept shift."""
     if data.y_pred_b is None or data.y_pred_p is None:
         return None
-    n_tests = n_family
-    changes = [slice_change(data, mb, mp, name)]
-    dropped = [(p_adj, change) for change in changes for ok, p_adj in [_dropped(change, n_tests, data.alpha)]
-               if ok and change is not None]
-    if not dropped:
+    change = slice_change(data, mb, mp, name)
+    dropped, p_adj = _dropped(change, n_family, data.alpha)
+    if not dropped or change is None:
         return None
-    p_adj, change = min(dropped, key=lambda d: d[0])
     why = ""
     if change.metric != data.metric:
         if measured_metric(data.metric, data.y_pred_b[mb], data.y_pred_p[mp]) != data.metric:
@@ -132,7 +128,7 @@ def _drop_of(data: ClaimData, name: str, mb: np.ndarray, mp: np.ndarray, n_famil
                    "the same class")
         else:
             why = f"{metric_label(data.metric)} cannot be measured here: one class has too few rows in this context"
-    return _Drop(change, p_adj, n_tests, why)
+    return _Drop(change, p_adj, why)
 
 
 def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
@@ -151,7 +147,7 @@ def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench
         drop = _drop_of(data, str(lim.slice), mb, mp, n_family)
         if drop is None:
             continue
-        head = _as_concept(lim, drop.change, drop.p_adj, drop.n_tests, float(mp.mean()), drop.why)
+        head = _as_concept(lim, drop.change, drop.p_adj, n_family, float(mp.mean()), drop.why)
         if head.key in keys:
             continue  # the within-context test claimed it: one key, one claim (the slice folds into it by rows)
         out[out.index(lim)] = head
@@ -268,15 +264,15 @@ def _drop_inside(data: ClaimData, name: str, definition: str, mb: np.ndarray, mp
                  n_family: int) -> Limitation | None:
     """The concept shift of a slice where the overall drop lives: the slice's metric dropped, the rest's
     did not."""
-    outside = [slice_change(data, ~mb, ~mp, "outside " + name)]
-    if any(rest is None or not _absent(rest.test, data.alpha) for rest in outside):
+    rest = slice_change(data, ~mb, ~mp, "outside " + name)
+    if rest is None or not _absent(rest.test, data.alpha):
         return None
     drop = _drop_of(data, name, mb, mp, n_family)
     if drop is None:
         return None
     base = Limitation(rank=0, kind="underperforming_slice", slice=name, title=name, statement="", score=0.0,
                       severity="low", definition=definition, key="")  # its key is the concept shift's
-    return _as_concept(base, drop.change, drop.p_adj, drop.n_tests, float(mp.mean()), drop.why)
+    return _as_concept(base, drop.change, drop.p_adj, n_family, float(mp.mean()), drop.why)
 
 
 def _labels_changed(name: str, definition: str, inside, outside, n_family: int, data: ClaimData,
