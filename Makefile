@@ -25,9 +25,9 @@ run: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 143 ] || [ $$status -eq 130 ] || exit $$status
 
-# ruff (pycodestyle, pyflakes, import order) and mypy on the packages that pass them; the settings,
-# and mypy's list of packages, are in pyproject.toml
-LINTED := detectors domains slicelang audit reports
+# ruff (pycodestyle, pyflakes, import order) on every package, mypy on those that pass it (all but
+# service/ so far); the settings, and mypy's list of packages, are in pyproject.toml
+LINTED := detectors domains slicelang audit reports imagecontext service
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/mypy

@@ -71,7 +71,8 @@ def embedding_blocks(rgb: np.ndarray, blockiness: float = 1.0) -> dict[str, np.n
         [L.mean() / 100, L.std() / 50, np.percentile(L, 5) / 100, np.percentile(L, 95) / 100,
          lab[..., 1].mean() / 30, lab[..., 2].mean() / 30]])
     g = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY).astype(np.float32)
-    bands, level = [], g
+    bands: list[float] = []
+    level: np.ndarray = g
     for _ in range(_BANDS):
         if min(level.shape) < 4:
             bands.append(0.0)

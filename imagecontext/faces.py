@@ -171,7 +171,8 @@ def _unturn(box: tuple, k: int) -> tuple:
 def _haar(rgb: np.ndarray, min_neighbors: int = 4) -> list[tuple]:
     cascade = getattr(_local, "cascade", None)
     if cascade is None:
-        cascade = cv2.CascadeClassifier(str(Path(cv2.data.haarcascades) / "haarcascade_frontalface_alt2.xml"))
+        cascades = Path(cv2.data.haarcascades)  # type: ignore[attr-defined]  # cv2 ships no stub for .data
+        cascade = cv2.CascadeClassifier(str(cascades / "haarcascade_frontalface_alt2.xml"))
         if cascade.empty():
             raise RuntimeError("OpenCV Haar cascade missing")
         _local.cascade = cascade

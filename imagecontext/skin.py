@@ -195,7 +195,7 @@ def skin_tone_face(small: np.ndarray, face: FaceBox | None, *, rotation: int = 0
         return _missing("no_skin", "face", 0, gain, cast)
     if float(np.median(inner.max(axis=1))) < _MIN_SKIN_LEVEL * 255:
         return _missing("dim", "face", len(inner), gain, cast)
-    clipped = (inner >= 250).any(axis=1)
+    clipped: np.ndarray = np.asarray((inner >= 250).any(axis=1))
     corrected = _to_srgb(_TO_LINEAR[inner] * gains)
     mask = _skin_locus(corrected)
     if mask.mean() < 0.1:  # the locus rejects nearly all: read the inner face, trust it less

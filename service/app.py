@@ -22,8 +22,7 @@ from service.monitors.service import MonitorService
 from service.openapi_content import fix_content_types
 from service.operations import disk, health, metrics
 from service.packs import routes as domains
-from service.pages import docs
-from service.pages import index
+from service.pages import docs, index
 from service.rounds import routes as benchmarks
 from service.runtime import Runtime
 from service.security import SecurityHeaders, allowed_methods

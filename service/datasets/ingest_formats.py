@@ -29,7 +29,8 @@ def iter_jsonl(path: Path, gzipped: bool, filename: str, limits: UploadLimits,
     so only one chunk of records is in memory.
 
     The lines are scanned first (length, count: :func:`service.datasets.line_scan.scanned`), then
-    read with a bounded ``readline`` (a gzipped file from its plain copy); the keys seen so far are the columns, checked against
+    read with a bounded ``readline`` (a gzipped file from its plain copy); the keys seen so far are
+    the columns, checked against
     ``max_columns`` and ``max_column_name_chars`` record by record."""
     check_text_start(path, gzipped, limits, filename)
     with scanned(path, gzipped, limits, filename, quoted=False) as (plain, _):

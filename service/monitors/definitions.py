@@ -7,8 +7,8 @@ from typing import Any
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from service.errors import InvalidRequest
 from service.datasets.paths import Roots, inside_roots, resolve_dir  # noqa: F401  (one rule for every root check)
+from service.errors import InvalidRequest
 from service.monitors.cron_check import check_cron_fires
 from service.monitors.schemas import DirectorySource, Schedule, SqlSource
 from service.monitors.sql_source import check_sql_definition  # one read-only SELECT; warnings on its user

@@ -67,7 +67,8 @@ def _exit(status: str, verdict: dict | None, error: dict | None, n_open: int, fa
     if status == "failed":
         return EXIT_BAD_INPUT, f"run {run_id} failed: [{(error or {}).get('code')}] {(error or {}).get('message')}"
     if status == "no_new_data":  # nothing new to test, but what is open stays open: the exit code says so
-        return (EXIT_SHIFT if fail_on_shift and n_open else EXIT_OK), f"run {run_id}: no new data; {n_open} open alert(s)"
+        code = EXIT_SHIFT if fail_on_shift and n_open else EXIT_OK
+        return code, f"run {run_id}: no new data; {n_open} open alert(s)"
     text = (f"run {run_id}: {str((verdict or {}).get('severity', 'none')).upper()}: {(verdict or {}).get('summary')}"
             f"\n{n_open} open alert(s)" + (f"; audit {where}" if where else ""))
     return (EXIT_SHIFT if fail_on_shift and n_open else EXIT_OK), text

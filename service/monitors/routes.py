@@ -11,7 +11,14 @@ from service.monitors.deps import MonitorsDep
 from service.monitors.models import MonitorRow
 from service.monitors.scheduler import next_run_times
 from service.monitors.schemas import (
-    AlertOut, Budget, MonitorCreate, MonitorList, MonitorOut, RunAccepted, RunList, RunOut,
+    AlertOut,
+    Budget,
+    MonitorCreate,
+    MonitorList,
+    MonitorOut,
+    RunAccepted,
+    RunList,
+    RunOut,
 )
 from service.schemas import ERROR_RESPONSES
 

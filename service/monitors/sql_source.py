@@ -43,7 +43,8 @@ _SQLSTATE_KINDS = {"57014": "timeout", "25006": "read_only", "42501": "permissio
                    "42703": "missing_column", "42P01": "missing_table", "42883": "missing_function",
                    "42804": "type_mismatch", "22": "bad_value", "08": "connection", "28": "permission",
                    "53": "resources", "42": "invalid_query"}
-_SQLITE_KINDS = (("string or blob too big", "value_too_large"), ("interrupted", "timeout"), ("readonly", "read_only"), ("no such column", "missing_column"),
+_SQLITE_KINDS = (("string or blob too big", "value_too_large"), ("interrupted", "timeout"), ("readonly", "read_only"),
+                 ("no such column", "missing_column"),
                  ("no such table", "missing_table"), ("no such function", "missing_function"),
                  ("syntax error", "syntax"), ("unable to open", "connection"), ("not authorized", "permission"))
 _KIND_TEXT = {"timeout": "it ran past CONTEXTSHIFT_MONITOR_QUERY_TIMEOUT_S and was cancelled",

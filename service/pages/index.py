@@ -46,7 +46,8 @@ def _monitor_rows(runtime) -> str:
     return "".join(
         f"<tr><td><code>{escape(m.id)}</code></td><td>{escape(m.name)}</td><td>{escape(m.domain)}</td>"
         f'<td><a href="/v1/monitors/{quote(m.id, safe="")}/report">trends</a></td></tr>'
-        for m in MonitorStore(runtime.sessions).list()) or "<tr><td colspan=4>No monitors yet: POST /v1/monitors.</td></tr>"
+        for m in MonitorStore(runtime.sessions).list()) \
+        or "<tr><td colspan=4>No monitors yet: POST /v1/monitors.</td></tr>"
 
 
 def _benchmark_rows(runtime) -> str:

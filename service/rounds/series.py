@@ -14,12 +14,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from detectors.base import Result
-from service.rounds import annotators as ann
-from service.rounds import stats
+from service.rounds import annotators as ann, stats
 from service.rounds.coverage import Coverage, plan_allocations, plan_coverage
 from service.rounds.frames import RoundTable
-from service.rounds.statement import agreement_change, summary_sentence
 from service.rounds.schemas import DEFAULT_MIN_GAIN
+from service.rounds.statement import agreement_change, summary_sentence
 
 DEFAULT_THRESHOLD, DEFAULT_ALPHA = 0.8, 0.05
 PROCEDURE = ("one-sided improvement test of each round over the one before, at a level fixed from the earlier "

@@ -19,8 +19,15 @@ from typing import Sequence
 import numpy as np
 
 from detectors import metric_registry
-from detectors.round_tests import (Estimate, Improvement, decide_online, gain_ruled_out, improvement,
-                                   metric_estimate, proportion)
+from detectors.round_tests import (
+    Estimate,
+    Improvement,
+    decide_online,
+    gain_ruled_out,
+    improvement,
+    metric_estimate,
+    proportion,
+)
 
 __all__ = ["Estimate", "Improvement", "proportion", "metric_estimate", "improvement", "decide_online",
            "gain_ruled_out", "usable_metric", "error_rates", "stall", "stall_episodes", "saturated"]

@@ -41,7 +41,8 @@ class RoundStore:
 
     def list_series(self) -> list[SeriesInfo]:
         with self.sessions() as s:
-            counts = dict(s.execute(select(BenchmarkRoundRow.series, func.count()).group_by(BenchmarkRoundRow.series)).all())
+            per_series = select(BenchmarkRoundRow.series, func.count()).group_by(BenchmarkRoundRow.series)
+            counts = dict(s.execute(per_series).all())
             rows = list(s.scalars(select(BenchmarkSeriesRow).order_by(BenchmarkSeriesRow.name)))
         return [SeriesInfo(r.name, r.domain, int(counts.get(r.name, 0)), r.created_at) for r in rows]
 

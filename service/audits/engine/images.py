@@ -28,8 +28,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from service.datasets.images.cache import ImageCache
-from service.datasets.images.derive import (cache_dir, check_count, check_errors, derive_frame, derived_roles,
-                                  skipped_rows)
+from service.datasets.images.derive import (
+    cache_dir,
+    check_count,
+    check_errors,
+    derive_frame,
+    derived_roles,
+    skipped_rows,
+)
 from service.datasets.images.origins import column_sources, derived_ref
 from service.datasets.images.sources import IMAGE_COLUMN, ImageLimits, path_loaders
 

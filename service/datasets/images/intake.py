@@ -17,7 +17,8 @@ once (the others wait up to ``CONTEXTSHIFT_IMAGE_UPLOAD_WAIT_S``, then 429), whi
 child processes. Each distinct image (path or member name) is read and derived once however
 many rows name it. Every count is checked before the work it limits: the manifest's rows and,
 with the columns the images will add, its cells, before any image is read. A refused upload
-removes the cache entries it created (unless a stored dataset holds the same image). A row whose image cannot be read or decoded is an error naming the row; the
+removes the cache entries it created (unless a stored dataset holds the same image). A row
+whose image cannot be read or decoded is an error naming the row; the
 upload answers 422 listing them, unless the schema field asks ``"on_image_error": "skip"``,
 which keeps the other rows and records the skipped ones.
 """
@@ -37,8 +38,16 @@ import pyarrow.parquet as pq
 from service.datasets import ingest
 from service.datasets.bounded import UploadLimits
 from service.datasets.images.cache import forget_images
-from service.datasets.images.derive import (HASH_COLUMN, PATH_COLUMN, cache_dir, check_count, check_errors,
-                                            derive_images, derived_roles, skipped_rows)
+from service.datasets.images.derive import (
+    HASH_COLUMN,
+    PATH_COLUMN,
+    cache_dir,
+    check_count,
+    check_errors,
+    derive_images,
+    derived_roles,
+    skipped_rows,
+)
 from service.datasets.images.once import RecordingCache, check_cells, derivation_slot, derive_once
 from service.datasets.images.origins import column_sources
 from service.datasets.images.parquet_images import ParquetImages, read_parquet_manifest

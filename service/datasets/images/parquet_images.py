@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 import pyarrow.types as t
 
 from service.datasets.bounded import MB, UploadLimits
-from service.datasets.ingest_formats import FOOTER_BYTES_PER_COLUMN
 from service.datasets.images.derive import check_count
 from service.datasets.images.sources import IMAGE_COLUMN, Archive, ImageLimits, Loader
+from service.datasets.ingest_formats import FOOTER_BYTES_PER_COLUMN
 from service.disconnect import check_client
 from service.errors import BadUpload, InvalidRequest, UploadTooLarge
 
