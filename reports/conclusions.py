@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from reports.limitations import verdict
-from reports.result import AuditEvidence, LimitationRecord, NextRound, Verdict, as_evidence
+from reports.result import AuditEvidence, LimitationRecord, NextRound, as_evidence
 
 __all__ = ["conclude"]
 
@@ -35,5 +35,5 @@ def conclude(evidence: AuditEvidence | Mapping, limitations: Sequence[Limitation
     """
     evidence = as_evidence(evidence)
     records = sorted(limitations, key=lambda lim: lim.rank)
-    decided = Verdict.model_validate(verdict(evidence, records))
+    decided = verdict(evidence, records)
     return evidence.model_copy(update={"limitations": records, "verdict": decided, "next_round": plan})

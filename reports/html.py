@@ -233,7 +233,7 @@ def render_html(audit: AuditEvidence | Mapping, *, images: ReportImages | None =
     shown, more = sections.capped(rest, LIMITATION_CAP)
     standing_shown, standing_more = sections.capped(standing, LIMITATION_CAP)
     params = audit.parameters
-    v = audit.verdict or Verdict.model_validate(compute_verdict(audit, items))
+    v = audit.verdict or compute_verdict(audit, items)
     context = {
         **_title(audit, pack_title(audit)), "status": recorded(audit, "status") or "",
         "created": _created(audit.created_at) if audit.created_at else "", "synthetic": audit.synthetic,

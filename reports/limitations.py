@@ -13,7 +13,7 @@ saturation. Severity is production prevalence × gap (see :mod:`reports.records`
 >>> [(l.rank, l.kind, l.severity) for l in rank_limitations(audit)]
 [(1, 'underperforming_slice', 'high'), (2, 'benchmark_saturation', 'low')]
 >>> v = verdict(audit, rank_limitations(audit))
->>> v["severity"], v["standing_severity"]  # weak on the benchmark as well: not a change
+>>> v.severity, v.standing_severity  # weak on the benchmark as well: not a change
 ('none', 'high')
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from reports.findings_labels import label_findings
 from reports.formatting import fmt_num, metric_label
 from reports.grouping import Relation, fold
 from reports.records import SEVERITY_ORDER, RankingContext, SeverityPriors, claim_of, rank_order
-from reports.result import AuditEvidence, LimitationRecord, as_evidence
+from reports.result import AuditEvidence, LimitationRecord, Verdict, as_evidence
 
 __all__ = ["SeverityPriors", "rank_limitations", "candidate_findings", "verdict", "fails_gate",
            "GATE_LEVELS", "claims", "undecided", "sample_size", "decided", "undecided_notes"]
@@ -126,9 +126,10 @@ def claims(limitations: Sequence[LimitationRecord]) -> tuple[list, list]:
             [lim for lim in ordered if claim_of(lim) == "standing"])
 
 
-def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationRecord]) -> dict:
-    """The one-sentence answer a newcomer reads first: ``{"shift_detected", "severity", "summary", "status",
-    "reasons", "sample_size", "changes", "standing"}``.
+def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationRecord]) -> Verdict:
+    """The one-sentence answer a newcomer reads first, as the :class:`~reports.result.Verdict` the result
+    stores: ``shift_detected``, ``severity``, ``summary``, ``status``, ``reasons``, ``sample_size``,
+    ``changes``, ``standing``.
 
     ``shift_detected`` is true when any test of the audit was flagged (any section's ``is_shift``, the
     overall metric's change, a slice's change) or any change claim exists. ``status`` is ``"shift"`` then;
@@ -161,7 +162,7 @@ def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationReco
         out["summary"] = ("Inconclusive: the audit cannot tell whether the benchmark results hold for this production "
                           f"data: {'; '.join(reasons)}." + (f" {size['sentence']}" if size.get("sentence") else "")
                           + standing_text)
-        return out
+        return Verdict.model_validate(out)
     if not changes:
         if shift:
             lead = "A shift was detected, but none of it is large enough to change the benchmark's conclusions."
@@ -170,7 +171,7 @@ def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationReco
                     "tests" + (", and the benchmark results should hold for this production data." if not standing
                                else "."))
         out["summary"] = lead + standing_text
-        return out
+        return Verdict.model_validate(out)
     measured = audit.overall is not None and audit.overall.benchmark_value is not None
     what = "benchmark score" if measured else "benchmark results"
     lead = {
@@ -182,7 +183,7 @@ def verdict(audit: AuditEvidence | Mapping, limitations: Sequence[LimitationReco
     others = len(changes) - 1
     more = f", and {others} more change{'s were' if others != 1 else ' was'} found" if others else ""
     out["summary"] = f"{lead}: {top.title}{more}." + standing_text
-    return out
+    return Verdict.model_validate(out)
 
 
 def _standing_sentence(standing: Sequence[LimitationRecord], *, outranks: bool = False) -> str:

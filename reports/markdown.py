@@ -93,7 +93,7 @@ def render_markdown(audit: AuditEvidence | Mapping, *, heading_level: int = 2,
     audit = as_evidence(audit)
     ordered = sorted(audit.limitations, key=lambda lim: lim.rank)
     # the AuditResult's own verdict: computed once, where its limitations were
-    v = audit.verdict or Verdict.model_validate(verdict(audit, ordered))
+    v = audit.verdict or verdict(audit, ordered)
     lines = [f"{h} Model limitations", "", _verdict_line(v), ""]
     changes = [lim for lim in ordered if lim.claim == "change"]
     standing = [lim for lim in ordered if lim.claim == "standing"]

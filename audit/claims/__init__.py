@@ -13,7 +13,7 @@
    a later claim stands only if it is still a change with production adjusted to the benchmark on the
    causes already accepted; what it restates becomes part of the cause ("explains: …").
 
-The result is the ranked list of :class:`reports.records.Limitation` the verdict, the plan and the
+The result is the ranked list of :class:`~reports.result.LimitationRecord` the verdict, the plan and the
 renderings read.
 """
 from __future__ import annotations
@@ -25,8 +25,7 @@ from audit.claims.identity import column_relations, one_per_key, row_masks, row_
 from audit.claims.located import located_changes, located_whole
 from reports.grouping import fold
 from reports.limitations import candidate_findings
-from reports.records import Limitation
-from reports.result import AuditEvidence
+from reports.result import AuditEvidence, LimitationRecord
 
 __all__ = ["ClaimData", "decide_claims", "Step"]
 
@@ -34,7 +33,7 @@ MIN_SCORE = 5e-5  # a limitation whose expected loss rounds to 0.000 points of t
 
 
 def decide_claims(evidence: AuditEvidence, data: ClaimData, *,
-                  saturation_threshold: float | None = None) -> tuple[list[Limitation], list[Step]]:
+                  saturation_threshold: float | None = None) -> tuple[list[LimitationRecord], list[Step]]:
     """The audit's limitations, ranked, each fact once and each change by its cause; and the causes in
     the order they were accepted.
 

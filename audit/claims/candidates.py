@@ -47,8 +47,7 @@ from detectors.covariate import DEFAULT_EFFECT_FLOORS
 from detectors.density_ratio import density_ratio_weights, domain_scores
 from detectors.reweighted import Retest, mix_retest
 from domains import columns_used, evaluate, parse
-from reports.records import Limitation
-from reports.result import AuditEvidence
+from reports.result import AuditEvidence, LimitationRecord
 
 __all__ = ["Candidate", "candidates", "PRIORITY"]
 
@@ -67,7 +66,7 @@ JOINT_FLOOR = 0.1  # normed Wasserstein of the classifier's log-odds: the floor 
 class Candidate:
     """One change claim, with its re-test and its cause."""
 
-    lim: Limitation
+    lim: LimitationRecord
     components: tuple[Callable[[Adjusted], Retest], ...]
     directions: tuple[int, ...]
     cause: Cause | None
@@ -101,7 +100,7 @@ def _floor_of(effect_name: str | None, default: float) -> float:
     return float(CONTEXT_EFFECT_FLOORS.get(effect_name or "", DEFAULT_EFFECT_FLOORS.get(effect_name or "", default)))
 
 
-def _covariate(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> Candidate:
+def _covariate(lim: LimitationRecord, data: ClaimData, evidence: AuditEvidence) -> Candidate:
     tests = _tests_by_name(evidence)
     components, directions, ratio_columns = [], [], []
     for f in lim.evidence.get("features") or []:
@@ -143,7 +142,7 @@ def _covariate(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> Can
     return Candidate(lim, tuple(components), tuple(directions), cause, compares=compares)
 
 
-def _joint(lim: Limitation, data: ClaimData, evidence: AuditEvidence) -> tuple[Callable, Cause] | None:
+def _joint(lim: LimitationRecord, data: ClaimData, evidence: AuditEvidence) -> tuple[Callable, Cause] | None:
     """A joint shift's re-test and cause: the log-odds of a benchmark-versus-production classifier on the
     audit's inputs, compared as one numeric column, and its density ratio."""
     names = [c for c in evidence.columns.features if c in data.benchmark.columns and c in data.production.columns]
@@ -171,7 +170,7 @@ def _frame_of(data: ClaimData, names: list[str]) -> tuple[pd.DataFrame, pd.DataF
     return pd.DataFrame(bench), pd.DataFrame(prod)
 
 
-def _covariate_cause(lim: Limitation, data: ClaimData, names: list[str]) -> Cause | None:
+def _covariate_cause(lim: LimitationRecord, data: ClaimData, names: list[str]) -> Cause | None:
     if not names:
         return None
     bench, prod = _frame_of(data, names)
@@ -184,7 +183,7 @@ def _covariate_cause(lim: Limitation, data: ClaimData, names: list[str]) -> Caus
     return None if w is None else Cause(what=lim.title, ratio=w, matched=matched)
 
 
-def _label(lim: Limitation, data: ClaimData) -> Candidate | None:
+def _label(lim: LimitationRecord, data: ClaimData) -> Candidate | None:
     label = data.column("<label>", numeric=False) if data.y_true_b is not None and data.y_true_p is not None else None
     predicted = data.column("predicted_class", numeric=False)
     if label is None and predicted is None:
@@ -195,7 +194,7 @@ def _label(lim: Limitation, data: ClaimData) -> Candidate | None:
                      compares=frozenset({"<label>" if label is not None else OUTPUTS}))
 
 
-def _label_cause(lim: Limitation, data: ClaimData) -> Cause | None:
+def _label_cause(lim: LimitationRecord, data: ClaimData) -> Cause | None:
     if data.y_true_b is None:
         return None
     if data.y_true_p is not None:
@@ -215,7 +214,8 @@ def _label_cause(lim: Limitation, data: ClaimData) -> Cause | None:
     return Cause(what=lim.title, codes=codes, shares=lambda keep_p: fixed, matched=frozenset({"<label>"}))
 
 
-def _rows(lim: Limitation, data: ClaimData, masks: dict, bench_masks: dict) -> tuple[np.ndarray, np.ndarray] | None:
+def _rows(lim: LimitationRecord, data: ClaimData, masks: dict,
+          bench_masks: dict) -> tuple[np.ndarray, np.ndarray] | None:
     """(benchmark rows, production rows) of a finding about rows; a slice production no longer holds
     (its share fell to 0) has none in production, which its re-test must see too."""
     if lim.key in masks and lim.key in bench_masks:
@@ -229,14 +229,14 @@ def _rows(lim: Limitation, data: ClaimData, masks: dict, bench_masks: dict) -> t
         return None
 
 
-def _share_direction(lim: Limitation) -> int:
+def _share_direction(lim: LimitationRecord) -> int:
     before, after = lim.evidence.get("benchmark_share"), lim.evidence.get("production_share")
     if before is None or after is None:
         return 0
     return 1 if after > before else (-1 if after < before else 0)
 
 
-def _mix(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
+def _mix(lim: LimitationRecord, data: ClaimData, rows) -> Candidate | None:
     ev = lim.evidence
     floor = float(ev.get("effect_floor") or _floor_of(ev.get("effect_name"), 0.02))
     if ev.get("kind") == "slice_share" and rows is not None:
@@ -261,7 +261,7 @@ def _mix(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
                                                     matched=frozenset({str(name)})), compares=frozenset({str(name)}))
 
 
-def _untested(lim: Limitation, rows) -> Candidate | None:
+def _untested(lim: LimitationRecord, rows) -> Candidate | None:
     if rows is None:
         return None
     mb, mp = rows
@@ -270,7 +270,7 @@ def _untested(lim: Limitation, rows) -> Candidate | None:
                      located=True)
 
 
-def _drop(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
+def _drop(lim: LimitationRecord, data: ClaimData, rows) -> Candidate | None:
     if not data.labelled or data.y_pred_b is None or data.y_pred_p is None:
         return None
     floor = data.floor("performance_drop", 0.05)
@@ -297,7 +297,7 @@ def _drop(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
                      located=True)
 
 
-def _weak(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
+def _weak(lim: LimitationRecord, data: ClaimData, rows) -> Candidate | None:
     if rows is None:
         return None
     if lim.evidence.get("change_basis") == "share":
@@ -308,7 +308,7 @@ def _weak(lim: Limitation, data: ClaimData, rows) -> Candidate | None:
     return _drop(lim, data, rows)
 
 
-def _column_claim(lim: Limitation, evidence: AuditEvidence) -> Limitation | None:
+def _column_claim(lim: LimitationRecord, evidence: AuditEvidence) -> LimitationRecord | None:
     """The column-level mix claim a head absorbed as one column's fact, as a limitation of its own; for a
     new range of one column (an untested context), that column's mix when its own test found it moved."""
     for r in lim.related:
@@ -327,18 +327,18 @@ def _column_claim(lim: Limitation, evidence: AuditEvidence) -> Limitation | None
 
 
 def _whole_column(name: str, evidence: AuditEvidence, *, title: str, key: str,
-                  moved_only: bool = False) -> Limitation | None:
+                  moved_only: bool = False) -> LimitationRecord | None:
     test = next((t for t in evidence.semantic.contexts if t.kind == "context" and t.name == name), None)
     if moved_only and (test is None or not test.drifted):
         return None
-    return Limitation(rank=0, kind="context_mix_shift", slice=name, title=title, statement="", score=0.0,
+    return LimitationRecord(rank=0, kind="context_mix_shift", slice=name, title=title, statement="", score=0.0,
                       severity="low", evidence={"kind": "context", "name": name,
                                                 "effect_name": test.effect_name if test else None,
                                                 "effect_floor": test.effect_floor if test else None},
                       key=key)
 
 
-def candidates(found: list[Limitation], data: ClaimData, evidence: AuditEvidence, masks: dict,
+def candidates(found: list[LimitationRecord], data: ClaimData, evidence: AuditEvidence, masks: dict,
                bench_masks: dict) -> list[Candidate]:
     """A candidate for every change claim the claim layer can re-test (others stand as they are)."""
     out = []

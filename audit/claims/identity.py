@@ -23,7 +23,7 @@ from domains import evaluate, parse
 from domains.expressions import columns_used
 from reports.formatting import lower_is_better
 from reports.grouping import Relation
-from reports.records import Limitation
+from reports.result import LimitationRecord
 
 __all__ = ["ROW_KINDS", "one_per_key", "row_masks", "row_relations", "column_relations"]
 
@@ -31,10 +31,10 @@ __all__ = ["ROW_KINDS", "one_per_key", "row_masks", "row_relations", "column_rel
 ROW_KINDS = ("untested_context", "concept_shift", "underperforming_slice", "context_mix_shift")
 
 
-def one_per_key(found: list[Limitation]) -> list[Limitation]:
+def one_per_key(found: list[LimitationRecord]) -> list[LimitationRecord]:
     """Findings with the same key are the same fact: the first, highest ranked, keeps the others."""
     first: dict[str, int] = {}
-    out: list[Limitation] = []
+    out: list[LimitationRecord] = []
     for lim in found:
         if lim.key not in first:
             first[lim.key] = len(out)
@@ -47,7 +47,7 @@ def one_per_key(found: list[Limitation]) -> list[Limitation]:
     return out
 
 
-def _mask(lim: Limitation, frame: pd.DataFrame) -> np.ndarray | None:
+def _mask(lim: LimitationRecord, frame: pd.DataFrame) -> np.ndarray | None:
     if lim.kind not in ROW_KINDS or not lim.definition:
         return None
     try:
@@ -57,7 +57,7 @@ def _mask(lim: Limitation, frame: pd.DataFrame) -> np.ndarray | None:
     return mask if mask.any() else None
 
 
-def row_masks(found: list[Limitation], benchmark: pd.DataFrame,
+def row_masks(found: list[LimitationRecord], benchmark: pd.DataFrame,
               production: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The production and benchmark rows of every finding about rows (production rows must exist)."""
     masks = {lim.key: m for lim in found if (m := _mask(lim, production)) is not None}
@@ -66,14 +66,14 @@ def row_masks(found: list[Limitation], benchmark: pd.DataFrame,
     return masks, bench
 
 
-def _order(lim: Limitation) -> tuple:
+def _order(lim: LimitationRecord) -> tuple:
     # a total order: two findings on equal rows with the same kind and score (a slice and its twin with a
     # redundant condition) must not each fold into the other, or both would vanish; the shorter definition
     # is the parent
     return ROW_KINDS.index(lim.kind), -lim.score, len(lim.key), lim.key
 
 
-def row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> list[Relation]:
+def row_relations(found: list[LimitationRecord], masks: dict[str, np.ndarray]) -> list[Relation]:
     """Each finding folds into the tightest other finding whose rows contain its own: on equal rows the
     less telling kind folds into the more telling one; on strictly nested rows the inner one folds unless
     it is significantly worse than the outer one."""
@@ -107,7 +107,7 @@ def row_relations(found: list[Limitation], masks: dict[str, np.ndarray]) -> list
     return relations
 
 
-def _significantly_worse(child: Limitation, parent: Limitation) -> bool:
+def _significantly_worse(child: LimitationRecord, parent: LimitationRecord) -> bool:
     """Is the child's measured metric credibly worse than the parent's (its CI excludes the parent's value)?"""
     value, ci = parent.evidence.get("value"), child.evidence.get("ci")
     if child.kind in ("underperforming_slice", "concept_shift") and (value is None or not ci):
@@ -118,7 +118,7 @@ def _significantly_worse(child: Limitation, parent: Limitation) -> bool:
     return lo > value if lower_is_better(child.evidence.get("metric") or "") else hi < value
 
 
-def _column_of(lim: Limitation) -> str | None:
+def _column_of(lim: LimitationRecord) -> str | None:
     """The one context column a change of mix is about: a column-level mix claim's column, or the column a
     share claim's (or a new population's) rows are cut from alone."""
     if lim.claim != "change":
@@ -136,9 +136,9 @@ def _column_of(lim: Limitation) -> str | None:
     return next(iter(columns)) if len(columns) == 1 else None
 
 
-def column_relations(found: list[Limitation]) -> list[Relation]:
+def column_relations(found: list[LimitationRecord]) -> list[Relation]:
     """Every mix claim about one context column folded into the one that names the part that moved."""
-    groups: dict[str, list[Limitation]] = {}
+    groups: dict[str, list[LimitationRecord]] = {}
     for lim in found:
         column = _column_of(lim)
         if column is not None:

@@ -32,8 +32,8 @@ from detectors.metric_change import MetricChange, metric_change_test
 from detectors.reweighted import mix_retest
 from domains import evaluate
 from reports.formatting import fmt_metric, fmt_n, fmt_num, fmt_p, fmt_share, lower_is_better, metric_label
-from reports.records import Limitation, finding_key, make_decision, severity_label
-from reports.result import AuditEvidence
+from reports.records import finding_key, make_decision, severity_label
+from reports.result import AuditEvidence, LimitationRecord
 
 __all__ = ["located_changes", "located_whole", "slice_change", "measured_metric"]
 
@@ -131,8 +131,8 @@ def _drop_of(data: ClaimData, name: str, mb: np.ndarray, mp: np.ndarray, n_famil
     return _Drop(change, p_adj, why)
 
 
-def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
-                    data: ClaimData) -> list[Limitation]:
+def located_changes(found: list[LimitationRecord], masks: dict[str, np.ndarray], bench_masks: dict[str, np.ndarray],
+                    data: ClaimData) -> list[LimitationRecord]:
     """``found`` with every weak slice whose metric dropped restated as the concept shift in it; when the
     within-context test already claimed the same slice's concept shift, that one claim is kept."""
     if not data.labelled or data.y_pred_b is None or data.y_pred_p is None:
@@ -156,8 +156,8 @@ def located_changes(found: list[Limitation], masks: dict[str, np.ndarray], bench
     return out
 
 
-def _as_concept(lim: Limitation, change: MetricChange, p_adj: float, n_family: int, share: float,
-                why: str) -> Limitation:
+def _as_concept(lim: LimitationRecord, change: MetricChange, p_adj: float, n_family: int, share: float,
+                why: str) -> LimitationRecord:
     """The slice's limitation restated as the concept shift located in it (``why``: why its change is
     measured with another metric than the audit's primary one, "" when it is not)."""
     metric = change.metric
@@ -226,8 +226,8 @@ def _label_mix(data: ClaimData, mb: np.ndarray, mp: np.ndarray):
                       effect="total_variation")
 
 
-def located_whole(found: list[Limitation], evidence: AuditEvidence, masks: dict[str, np.ndarray],
-                  bench_masks: dict[str, np.ndarray], data: ClaimData) -> list[Limitation]:
+def located_whole(found: list[LimitationRecord], evidence: AuditEvidence, masks: dict[str, np.ndarray],
+                  bench_masks: dict[str, np.ndarray], data: ClaimData) -> list[LimitationRecord]:
     """``found`` with a concept shift added where an observed class-mix change, or an overall drop, lives
     in one slice: significant inside it, absent outside it (the tightest such slice)."""
     if not data.labelled or data.y_pred_b is None or data.y_pred_p is None:
@@ -261,7 +261,7 @@ def located_whole(found: list[Limitation], evidence: AuditEvidence, masks: dict[
 
 
 def _drop_inside(data: ClaimData, name: str, definition: str, mb: np.ndarray, mp: np.ndarray,
-                 n_family: int) -> Limitation | None:
+                 n_family: int) -> LimitationRecord | None:
     """The concept shift of a slice where the overall drop lives: the slice's metric dropped, the rest's
     did not."""
     rest = slice_change(data, ~mb, ~mp, "outside " + name)
@@ -270,13 +270,13 @@ def _drop_inside(data: ClaimData, name: str, definition: str, mb: np.ndarray, mp
     drop = _drop_of(data, name, mb, mp, n_family)
     if drop is None:
         return None
-    base = Limitation(rank=0, kind="underperforming_slice", slice=name, title=name, statement="", score=0.0,
+    base = LimitationRecord(rank=0, kind="underperforming_slice", slice=name, title=name, statement="", score=0.0,
                       severity="low", definition=definition, key="")  # its key is the concept shift's
     return _as_concept(base, drop.change, drop.p_adj, n_family, float(mp.mean()), drop.why)
 
 
 def _labels_changed(name: str, definition: str, inside, outside, n_family: int, data: ClaimData,
-                    mb: np.ndarray, mp: np.ndarray) -> Limitation:
+                    mb: np.ndarray, mp: np.ndarray) -> LimitationRecord:
     """The concept shift of a slice whose class mix changed while the rest held."""
     share = float(mp.mean())
     change = slice_change(data, mb, mp, name)
@@ -304,7 +304,7 @@ def _labels_changed(name: str, definition: str, inside, outside, n_family: int, 
                              test="weighted_wald_chi2", p_value_adjusted=p_adj, n=int(mb.sum() + mp.sum()),
                              rule=f"Bonferroni-adjusted p (over {n_family:,} tests) < α and total variation ≥ "
                                   f"{fmt_num(LABEL_FLOOR)} inside; no change outside")
-    return Limitation(rank=0, kind="concept_shift", slice=name,
+    return LimitationRecord(rank=0, kind="concept_shift", slice=name,
                       title=f"the labels changed given the inputs on {name}", statement=statement, score=score,
                       severity=severity_label(score), evidence=evidence,
                       key=finding_key("concept_shift", definition, name), definition=definition, claim="change",

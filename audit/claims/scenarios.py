@@ -22,8 +22,7 @@ from domains import parse
 from domains.expressions import columns_used
 from domains.scenarios import Scenario, Signal
 from reports.formatting import fmt_num, fmt_p, fmt_share, lower_is_better
-from reports.records import Limitation
-from reports.result import AuditEvidence, ScenarioMatch, ShiftTest, SignalCheck, SliceRecord
+from reports.result import AuditEvidence, LimitationRecord, ScenarioMatch, ShiftTest, SignalCheck, SliceRecord
 
 __all__ = ["match_scenarios", "FIT_SCORE"]
 
@@ -84,7 +83,7 @@ def _slice_record(name: str, evidence: AuditEvidence) -> SliceRecord | None:
     return next((s for s in evidence.slices if s.name == name and s.source == "expert"), None)
 
 
-def _slice(sig: Signal, evidence: AuditEvidence, changes: Sequence[Limitation]) -> SignalCheck:
+def _slice(sig: Signal, evidence: AuditEvidence, changes: Sequence[LimitationRecord]) -> SignalCheck:
     name = str(sig.slice)
     record = _slice_record(name, evidence)
     label = (record.title if record and record.title else name)
@@ -140,7 +139,7 @@ def _label(sig: Signal, evidence: AuditEvidence) -> SignalCheck:
                   f"{'changed' if label.is_shift else 'did not change'}")
 
 
-def _check(sig: Signal, evidence: AuditEvidence, changes: Sequence[Limitation]) -> SignalCheck:
+def _check(sig: Signal, evidence: AuditEvidence, changes: Sequence[LimitationRecord]) -> SignalCheck:
     if sig.context is not None:
         return _context(sig, evidence)
     if sig.slice is not None:
@@ -150,7 +149,7 @@ def _check(sig: Signal, evidence: AuditEvidence, changes: Sequence[Limitation]) 
     return _label(sig, evidence)
 
 
-def _concerns(sig: Signal, lim: Limitation, slice_definitions: dict[str, str]) -> bool:
+def _concerns(sig: Signal, lim: LimitationRecord, slice_definitions: dict[str, str]) -> bool:
     """Does the change claim ``lim`` (or a claim it absorbed) concern the signal's subject?"""
     subjects = [lim.key, *(r.get("key", "") for r in lim.related)]
     definitions = [lim.definition, *(r.get("key", "").split(":", 1)[-1] for r in lim.related)]
@@ -168,7 +167,7 @@ def _concerns(sig: Signal, lim: Limitation, slice_definitions: dict[str, str]) -
 
 
 def match_scenarios(scenarios: Sequence[Scenario], evidence: AuditEvidence,
-                    limitations: Sequence[Limitation]) -> list[ScenarioMatch]:
+                    limitations: Sequence[LimitationRecord]) -> list[ScenarioMatch]:
     """Every declared scenario checked against the audit, best first; empty when nothing changed."""
     changes = [lim for lim in limitations if lim.claim == "change"]
     if not scenarios or not changes:

@@ -13,8 +13,7 @@ import pandas as pd
 
 from audit.claims import ClaimData, Step, decide_claims
 from detectors.slices import METRIC_ALIASES
-from reports.records import Limitation
-from reports.result import AuditEvidence
+from reports.result import AuditEvidence, LimitationRecord
 
 __all__ = ["claim_data", "one_limitation_per_fact"]
 
@@ -49,7 +48,7 @@ def claim_data(state: Any, production: pd.DataFrame) -> ClaimData:
 
 
 def one_limitation_per_fact(evidence: AuditEvidence, state: Any,
-                            production: pd.DataFrame) -> tuple[list[Limitation], list[Step]]:
+                            production: pd.DataFrame) -> tuple[list[LimitationRecord], list[Step]]:
     """The audit's limitations, ranked, each fact once and each change by its cause (and the causes in
     the order the claim layer accepted them)."""
     return decide_claims(evidence, claim_data(state, production),

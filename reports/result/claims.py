@@ -2,6 +2,7 @@
 next round's labelling plan."""
 from __future__ import annotations
 
+import warnings
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -93,6 +94,14 @@ class Verdict(Closed):
         None, description="The smallest detectable effect at these sample sizes and the rows needed for the floor.")
     changes: list[str] = Field(default_factory=list, description="Keys of the change claims, ranked.")
     standing: list[str] = Field(default_factory=list, description="Keys of the standing limitations (model card).")
+
+    def __getitem__(self, name: str) -> Any:
+        """Deprecated: the verdict was a dict; read its attributes (``verdict.summary``) or ``to_dict()``."""
+        warnings.warn("Verdict is a typed record: read verdict.summary (or verdict.to_dict()[...]); indexing it "
+                      "like a dict is deprecated", DeprecationWarning, stacklevel=2)
+        if name not in type(self).model_fields:
+            raise KeyError(name)
+        return getattr(self, name)
 
 
 class Allocation(Record):

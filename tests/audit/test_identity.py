@@ -3,11 +3,11 @@ import numpy as np
 
 from audit.claims.identity import row_relations
 from reports.grouping import fold
-from reports.records import Limitation
+from reports.result import LimitationRecord
 
 
-def _lim(definition: str) -> Limitation:
-    return Limitation(rank=0, kind="concept_shift", slice=definition, title=definition, statement="s", score=0.1,
+def _lim(definition: str) -> LimitationRecord:
+    return LimitationRecord(rank=0, kind="concept_shift", slice=definition, title=definition, statement="s", score=0.1,
                       severity="high", definition=definition, key=f"concept_shift:{definition}", claim="change")
 
 

@@ -136,7 +136,7 @@ def make_hostile_audit() -> dict:
     audit["parameters"][PAYLOADS[0]] = PAYLOADS[3]
     audit["notes"] = [{"part": PAYLOADS[3], "reason": PAYLOADS[4]}]
     limitations = rank_limitations(audit)
-    audit["verdict"] = verdict(audit, limitations)
+    audit["verdict"] = verdict(audit, limitations).to_dict()
     audit["limitations"] = [lim.to_dict() for lim in limitations]
     audit["next_round"] = plan_next_round(audit, limitations, budget=200, min_slice_size=30).to_dict()
     return audit

@@ -1,13 +1,12 @@
 """Folding keeps a change visible: a standing weakness that absorbs a change about its rows is a change claim."""
 from __future__ import annotations
 
-from reports.result import Decision
 from reports.grouping import Relation, fold
-from reports.records import Limitation
+from reports.result import Decision, LimitationRecord
 
 
 def _lim(kind, key, claim, score, decision=None):
-    return Limitation(rank=0, kind=kind, slice=key, title=key, statement=f"{key}.", score=score, severity="low",
+    return LimitationRecord(rank=0, kind=kind, slice=key, title=key, statement=f"{key}.", score=score, severity="low",
                       key=f"{kind}:{key}", claim=claim,
                       decision=decision or Decision(statistic="effect", rule=kind, test=kind))
 

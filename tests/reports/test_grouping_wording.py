@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from reports.grouping import Relation, fold
-from reports.records import Limitation
+from reports.result import LimitationRecord
 
 
-def _lim(key: str, title: str, score: float) -> Limitation:
-    return Limitation(rank=1, kind="context_mix_shift", slice=key, title=title, statement=f"{title}.", score=score,
+def _lim(key: str, title: str, score: float) -> LimitationRecord:
+    return LimitationRecord(rank=1, kind="context_mix_shift", slice=key, title=title, statement=f"{title}.", score=score,
                       severity="medium", key=key)
 
 

@@ -78,7 +78,7 @@ def test_a_finding_without_test_or_interval_is_a_note():
 
 def test_a_standing_only_audit_does_not_say_do_not_rely(audit):
     ranked = [lim for lim in rank_limitations(audit) if lim.claim == "standing"]
-    v = verdict({"covariate": {"features": [{"name": "x", "status": "ok", "p_value": 0.5}]}}, ranked)
+    v = verdict({"covariate": {"features": [{"name": "x", "status": "ok", "p_value": 0.5}]}}, ranked).to_dict()
     assert v["status"] == "no_shift" and "Do not rely" not in v["summary"]
     assert v["summary"].startswith("No change from the benchmark was detected")
     assert "Standing limitations (model card" in v["summary"]

@@ -10,6 +10,7 @@ import pytest
 import reports
 from reports import AuditResult, LimitationRecord, rank_limitations, verdict
 from reports.records import SEVERITY_ORDER
+from reports.result import Verdict
 from tests.reports.test_reports_limitations import _by_kind, _pct
 
 
@@ -47,9 +48,23 @@ def test_one_limitation_type_from_ranking_to_storage(audit):
         assert reports.Limitation is LimitationRecord
 
 
-def test_verdict_names_the_top_limitation(audit):
+def test_the_verdict_is_the_record_the_result_stores(audit):
+    """``verdict()`` returns the typed Verdict the AuditResult holds, not a dict to be validated again;
+    indexing it like the former dict still works, with a DeprecationWarning."""
     ranked = rank_limitations(audit)
     v = verdict(audit, ranked)
+    assert isinstance(v, Verdict)
+    stored = AuditResult.model_validate_json(json.dumps({**audit, "verdict": v.to_dict()}))
+    assert stored.verdict == v
+    with pytest.warns(DeprecationWarning, match="verdict.summary"):
+        assert v["summary"] == v.summary
+    with pytest.warns(DeprecationWarning), pytest.raises(KeyError):
+        v["no_such_field"]
+
+
+def test_verdict_names_the_top_limitation(audit):
+    ranked = rank_limitations(audit)
+    v = verdict(audit, ranked).to_dict()
     changes = [lim for lim in ranked if lim.claim == "change"]
     standing = [lim for lim in ranked if lim.claim == "standing"]
     assert changes and standing and ranked[:len(changes)] == changes  # change claims rank first
@@ -71,7 +86,7 @@ def test_severity_describes_changes_only():
     the benchmark) were counted: the verdict's severity is the changes', the standing one apart."""
     standing = LimitationRecord(rank=1, key="underperforming_slice:x", kind="underperforming_slice", slice="x",
                                 severity="high", score=0.1, title="weak on x", statement="", claim="standing")
-    v = verdict({"covariate": {"features": [{"name": "x", "status": "ok", "p_value": 0.5}]}}, [standing])
+    v = verdict({"covariate": {"features": [{"name": "x", "status": "ok", "p_value": 0.5}]}}, [standing]).to_dict()
     assert (v["severity"], v["standing_severity"], v["status"]) == ("none", "high", "no_shift")
     assert "More severe" not in v["summary"] and "weak on x" in v["summary"]
 
@@ -210,7 +225,7 @@ def test_fixture_is_an_audit_result_whose_limitations_the_ranking_reproduces(aud
     # written (the stored covariate statement predates the sentence stating its assumed loss).
     assert [{**lim, "statement": ""} for lim in again] == [{**lim, "statement": ""} for lim in stored]
     assert all(a["statement"].startswith(b["statement"].rstrip(".")) for a, b in zip(again, stored))
-    assert verdict(audit, folded) == audit["verdict"]
+    assert verdict(audit, folded).to_dict() == audit["verdict"]
     with pytest.raises(ValueError):  # the contract is closed where it is ours
         AuditResult.model_validate(dict(audit, verdict=dict(audit["verdict"], extra_field=1)))
 

@@ -103,7 +103,7 @@ def test_first_screen_answers_can_i_trust_the_model(audit):
     limitations = rank_limitations(audit)
     html = render_html(conclude(audit, limitations, plan_next_round(audit, limitations, budget=200, min_slice_size=30)))
     head = _text(html[: html.index('id="covariate"')])
-    v = verdict(audit, limitations)
+    v = verdict(audit, limitations).to_dict()
     lead = v["summary"].split(":")[0]  # the verdict's lead; the top limitation follows in full
     assert f"{v['severity'].capitalize()} severity" in head and lead in head
     # the verdict leads with what changed (the planted untested site); the label noise and the weak slice
@@ -187,7 +187,7 @@ def _stored(audit, budget=200):
     from reports import verdict
     limitations = rank_limitations(audit)
     plan = plan_next_round(audit, limitations, budget=budget, min_slice_size=30)
-    stored = dict(audit, limitations=[lim.to_dict() for lim in limitations], verdict=verdict(audit, limitations),
+    stored = dict(audit, limitations=[lim.to_dict() for lim in limitations], verdict=verdict(audit, limitations).to_dict(),
                   next_round=plan.to_dict())
     return json.loads(json.dumps(stored)), limitations, plan
 

@@ -1,7 +1,6 @@
 """The limitation ranking and the verdict: order, evidence, statistical support, robustness."""
 from __future__ import annotations
 
-
 import pytest
 
 from domains import PLANTED
@@ -191,5 +190,5 @@ def test_insufficient_data_and_missing_values_never_count(audit):
                                          "slices": [{"name": "s"}]}])
 def test_empty_or_degenerate_audits_give_no_limitations(audit_dict):
     assert rank_limitations(audit_dict) == []
-    v = verdict(audit_dict, [])
+    v = verdict(audit_dict, []).to_dict()
     assert v["severity"] == "none" and v["shift_detected"] is False and v["summary"].endswith(".")

@@ -14,7 +14,7 @@ def test_section_has_heading_verdict_and_every_limitation(audit):
     limitations = rank_limitations(audit)
     text = render_markdown(conclude(audit, limitations))
     assert text.startswith("## Model limitations\n")
-    assert f"**Verdict: {verdict(audit, limitations)['severity']} severity.**" in text
+    assert f"**Verdict: {verdict(audit, limitations).severity} severity.**" in text
     for lim in limitations:
         assert f"{lim.rank}. **{lim.severity.capitalize()}" in text
         assert md_escape(lim.statement) in text

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from domains import PLANTED
 import reports
+from domains import PLANTED
 from reports import plan_next_round, rank_limitations, to_csv, to_json, to_jsonl
 from reports.result import AuditResult, NextRound
 from tests.reports.conftest import load_example
@@ -107,7 +107,7 @@ def test_slices_without_a_credible_gap_get_nothing(audit):
 def test_untested_contexts_follow_the_ranking_and_need_production_rows():
     """Untested contexts in the rank of their limitations; one with fewer production rows than
     ``min_slice_size`` gets nothing on its own (many one-row clinics), a pooled group of them does."""
-    from reports.records import Limitation
+    from reports.result import LimitationRecord
 
     untested = [{"name": f"clinic == \"c{i}\"", "kind": "unseen_value", "definition": f"clinic == \"c{i}\"", "n_benchmark": 0,
                  "n_production": 1, "production_share": 0.0001} for i in range(80)]
@@ -117,7 +117,7 @@ def test_untested_contexts_follow_the_ranking_and_need_production_rows():
                   "n_production": 80, "production_share": 0.008},
                  {"name": "device == \"x\"", "kind": "rare_value", "definition": "device == \"x\"", "n_benchmark": 5,
                   "n_production": 2000, "production_share": 0.2}]
-    lims = [Limitation(rank=1, kind="untested_context", slice="site == \"e\"", title="t", statement="s.", score=0.1,
+    lims = [LimitationRecord(rank=1, kind="untested_context", slice="site == \"e\"", title="t", statement="s.", score=0.1,
                        severity="high", key='untested_context:site == "e"', definition='site == "e"')]
     plan = plan_next_round({"semantic": {"untested_contexts": untested}, "production": {"n_rows": 10_000}}, lims,
                            budget=500, min_slice_size=30)

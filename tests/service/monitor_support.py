@@ -102,7 +102,7 @@ def concluded(evidence: dict, *, budget: int = 100) -> AuditResult:
     ranked = rank_limitations(found)
     plan = plan_next_round(found, ranked, budget=budget, min_slice_size=found.parameters.min_slice_size)
     return as_result({**found.model_dump(mode="json"), "limitations": [lim.to_dict() for lim in ranked],
-                      "verdict": verdict(found, ranked), "next_round": plan.to_dict()})
+                      "verdict": verdict(found, ranked).to_dict(), "next_round": plan.to_dict()})
 
 
 def cron_environment(monkeypatch, data_dir, roots) -> None:
