@@ -87,7 +87,7 @@ from detectors.context_tests import (
     untested_values,
 )
 from detectors.correction import readjust
-from detectors.covariate import categorical_shift_test
+from detectors.feature_tests import categorical_shift_test
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_tied_test, missing_rate_test
 from detectors.validation import as_mask
 

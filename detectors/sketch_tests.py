@@ -61,11 +61,10 @@ from detectors.base import (
     renamed_parameters,
 )
 from detectors.column_types import ExcludedColumn
-from detectors.covariate import (
+from detectors.covariate import CovariateResult, covariate_result
+from detectors.feature_tests import (
     DEFAULT_EFFECT_FLOORS,
-    CovariateResult,
     categorical_feature_test,
-    covariate_result,
     effect_floor,
     insufficient_test,
     mean_difference,

@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
 from detectors.base import Result
-from detectors.label_quality import assess_label_quality
+from detectors.label_quality import AnnotatorShare, assess_label_quality
 
 SHARE_CAP = 0.2
 CACHE_SIZE = 256
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class AnnotatorShareOut(Result):
-    annotator: str
-    n_labels: int
-    share: float
-    ci_low: float
-    ci_high: float
-    over_cap: bool
 
 
 @dataclass(frozen=True)
@@ -44,7 +34,7 @@ class AnnotatorSummary(Result):
     cap: float
     over_cap: tuple[str, ...]
     near_chance: tuple[str, ...]
-    shares: tuple[AnnotatorShareOut, ...]
+    shares: tuple[AnnotatorShare, ...]  # the detector's records, annotator ids as text
 
 
 EMPTY = AnnotatorSummary(0, None, None, None, None, SHARE_CAP, (), (), ())
@@ -70,7 +60,7 @@ def summarise(annotations: pd.DataFrame | None, *, cap: float = SHARE_CAP, seed:
 
 def _compute(annotations: pd.DataFrame, *, cap: float, seed: int) -> AnnotatorSummary:
     quality = assess_label_quality(annotations, cap=cap, random_state=seed)
-    shares = tuple(sorted((AnnotatorShareOut(str(s.annotator), s.n_labels, s.share, s.ci_low, s.ci_high, s.over_cap)
+    shares = tuple(sorted((replace(s, annotator=str(s.annotator))
                            for s in quality.shares), key=lambda s: -s.share))
     agreement = quality.agreement
     return AnnotatorSummary(
