@@ -65,6 +65,8 @@ class AuditInput:
     extra_parameters: dict[str, Any] = field(default_factory=dict)
     # (AuditResult, production rows) -> what the images add to the report (the service's thumbnails)
     report_images: Callable[[AuditResult, pd.DataFrame], Any] | None = None
+    # False: the result only; the HTML and Markdown come after it is final and stay empty
+    render: bool = True
 
 
 @dataclass(frozen=True)
@@ -344,9 +346,11 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
     # timings are measured before rendering, so that the report and the JSON agree
     result = AuditResult.model_validate({**dict(evidence), **conclusions, "timings": clock.totals()})
     # rendered from the AuditResult alone: its stored limitations, verdict and plan, computed once above
-    images = inp.report_images(result, inp.production) if inp.report_images else None
-    html = render_html(result, images=images)
-    markdown = render_markdown(result, images=images)  # the skin-tone notes beside their findings too
+    html = markdown = ""
+    if inp.render:
+        images = inp.report_images(result, inp.production) if inp.report_images else None
+        html = render_html(result, images=images)
+        markdown = render_markdown(result, images=images)  # the skin-tone notes beside their findings too
     clock.stage("report", "done")
     return AuditOutcome(result=result, html=html, markdown=markdown,
                         companion_html=companion, exports={"csv": to_csv(plan), "jsonl": to_jsonl(plan)})

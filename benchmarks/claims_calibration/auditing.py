@@ -7,7 +7,6 @@ harness only reads the result.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 from functools import lru_cache
@@ -20,19 +19,6 @@ from benchmarks.claims_calibration.tables import ROOT, PreparedTable
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 __all__ = ["audit_pair", "code_version", "seed_for"]
-
-
-@contextlib.contextmanager
-def _without_rendering():
-    import reports
-
-    saved = reports.render_html, reports.render_markdown
-    reports.render_html = lambda *a, **k: ""
-    reports.render_markdown = lambda *a, **k: ""
-    try:
-        yield
-    finally:
-        reports.render_html, reports.render_markdown = saved
 
 
 _PACKS: dict[str, Any] = {}
@@ -59,15 +45,15 @@ def audit_pair(table: PreparedTable, benchmark: pd.DataFrame, production: pd.Dat
     render : bool
         Also render the HTML and Markdown reports (slower; the result is the same).
     """
+    from audit.roles import infer_roles
     from service.audits.local import audit_frames
-    from service.roles import infer_roles
 
     pack = _pack(table)
     contexts = [c.name for c in pack.context]
-    with contextlib.nullcontext() if render else _without_rendering():
-        outcome = audit_frames(benchmark, production, pack=pack, options={"seed": int(seed), "alpha": alpha},
-                               benchmark_roles=infer_roles(benchmark.columns, context_columns=contexts),
-                               production_roles=infer_roles(production.columns, context_columns=contexts))
+    outcome = audit_frames(benchmark, production, pack=pack, options={"seed": int(seed), "alpha": alpha},
+                           benchmark_roles=infer_roles(benchmark.columns, context_columns=contexts),
+                           production_roles=infer_roles(production.columns, context_columns=contexts),
+                           render=render)
     return outcome.result_json
 
 

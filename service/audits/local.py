@@ -103,15 +103,15 @@ def audit_frames(benchmark: pd.DataFrame, production: pd.DataFrame, *, pack: Any
                  annotations: tuple[pd.DataFrame, dict[str, str]] | None = None,
                  reference_cache: Any = None,
                  provenance: tuple[dict[str, Any], dict[str, Any]] = ({}, {}),
-                 report_images: Any = None) -> AuditOutcome:
+                 report_images: Any = None, render: bool = True) -> AuditOutcome:
     """One in-memory audit (:func:`audit.run_audit`) of frames read by :func:`read_dataset`;
     ``options`` as given by the caller, validated here; ``reference_cache`` (a ``ReferenceCache``)
     keeps the benchmark-side fits; ``provenance``: each side's :func:`read_dataset` provenance
     (image-derived contexts); ``report_images``: what the images add to the report
-    (:func:`service.audits.report_thumbnails.images_for`)."""
+    (:func:`service.audits.report_thumbnails.images_for`); ``render=False``: the result only."""
     typed = options if isinstance(options, AuditOptions) else AuditOptions.model_validate(dict(options or {}))
     with audit_input_errors():
         return run_audit(AuditData(benchmark, benchmark_roles, {"id": names[0], "name": names[0], **provenance[0]}),
                          AuditData(production, production_roles, {"id": names[1], "name": names[1], **provenance[1]}),
                          pack=pack, options=typed, progress=progress, annotations=annotations,
-                         reference_cache=reference_cache, report_images=report_images)
+                         reference_cache=reference_cache, report_images=report_images, render=render)

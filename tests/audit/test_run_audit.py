@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from audit import AuditData, AuditInputError, AuditOptions, run_audit
+from audit.roles import infer_roles
 from domains import load_builtin, make_example
 from reports.result import AuditResult
 
@@ -69,3 +70,15 @@ def test_the_options_and_errors_load_without_the_pipeline():
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_an_audit_without_rendering_gives_the_same_result():
+    """``render=False`` skips only the HTML and Markdown: the result is final before them."""
+    pack = load_builtin("deepfake")
+    bench, prod = make_example("deepfake", n_benchmark=400, n_production=400, shift="planted", random_state=3)
+    roles = infer_roles(bench.columns, context_columns=[c.name for c in pack.context])
+    outcomes = [run_audit(AuditData(bench, roles), AuditData(prod, roles), pack=pack,
+                          options=AuditOptions(seed=3), render=render) for render in (True, False)]
+    full, bare = (o.result.model_dump(exclude={"timings", "created_at"}) for o in outcomes)
+    assert full == bare
+    assert outcomes[0].html and outcomes[0].markdown and not outcomes[1].html and not outcomes[1].markdown
