@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,22 @@ from reports.findings_labels import saturation_note
 from reports.limitations import undecided_notes
 from reports.records import RankingContext
 from reports.result import AuditEvidence, AuditResult, Note
+
+if TYPE_CHECKING:  # the detectors' result types, for the state's fields; the stages import the detectors
+    from detectors.attribution import PerformanceAttribution
+    from detectors.bbsd import OutputShiftResult
+    from detectors.classifier_test import ClassifierTestResult
+    from detectors.concept import ConceptShiftResult
+    from detectors.conditional import ConditionalShiftResult
+    from detectors.context_results import ContextShiftResult
+    from detectors.covariate import CovariateResult
+    from detectors.discovery import DiscoveryResult
+    from detectors.embedding import EmbeddingShiftResult
+    from detectors.label_quality import LabelQualityResult
+    from detectors.label_shift_result import LabelShiftResult
+    from detectors.metric_change import MetricChange
+    from detectors.performance import PerformanceEstimate
+    from detectors.slice_results import SliceEvaluation
 
 Progress = Callable[[float, str], None]
 
@@ -102,22 +118,23 @@ class AuditState:
     definitions: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     measured_by: dict[str, str] = field(default_factory=dict)  # untested context → slice with the same rows
-    covariate: Any = None
-    multivariate: Any = None
-    outputs: Any = None
-    prior: Any = None
-    concept: Any = None
-    estimates: list = field(default_factory=list)
-    discovered: Any = None
-    context: Any = None
-    evaluation: Any = None
-    overall_eval: Any = None
-    overall_change: Any = None  # the plain benchmark → production test of the primary metric (all rows)
-    attribution: Any = None
-    cells: Any = None
-    conditional: Any = None
-    embedding: Any = None
-    label_quality: Any = None
+    # each None until its stage ran, and None again when the stage could not run (the guard's note says why)
+    covariate: CovariateResult | None = None
+    multivariate: ClassifierTestResult | None = None
+    outputs: OutputShiftResult | None = None
+    prior: LabelShiftResult | None = None
+    concept: ConceptShiftResult | None = None
+    estimates: list[PerformanceEstimate] = field(default_factory=list)
+    discovered: DiscoveryResult | None = None
+    context: ContextShiftResult | None = None
+    evaluation: SliceEvaluation | None = None
+    overall_eval: SliceEvaluation | None = None
+    overall_change: MetricChange | None = None  # the plain benchmark → production test of the primary metric
+    attribution: PerformanceAttribution | None = None
+    cells: tuple[np.ndarray, np.ndarray] | None = None  # (benchmark cells, production cells) of the contexts
+    conditional: ConditionalShiftResult | None = None
+    embedding: EmbeddingShiftResult | None = None
+    label_quality: LabelQualityResult | None = None
     n_tests: int = 0
     # production partly labelled: its labelled rows, their own stage context and model outputs; the
     # label stages (metrics, concept, discovery, attribution) run on them, the input and context tests on all rows
