@@ -136,7 +136,8 @@ class ServiceRunStore:
         summary = {**findings.trend_summary(record.result), **checks_summary(record.decision),
                    "notes": list(batch.notes), "timings": record.timings}
         run = {"n_rows": len(batch.frame), "audit_id": record.audit_id, "alpha": record.alpha_k,
-               "verdict": record.result.verdict.model_dump(mode="json"), "summary": summary}
+               "verdict": record.result.verdict.model_dump(mode="json"), "summary": summary,
+               "alert_ids": [a.id for a in record.update.opened]}
         monitor = {"n_tested": record.k, "alpha_spent": budget.spent(row.alpha, record.k),
                    "detector_state": record.decision.detector_state,
                    **({"watermark": batch.watermark} if not batch.empty and batch.watermark else {})}
@@ -145,10 +146,12 @@ class ServiceRunStore:
                        alerts=record.update.changed, messages=_messages(store, row, record, run))
         if self.outbox is not None:  # never raises: a dead receiver or a refused URL fails nothing else
             self.outbox.deliver_pending(monitor_id=row.id, due_only=False)
-        # killed before this line, the run is failed as interrupted by recovery; what it decided is kept
-        store.finish_run(record.run_id, "succeeded", alert_ids=[a.id for a in record.update.opened])
+        # killed before this line, recovery finishes the run as succeeded: its decisions are saved
+        store.finish_run(record.run_id, "succeeded")
 
     def fail(self, run_id: str, error: dict[str, Any]) -> None:
+        if not self.store.run_open(run_id):  # recovery ended it: its rows are the next run's, untaken
+            return
         self._taken()
         self.store.finish_run(run_id, "failed", error=error)
 

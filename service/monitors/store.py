@@ -20,8 +20,11 @@ INTERRUPTED = {"code": "interrupted", "message": "The service stopped during thi
                "only if they were not recorded as taken.", "details": {}}
 
 
+OPEN_RUN = ("queued", "running")  # a run in any other status has ended
+
+
 class _NotRunning(Exception):
-    """Aborts a finish_run transaction whose run is no longer running."""
+    """Aborts a finish_run or save_run transaction whose run has already ended."""
 
 
 def now() -> datetime:
@@ -147,14 +150,13 @@ class MonitorStore:
             s.delete(previous)
 
     def interrupt_own(self, owner: str = WORKER_ID) -> int:
-        """At shutdown: this process's running runs are failed and its leases released."""
+        """At shutdown: this process's running runs are ended as :meth:`recover` ends them, and its
+        leases released; returns how many runs were failed as interrupted."""
         with self.sessions.begin() as s:
-            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.status == "running",
-                                                         MonitorRunRow.executed_by == owner)
-                             .values(status="failed", finished_at=now(), error=INTERRUPTED))
+            interrupted = _end_stopped(s, MonitorRunRow.executed_by == owner, now())
             s.execute(update(MonitorRow).where(MonitorRow.lease_owner == owner).values(lease_owner=None,
                                                                                       lease_until=None))
-        return done.rowcount
+        return interrupted
 
     def update_run(self, run_id: str, **values: Any) -> None:
         with self.sessions.begin() as s:
@@ -205,7 +207,9 @@ class MonitorStore:
             return list(s.scalars(select(MonitorRunRow)))
 
     def recover(self, lease_s: float) -> int:
-        """Runs left ``running`` by a process that died are failed as interrupted.
+        """Runs left ``running`` by a process that died are failed as interrupted (those whose
+        decisions were saved are finished as ``succeeded``: :func:`_end_stopped`); returns how many
+        were failed.
 
         Dead means: no heartbeat (or, before the first one, no start) for ``lease_s``, or the
         monitor's lease expired. Any live instance calls this on each scheduler tick, so a killed
@@ -217,10 +221,7 @@ class MonitorStore:
             dead = select(MonitorRow.id).where(or_(MonitorRow.lease_owner.is_(None), MonitorRow.lease_until < t))
             silent = or_(MonitorRunRow.heartbeat_at < stale,
                          (MonitorRunRow.heartbeat_at.is_(None)) & (MonitorRunRow.started_at < stale))
-            done = s.execute(update(MonitorRunRow).where(MonitorRunRow.status == "running",
-                                                         or_(MonitorRunRow.monitor_id.in_(dead), silent))
-                             .values(status="failed", finished_at=t, error=INTERRUPTED))
-        return done.rowcount
+            return _end_stopped(s, or_(MonitorRunRow.monitor_id.in_(dead), silent), t)
 
     # -- directory files ----------------------------------------------------------------------
     def taken_files(self, monitor_id: str) -> set[tuple[str, str]]:
@@ -240,21 +241,37 @@ class MonitorStore:
     def save_run(self, monitor_id: str, run_id: str, *, files: list[tuple[str, str]], monitor: dict[str, Any],
                  run: dict[str, Any], alerts: list[AlertRow], messages: list[OutboxRow] = ()) -> None:
         """What a run that audited decided, in one transaction: the files it took, the monitor's detector
-        state and counters (``monitor``), the run's summary (``run``), its alerts and their webhook
-        messages. A process killed before the commit leaves none of it, so the next run takes the same
-        rows from the same detector state and decides alike; after the commit none of it is lost."""
+        state and counters (``monitor``), the run's summary and audit (``run``), its alerts and their
+        webhook messages. A process killed before the commit leaves none of it, so the next run takes
+        the same rows from the same detector state and decides alike; after the commit none of it is
+        lost, and a run killed before it is marked finished is finished as ``succeeded`` by recovery.
+
+        A run already ended elsewhere (recovery failed it as interrupted, so another process may hold
+        the monitor now) saves nothing: :class:`~service.errors.Conflict` (``run_ended``)."""
         try:
             with self.sessions.begin() as s:
+                done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id,
+                                                             MonitorRunRow.status.in_(OPEN_RUN)).values(**run))
+                if done.rowcount != 1:
+                    raise _NotRunning
                 s.add_all([MonitorFileRow(monitor_id=monitor_id, path=p, sha256=h, run_id=run_id, taken_at=now())
                            for p, h in files])
                 s.flush()  # files another run took fail here, before anything else is written
                 s.execute(update(MonitorRow).where(MonitorRow.id == monitor_id).values(**monitor))
-                s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id).values(**run))
                 for row in alerts:
                     s.merge(row)
                 s.add_all(list(messages))
         except IntegrityError:  # another process took them first: the lease makes this a bug, say so
             raise RuntimeError("files already taken by another run of this monitor") from None
+        except _NotRunning:
+            raise Conflict(f"Monitor run {run_id!r} was ended (failed as interrupted) before its decisions were "
+                           "saved; none of them was stored, and the next run takes its rows.", code="run_ended",
+                           details={"run": run_id}) from None
+
+    def run_open(self, run_id: str) -> bool:
+        """The run has not ended yet (queued or running)."""
+        with self.sessions() as s:
+            return s.scalar(select(MonitorRunRow.status).where(MonitorRunRow.id == run_id)) in OPEN_RUN
 
     # -- alerts -------------------------------------------------------------------------------
     def alerts(self, *, monitor_id: str | None = None, state: str | None = None,
@@ -301,6 +318,19 @@ class MonitorStore:
         with self.sessions() as s:
             return list(s.scalars(select(DeliveryRow).where(DeliveryRow.monitor_id == monitor_id)
                                   .order_by(DeliveryRow.id)))
+
+
+def _end_stopped(s: Session, stopped: Any, t: datetime) -> int:
+    """End the running runs ``stopped`` selects, whose process stopped; returns how many were failed.
+
+    A run whose decisions were saved (:meth:`MonitorStore.save_run`, the only writer of a run's
+    ``audit_id``) has finished although its process stopped before marking it (e.g. while its
+    webhooks were being sent): it is ``succeeded``, with its alerts; the others are interrupted."""
+    running = (MonitorRunRow.status == "running", stopped)
+    s.execute(update(MonitorRunRow).where(*running, MonitorRunRow.audit_id.is_not(None))
+              .values(status="succeeded", finished_at=t))
+    return s.execute(update(MonitorRunRow).where(*running).values(status="failed", finished_at=t,
+                                                                  error=INTERRUPTED)).rowcount
 
 
 def check_no_monitor_uses(s: Session, dataset_id: str) -> None:
