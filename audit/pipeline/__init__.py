@@ -321,12 +321,12 @@ def run(inp: AuditInput, progress: Progress) -> AuditOutcome:
     derived = derived_columns(inp.benchmark, inp.production, inp.benchmark_ref, inp.production_ref)
     columns = set_aside_one_sided(benchmark, inp.production, columns, notes, {"columns": derived})
     notes += production_only_context_notes(columns.contexts_only_in_production, derived)
-    options = {**inp.options.model_dump(), **inp.extra_parameters}
-    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, options, notes=notes,
-                              summaries=inp.summaries)
+    ctx = stages.StageContext(benchmark, inp.production, columns, inp.pack, inp.options, notes=notes,
+                              summaries=inp.summaries, parameters=dict(inp.extra_parameters))
     ctx.classes = stages.resolve_classes(ctx)
     ctx.reference = reference.for_audit(inp.reference_cache, inp.benchmark, inp.benchmark_digest, columns, ctx.classes,
-                                        inp.pack, ctx.options, ctx.min_slice_size, ctx.alpha)
+                                        inp.pack, {**ctx.options.model_dump(), **ctx.parameters},
+                                        ctx.min_slice_size, ctx.alpha)
     state = AuditState(ctx=ctx)
     partly = labelled_context(ctx, inp.production)  # production labelled on some rows: those rows' context
     if partly is not None:
@@ -354,12 +354,12 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
                                   target_masks(limitations, state))
     if state.labelled is not None:  # rows that already carry a label are not asked for again
         candidates = candidates[~state.labelled.mask[candidates.index.to_numpy()]]
-    plan = plan_next_round(evidence, limitations, budget=int(ctx.options["budget"]),
+    plan = plan_next_round(evidence, limitations, budget=ctx.options.budget,
                            min_slice_size=ctx.min_slice_size, candidates=candidates)
     conclusions = {"limitations": [lim.to_dict() for lim in limitations], "verdict": verdict(evidence, limitations),
                    "next_round": plan.to_dict()}
     clock.stage("ranking", "rendering the report")
-    companion = _companion(inp, ctx) if ctx.options.get("evidently_companion") else None
+    companion = _companion(inp, ctx) if ctx.options.evidently_companion else None
     # timings are measured before rendering, so that the report and the JSON agree
     result = AuditResult.model_validate({**dict(evidence), **conclusions, "timings": clock.totals()})
     # rendered from the AuditResult alone: its stored limitations, verdict and plan, computed once above
@@ -375,7 +375,7 @@ def _report(inp: AuditInput, state: AuditState, clock: _Clock) -> AuditOutcome:
 
 def _ranking_notes(evidence: AuditEvidence, ctx: stages.StageContext) -> list[dict[str, str]]:
     """Rules of the ranking that were deliberately not applied, so the user is not left guessing."""
-    threshold = ctx.options.get("saturation_threshold")
+    threshold = ctx.options.saturation_threshold
     rank_ctx = RankingContext.from_audit(evidence, saturation_threshold=threshold, alpha=ctx.alpha, priors=None)
     note = saturation_note(evidence, rank_ctx)
     undecided = undecided_notes(evidence, saturation_threshold=threshold, alpha=ctx.alpha)

@@ -34,7 +34,6 @@ def claim_data(state: Any, production: pd.DataFrame) -> ClaimData:
         production, prod = state.labelled_ctx.production, state.labelled_out
     metric = state.overall_eval.metric if state.overall_eval is not None else getattr(ctx.pack, "primary_metric",
                                                                                       "accuracy")
-    floors = ctx.options.get("effect_floors") or {}
     return ClaimData(
         benchmark=ctx.benchmark, production=production, classes=tuple(str(c) for c in ctx.classes),
         y_true_b=None if bench is None else bench.y_true, y_pred_b=None if bench is None else bench.y_pred,
@@ -43,7 +42,6 @@ def claim_data(state: Any, production: pd.DataFrame) -> ClaimData:
         positive=None if getattr(ctx.pack, "positive_class", None) is None else str(ctx.pack.positive_class),
         metric=METRIC_ALIASES.get(metric, metric), alpha=ctx.alpha, min_slice_size=ctx.min_slice_size,
         seed=ctx.seed, n_tests=max(1, int(state.n_tests)),
-        floors={k: float(v) for k, v in floors.items() if v is not None} if isinstance(floors, dict) else {},
         prior_estimate=_prior_estimate(state))
 
 
@@ -52,4 +50,4 @@ def one_limitation_per_fact(evidence: AuditEvidence, state: Any,
     """The audit's limitations, ranked, each fact once and each change by its cause (and the causes in
     the order the claim layer accepted them)."""
     return decide_claims(evidence, claim_data(state, production),
-                         saturation_threshold=state.ctx.options.get("saturation_threshold"))
+                         saturation_threshold=state.ctx.options.saturation_threshold)

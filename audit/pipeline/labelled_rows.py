@@ -145,7 +145,7 @@ def labelled_context(ctx: StageContext, production: pd.DataFrame) -> tuple[Label
     rows.attrs = dict(production.attrs)
     # the same options, notes and reference fits; its own shared cache (the strata are over its rows)
     lctx = StageContext(ctx.benchmark, rows, ctx.columns, ctx.pack, ctx.options, classes=ctx.classes,
-                        notes=ctx.notes, reference=ctx.reference)
+                        notes=ctx.notes, reference=ctx.reference, parameters=ctx.parameters)
     ctx.notes.append(labelled_rows_note(labelled))
     ctx.notes.append(selection_note(production, labelled, ctx.columns.contexts, ctx.alpha,
                                     features=ctx.columns.features))

@@ -18,6 +18,9 @@ from reports.findings_labels import estimate_checks
 from reports.records import RankingContext
 from reports.result import AuditEvidence, Overall
 
+# the smallest drop of the primary metric that counts as a change (five points: the slice tests' floor too)
+PERFORMANCE_DROP_FLOOR = 0.05
+
 __all__ = ["overall_change", "with_overall_change", "with_estimate_checks"]
 
 
@@ -28,13 +31,12 @@ def overall_change(ctx: StageContext, overall_eval: Any, bench: Outputs, prod: O
     not, so a collapse in a context the benchmark lacks is still tested (and corrected with the rest)."""
     if overall_eval is None or prod.y_true is None or bench.y_true is None or prod.y_pred is None:
         return None
-    floors = ctx.options.get("effect_floors") or {}
-    floor = float(floors.get("performance_drop", 0.05)) if isinstance(floors, dict) else 0.05
     metric = METRIC_ALIASES.get(overall_eval.metric, overall_eval.metric)
     return metric_change_test(metric, bench.y_true, bench.y_pred, prod.y_true, prod.y_pred,
                               scores_b=bench.positive_scores, scores_p=prod.positive_scores,
                               positive=getattr(ctx.pack, "positive_class", None), alpha=ctx.alpha,
-                              effect_floor=floor, min_samples=min(30, ctx.min_slice_size), random_state=ctx.seed)
+                              effect_floor=PERFORMANCE_DROP_FLOOR, min_samples=min(30, ctx.min_slice_size),
+                              random_state=ctx.seed)
 
 
 def with_overall_change(evidence: AuditEvidence, change: Any) -> AuditEvidence:

@@ -210,7 +210,8 @@ def audit_evidence(inp: Any, state: Any) -> AuditEvidence:
             k: v for k, v in state.discovered.to_dict().items() if k != "slices"},
         columns=columns.to_dict(),
         parameters=to_jsonable({
-            **ctx.options, "domain_pack": pack.name, "domain_pack_version": getattr(pack, "version", None),
+            **ctx.options.model_dump(), **ctx.parameters,
+            "domain_pack": pack.name, "domain_pack_version": getattr(pack, "version", None),
             "primary_metric": pack.primary_metric, "min_slice_size": ctx.min_slice_size,
             "n_tests_corrected": state.n_tests, "classes": ctx.classes,
             "severity_priors": asdict(SeverityPriors()), "engine": _engine(ctx)}),

@@ -37,7 +37,7 @@ def expert_masks(ctx: StageContext) -> tuple[dict[str, tuple[np.ndarray, np.ndar
 def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
     """Weak slices beyond the expert ones, searched where labels exist (production first)."""
     contexts = list(ctx.columns.contexts)
-    if not ctx.options.get("discovery", True):
+    if not ctx.options.discovery:
         return None, None
     if not contexts:
         ctx.notes.append({"part": "weak-slice discovery", "reason": (

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from audit.options import AuditOptions
 from audit.pipeline.columns import AuditColumns, score_matrix
 from detectors.base import DetectorInputError
 
@@ -44,7 +45,7 @@ class StageContext:
     production: pd.DataFrame
     columns: AuditColumns
     pack: Any
-    options: dict[str, Any]
+    options: AuditOptions
     classes: list[str] = field(default_factory=list)
     notes: list[dict[str, str]] = field(default_factory=list)  # parts that could not run, and why
     covariate_result: Any = None  # set by covariate(): the label stage checks BBSE's assumption with it
@@ -52,6 +53,8 @@ class StageContext:
     reference: Any = None  # audit.pipeline.reference.ReferenceFits: benchmark-side fits kept across audits
     # what several stages read and each would otherwise recompute over every row (the within-context strata)
     shared: dict[str, Any] = field(default_factory=dict)
+    # recorded in the result's parameters beside the options (the benchmark series a benchmark was built from)
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     def fitted(self, part: str, fit, **depends) -> Any:
         """``fit()`` on the benchmark, or the same fitted state from the reference cache (a
@@ -69,19 +72,19 @@ class StageContext:
 
     @property
     def alpha(self) -> float:
-        return float(self.options["alpha"])
+        return float(self.options.alpha)
 
     @property
     def correction(self) -> str:
-        return str(self.options["correction"])
+        return str(self.options.correction)
 
     @property
     def seed(self) -> int:
-        return int(self.options["seed"])
+        return int(self.options.seed)
 
     @property
     def min_slice_size(self) -> int:
-        return int(self.options.get("min_slice_size") or self.pack.min_slice_size)
+        return int(self.options.min_slice_size or self.pack.min_slice_size)
 
     def outputs(self, frame: pd.DataFrame, labelled: bool) -> Outputs:
         cols = self.columns
