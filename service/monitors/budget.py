@@ -56,7 +56,9 @@ MEASURED = ("Measured on four real tables with SYNTHETIC changes (batches of 500
             "alerted in 30 runs; a 0.3 sd shift of a feature the model uses was caught within 2 runs in 100 %, 100 % "
             "and 98 % of 60 monitors when it began at run 3, 10 and 50; a 10-point accuracy drop in one slice of "
             "about 55 to 135 labelled rows a run within 5 runs in 32 %, 58 % and 73 % (within 10 runs in 52 %, 80 % "
-            "and 93 %), slower the smaller the slice.")
+            "and 93 %), slower the smaller the slice. No monitor with this guarantee can do much better: catching "
+            "such a drop within 5 runs in 80 % of monitors takes about 100 labelled rows a run in the slice "
+            "(benchmarks/harm_bound.py).")
 SPENDING = (f"one budget shared, never divided away: audits' change claims at α/4/{HORIZON} a run; an e-detector per "
             f"numeric feature (an eighth); e-detectors on the tracked proportion overall and per expert slice with "
             f"labels (a half: evidence adds up over every run since a drop); the label-free estimate without "
