@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from benchmarks.claims_calibration.auditing import _without_rendering
 from benchmarks.claims_calibration.counting import wilson
 from benchmarks.claims_calibration.tables import PreparedTable, prepare, rescore
 
@@ -93,7 +92,7 @@ def run_monitor(table_name: str, *, seed: int, runs: int, labelled: bool = True,
     bench = _draw(table.pool, n_benchmark, rng)
     sd = float(table.pool[table.source.used].std())
     first, kinds, began = None, [], time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="monitor-claims-") as tmp, _without_rendering():
+    with tempfile.TemporaryDirectory(prefix="monitor-claims-") as tmp:
         folder = Path(tmp)
         (folder / "drop").mkdir()
         bench.to_parquet(folder / "benchmark.parquet", index=False)
