@@ -91,7 +91,7 @@ def test_continuous_context_mix_is_not_a_within_context_change():
             _, test = within_context_change(yb, pb, yp, pp, make_strata(cb, cp), metric="accuracy", effect_floor=0.0)
             fired[name] += test.p_value < 0.05
     # at the detector level the bins matter little here (3-4 of 24 for 4 to 40 bins); the audit-level
-    # scenario in tests/service/test_kinds.py (continuous_mix_strong) is where 4 bins went wrong
+    # scenario in tests/service/audits/test_kinds.py (continuous_mix_strong) is where 4 bins went wrong
     assert fired["pooled_15"] <= 5, fired
 
 

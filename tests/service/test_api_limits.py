@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from tests.service.test_domains_api import CUSTOM
+from tests.service.packs.test_domains_api import CUSTOM
 
 YAML = {"Content-Type": "application/yaml"}
 
