@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 
 from detectors.concept import group_performance_change
-from detectors.within_context import (context_strata_cells, make_strata, rank_context_columns,
-                                      within_context_change)
+from detectors.within_context import context_strata_cells, make_strata, rank_context_columns, within_context_change
 
 RATES = {"a": 0.95, "b": 0.70}
 
@@ -135,8 +134,8 @@ def test_insufficient_rows_and_metrics_and_ranking():
 
 def test_stratified_expected_accuracy_covers_observed_without_concept_shift():
     """The expectation concept shift is measured against: mix moved, nothing else."""
-    from detectors.performance import compare_performance
     from detectors.metric_ci import observed_performance
+    from detectors.performance import compare_performance
     from detectors.within_context import stratified_expected
 
     inside = 0

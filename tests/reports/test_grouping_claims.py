@@ -1,9 +1,9 @@
 """Folding keeps a change visible: a standing weakness that absorbs a change about its rows is a change claim."""
 from __future__ import annotations
 
-from reports.result import Decision
 from reports.grouping import Relation, fold
 from reports.records import Limitation
+from reports.result import Decision
 
 
 def _lim(kind, key, claim, score, decision=None):

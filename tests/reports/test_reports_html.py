@@ -207,7 +207,8 @@ def test_top_limitation_is_stated_once_right_after_the_verdict(audit):
     top = limitations[0].statement
     text = _text(html)
     assert text.count(top) == 1
-    verdict_at, top_at, list_at = html.index('id="verdict"'), html.index('id="top-limitation"'), html.index('id="limitations"')
+    verdict_at, top_at = html.index('id="verdict"'), html.index('id="top-limitation"')
+    list_at = html.index('id="limitations"')
     assert verdict_at < top_at < list_at
     listed = re.findall(r'<div class="rank">(\d+)</div>', html)
     assert listed and listed[0] == "2"  # the ranked list continues after the one stated above

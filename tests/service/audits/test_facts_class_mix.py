@@ -50,7 +50,8 @@ def _flchain_scored():
     d["label"] = np.where(d.pop("death") == 1, "dead", "alive")
     x = d[["age", "sample.yr", "kappa", "lambda", "flc.grp", "creatinine", "mgus"]].assign(sex=(d["sex"] == "F") * 1.0)
     idx = np.random.default_rng(0).permutation(len(d))
-    model = HistGradientBoostingClassifier(random_state=0, max_iter=100).fit(x.iloc[idx[:2500]], d["label"].iloc[idx[:2500]])
+    model = HistGradientBoostingClassifier(random_state=0, max_iter=100).fit(x.iloc[idx[:2500]],
+                                                                             d["label"].iloc[idx[:2500]])
     frame = d.iloc[idx[2500:]].reset_index(drop=True)
     proba = model.predict_proba(x.iloc[idx[2500:]])
     frame["proba_alive"], frame["proba_dead"] = proba[:, 0], proba[:, 1]

@@ -48,7 +48,8 @@ def test_a_context_mix_the_inputs_do_not_explain_stays_its_own_claim():
     rng = np.random.default_rng(6)
     unbelted = np.flatnonzero(pool["seatbelt"] == "none")
     belted = np.flatnonzero(pool["seatbelt"] != "none")
-    rows = np.concatenate([rng.choice(unbelted, 1800, replace=len(unbelted) < 1800), rng.choice(belted, 1200, replace=False)])
+    rows = np.concatenate([rng.choice(unbelted, 1800, replace=len(unbelted) < 1800),
+                           rng.choice(belted, 1200, replace=False)])
     result = nass_worlds.audit(bench, pool.iloc[rows].reset_index(drop=True))
     mix = [lim for lim in _changes(result) if lim["kind"] == "context_mix_shift" and "seatbelt" in lim["key"]]
     covariate = [lim for lim in _changes(result) if lim["kind"] == "covariate_shift"]

@@ -31,8 +31,10 @@ def test_hostile_names_and_values_are_escaped(settings):
         ids = []
         for role, shifted in (("benchmark", False), ("production", True)):
             csv = _frame(800, rng, shifted).to_csv(index=False).encode()
+            escaped = IMG_COLUMN.replace(chr(34), chr(92) + chr(34))
             res = client.post("/v1/datasets", files={"file": (f"{role}.csv", csv)},
-                              data={"name": role, "role": role, "schema": f'{{"columns": {{"{IMG_COLUMN.replace(chr(34), chr(92) + chr(34))}": "context"}}}}'})
+                              data={"name": role, "role": role,
+                                    "schema": f'{{"columns": {{"{escaped}": "context"}}}}'})
             assert res.status_code == 201, res.text
             ids.append(res.json()["id"])
         audit = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1]}).json()

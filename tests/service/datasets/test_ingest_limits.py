@@ -92,8 +92,8 @@ def test_header_longer_than_64k_with_20000_columns(tmp_path):
     wide = UploadLimits(max_columns=25_000)
     frame = outcome(tmp_path, "wide.csv", data, wide)
     assert isinstance(frame, pd.DataFrame) and frame.shape == (1, 20_000)
-    dup = outcome(tmp_path, "wide.csv", (",".join(names + ["column_00007"]) + "\n" + ",".join("1" * 20_001) + "\n").encode(),
-                  wide)
+    dup = outcome(tmp_path, "wide.csv",
+                  (",".join(names + ["column_00007"]) + "\n" + ",".join("1" * 20_001) + "\n").encode(), wide)
     assert dup.code == "duplicate_columns" and dup.details["columns"] == ["column_00007"]
 
 

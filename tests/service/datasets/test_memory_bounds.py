@@ -9,8 +9,8 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.service.server import ServerProcess
 from tests.service.datasets.test_ingest_limits import gzip_bomb
+from tests.service.server import ServerProcess
 
 # README: with the default limits (20 M cells) refusing each bomb peaked at 368 MB; the test
 # runs with 2 M cells to stay fast, and the bound still has to hold

@@ -38,7 +38,8 @@ def test_webhook_retries_then_resolution_message(setup):
         shifted = _run(client, monitor, drop, "s1", 1.0)
         assert len(shifted["alerts"]) == 1
         deliveries = client.app.state.monitors.store.deliveries(monitor)
-        assert [(d.attempt, d.ok, d.status_code) for d in deliveries] == [(1, False, 503), (2, False, 503), (3, True, 200)]
+        assert [(d.attempt, d.ok, d.status_code) for d in deliveries] == [(1, False, 503), (2, False, 503),
+                                                                           (3, True, 200)]
         assert [b["event"] for b in hook.bodies] == ["opened"]
         quiet = [_run(client, monitor, drop, f"q{i}", 0.0) for i in range(3)]
         assert all(r["status"] == "succeeded" and r["alerts"] == [] for r in quiet)

@@ -163,7 +163,8 @@ def test_label_free_estimate_stands_in_and_says_so():
     (check,) = budget.estimated_harm(as_evidence(result), tolerance=0.05)
     assert check.harmful and not check.labelled and check.n_production == 500
     near = {**result, "label": {"estimated_performance": {"methods": {"confidence_based": {
-        "status": "ok", "metric": "accuracy", "estimate": 0.86, "ci_low": 0.83, "ci_high": 0.89, "n_production": 500}}}}}
+        "status": "ok", "metric": "accuracy", "estimate": 0.86, "ci_low": 0.83, "ci_high": 0.89,
+        "n_production": 500}}}}}
     assert not budget.estimated_harm(as_evidence(near), tolerance=0.05)[0].harmful  # one run's 95 % bound is widened
     assert "WITHOUT LABELS" in check.statement()
 

@@ -14,7 +14,8 @@ def _frame(n, rng, *, drop_in_a=0.0):
     site = rng.choice(["a", "b", "c", "d"], n)
     label = rng.choice(["x", "y"], n)
     right = rng.random(n) < np.where(site == "a", 0.85 - drop_in_a, 0.85)
-    return pd.DataFrame({"site": site, "label": label, "prediction": np.where(right, label, np.where(label == "x", "y", "x"))})
+    return pd.DataFrame({"site": site, "label": label,
+                         "prediction": np.where(right, label, np.where(label == "x", "y", "x"))})
 
 
 def _result(bench, prod):

@@ -16,8 +16,13 @@ from service.app import create_app
 from service.cli import main
 from service.monitors import alerting
 from service.settings import Settings, get_settings
-from tests.service.monitor_support import (cron_environment, directory_monitor, synthetic_frame, upload_benchmark,
-                                           wait_run)
+from tests.service.monitor_support import (
+    cron_environment,
+    directory_monitor,
+    synthetic_frame,
+    upload_benchmark,
+    wait_run,
+)
 
 BATCHES = [dict(seed=10 + i, **({"accuracy": 0.65, "shift": 0.5} if i >= 2 else {})) for i in range(5)]
 

@@ -76,10 +76,14 @@ def test_sql_monitor_takes_only_new_rows(tmp_path, warehouse):
 
 def _attacks(target: str) -> dict[str, str]:
     return {
-        "stacked_drop": "SELECT * FROM events) AS q0; DROP TABLE victim; COMMIT; SELECT * FROM (SELECT * FROM events",
-        "stacked_delete": "SELECT * FROM events) AS q0; DELETE FROM victim; COMMIT; SELECT * FROM (SELECT * FROM events",
-        "stacked_create": "SELECT * FROM events) AS q0; CREATE TABLE made (x int); COMMIT; SELECT * FROM (SELECT * FROM events",
-        "copy_to_file": f"SELECT * FROM events) AS q0; COPY (SELECT 1) TO '{target}'; SELECT * FROM (SELECT * FROM events",
+        "stacked_drop": "SELECT * FROM events) AS q0; DROP TABLE victim; COMMIT; "
+                        "SELECT * FROM (SELECT * FROM events",
+        "stacked_delete": "SELECT * FROM events) AS q0; DELETE FROM victim; COMMIT; "
+                          "SELECT * FROM (SELECT * FROM events",
+        "stacked_create": "SELECT * FROM events) AS q0; CREATE TABLE made (x int); COMMIT; "
+                          "SELECT * FROM (SELECT * FROM events",
+        "copy_to_file": f"SELECT * FROM events) AS q0; COPY (SELECT 1) TO '{target}'; "
+                        "SELECT * FROM (SELECT * FROM events",
         "copy_alone": f"COPY (SELECT 1 AS ts) TO '{target}'",
         "lo_export": f"SELECT lo_export(lo_from_bytea(0, 'owned'), '{target}') AS ts, 1 AS x",
         "lo_export_quoted": f"SELECT \"lo_export\"(lo_from_bytea(0, 'owned'), '{target}') AS ts",

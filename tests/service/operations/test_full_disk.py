@@ -6,9 +6,7 @@ simulated one raises ENOSPC where parts are written, for machines without mount.
 from __future__ import annotations
 
 import errno
-import os
 import subprocess
-import uuid
 
 import httpx
 import pytest

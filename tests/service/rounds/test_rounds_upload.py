@@ -3,8 +3,6 @@ uniqueness instead of ids alone, and the series reports one consensus label per 
 annotators' agreement. SYNTHETIC labels on generated ids."""
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 import pytest

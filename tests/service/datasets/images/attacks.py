@@ -14,8 +14,8 @@ import httpx
 import numpy as np
 from PIL import Image
 
-from tests.service.server import ServerProcess
 from tests.service.datasets.test_memory_bounds import peak_rss_mb, reset_peak_rss
+from tests.service.server import ServerProcess
 
 PEAK_RSS_BOUND_MB = 1024
 HEALTHZ_BOUND_S = 1.0

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from tests.imagecontext.images import encode, lfw_upscaled, photos
+from tests.imagecontext.images import encode, lfw_upscaled
 
 FACES, NON_FACES = lfw_upscaled()
 
@@ -45,7 +45,8 @@ def upload(client, content, filename, **fields):
 
 
 def stored_frame(settings, dataset_id):
-    return pd.concat([pd.read_parquet(p) for p in sorted((settings.data_dir / "datasets" / dataset_id).rglob("*.parquet"))])
+    parts = sorted((settings.data_dir / "datasets" / dataset_id).rglob("*.parquet"))
+    return pd.concat([pd.read_parquet(p) for p in parts])
 
 
 def test_zip_upload_derives_context_and_roles(client, settings):

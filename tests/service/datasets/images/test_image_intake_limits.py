@@ -21,8 +21,19 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from tests.service.datasets.images.attacks import (HEALTHZ_BOUND_S, PEAK_RSS_BOUND_MB, attack, cache_files, corrupt_data, patch_member,
-                                   png, scratch_files, upload, zip64_claiming, zip_of)
+from tests.service.datasets.images.attacks import (
+    HEALTHZ_BOUND_S,
+    PEAK_RSS_BOUND_MB,
+    attack,
+    cache_files,
+    corrupt_data,
+    patch_member,
+    png,
+    scratch_files,
+    upload,
+    zip64_claiming,
+    zip_of,
+)
 from tests.service.server import ServerProcess
 
 MANIFEST = b"image,label\nimg/0.png,a\n"
