@@ -3,7 +3,6 @@ idempotent parallel uploads, auth that cannot be switched off by a typo."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -11,6 +10,7 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.settings import Settings
 from tests.service.packs.test_domains_api import CUSTOM
+from tests.support.waiting import wait_until
 
 YAML = {"Content-Type": "application/yaml"}
 
@@ -130,6 +130,12 @@ def test_api_keys_typo_refuses_to_start(monkeypatch, value):
         Settings()
 
 
+def _failed(client, audit_id):
+    """The audit's body once it has failed, else None."""
+    body = client.get(f"/v1/audits/{audit_id}").json()
+    return body if body["status"] == "failed" else None
+
+
 def test_audit_failure_hides_server_paths(client, monkeypatch):
     from service.audits.worker import AuditWorker
 
@@ -143,11 +149,8 @@ def test_audit_failure_hides_server_paths(client, monkeypatch):
            for r in ("benchmark", "production")]
     audit = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1]}).json()
     runtime.worker.futures.get(audit["id"]) and runtime.worker.futures[audit["id"]].result(30)
-    for _ in range(100):
-        body = client.get(f"/v1/audits/{audit['id']}").json()
-        if body["status"] == "failed":
-            break
-        time.sleep(0.05)
+    body = wait_until(lambda: _failed(client, audit["id"]), timeout_s=30, interval_s=0.05,
+                      what=f"audit {audit['id']} to fail")
     assert body["status"] == "failed" and "/srv/secret" not in str(body) and "trace" not in body["error"]["details"]
 
 

@@ -9,6 +9,7 @@ import pytest
 from domains import make_example
 from reports import fails_gate
 from service.cli import EXIT_BAD_INPUT, EXIT_OK, EXIT_SHIFT, main
+from tests.support.waiting import wait_until
 
 
 def _write(tmp_path, domain="medical", shift="none", seed=0, n=1000):
@@ -71,9 +72,13 @@ def test_cli_refuses_an_audit_with_nothing_comparable(tmp_path, capsys):
     assert "cannot_audit" in err and "share no feature" in err
 
 
-def test_api_fails_the_audit_with_the_same_code(tmp_path, client):
-    import time
+def _finished(client, audit_id):
+    """The audit's body once it has succeeded or failed, else None."""
+    body = client.get(f"/v1/audits/{audit_id}").json()
+    return body if body["status"] in ("succeeded", "failed") else None
 
+
+def test_api_fails_the_audit_with_the_same_code(tmp_path, client):
     ids = []
     for path, role in zip(_unrelated(tmp_path), ("benchmark", "production")):
         with open(path, "rb") as fh:
@@ -82,10 +87,6 @@ def test_api_fails_the_audit_with_the_same_code(tmp_path, client):
         assert r.status_code == 201, r.text
         ids.append(r.json()["id"])
     audit_id = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1]}).json()["id"]
-    for _ in range(200):
-        body = client.get(f"/v1/audits/{audit_id}").json()
-        if body["status"] in ("succeeded", "failed"):
-            break
-        time.sleep(0.1)
+    body = wait_until(lambda: _finished(client, audit_id), timeout_s=60, what=f"audit {audit_id} to finish")
     assert body["status"] == "failed" and body["error"]["code"] == "cannot_audit", body
     assert "share no feature" in body["error"]["message"]

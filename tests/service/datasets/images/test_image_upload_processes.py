@@ -16,6 +16,7 @@ from PIL import Image
 
 from tests.service.datasets.images.attacks import png, scratch_files, upload, zip_of
 from tests.service.server import ServerProcess
+from tests.support.waiting import wait_until
 
 
 def children(pid: int) -> set[int]:
@@ -54,7 +55,7 @@ def slow_archive(n: int, side: int = 1200) -> bytes:
     return zip_of(members, level=1)
 
 
-def send_and_hang_up(port: int, content: bytes) -> None:
+def send_and_hang_up(server: ServerProcess, content: bytes) -> None:
     boundary = uuid.uuid4().hex
     parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
              for k, v in (("name", "gone"), ("role", "benchmark"))]
@@ -63,9 +64,11 @@ def send_and_hang_up(port: int, content: bytes) -> None:
     body = b"".join(parts) + f"--{boundary}--\r\n".encode()
     head = (f"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; "
             f"boundary={boundary}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
-    with socket.create_connection(("127.0.0.1", port)) as sock:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.sendall(head + body)
-        time.sleep(1.0)  # the body is in; derivation has started
+        # hang up once the body is in and the derivation has started: the image pool's processes exist
+        wait_until(lambda: children(server.proc.pid), timeout_s=60, interval_s=0.05,
+                   what="the server's image workers to start")
     # closed: the client hung up
 
 
@@ -82,16 +85,18 @@ def server(tmp_path):
 
 def test_a_client_that_hangs_up_stops_the_derivation_and_leaves_no_scratch(server):
     content = slow_archive(120)
-    send_and_hang_up(server.port, content)
+    send_and_hang_up(server, content)
     # the images already in the pool finish first (each now also stores a native crop): on a loaded 2-core
     # machine that took longer than 15 s, so the bound is generous; the loop ends as soon as the scratch is gone
     deadline = time.monotonic() + 45
     while scratch_files(server.data_dir) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert scratch_files(server.data_dir) == []
-    time.sleep(1.0)  # the pool's last image may still finish
+    # a settling time, not a wait for an event: an image already handed to a worker may still finish,
+    # and nothing outside the server marks when it has
+    time.sleep(1.0)
     before = cpu_seconds(server.proc.pid)
-    time.sleep(2.0)
+    time.sleep(2.0)  # the window the CPU time is measured over
     spent = cpu_seconds(server.proc.pid) - before
     assert spent < 0.5, f"the server kept working after the hang-up: {spent:.2f} CPU-s in 2 s"
     assert not list(server.data_dir.glob("datasets/*"))  # nothing stored
