@@ -84,8 +84,8 @@ def power(count: int, sizes=(100, 300, 1_000, 3_000)) -> None:
 
 
 def within_context_power(count: int, sizes=(1_000, 3_000, 10_000)) -> None:
-    """The issue-9 scenario "mix plus within-context drop" (tests/service/test_kinds.py), by n."""
-    from tests.service.test_kinds import audit as kinds_audit, reported_kinds, world
+    """The issue-9 scenario "mix plus within-context drop" (tests/service/audits/test_kinds.py), by n."""
+    from tests.service.audits.test_kinds import audit as kinds_audit, reported_kinds, world
 
     print("power by n, within-context drop in a context whose share moved -> concept_shift reported")
     for n in sizes:

@@ -193,7 +193,8 @@ def run(quick: bool = False, *, series: int | None = None, n: int | None = None)
             for proc, min_gain in ((PROCEDURES[1], None), (PROCEDURES[2], MIN_GAIN)):
                 summaries = _summaries(inputs, min_gain)
                 final = summaries[ROUNDS]
-                _count(tallies[(kind, proc)], _online_history(summaries), "label noise may hide progress" in final.summary)
+                _count(tallies[(kind, proc)], _online_history(summaries),
+                       "label noise may hide progress" in final.summary)
             p_values = [r.improvement.p_value for r in final.rounds[1:]]
             _count(tallies[(kind, PROCEDURES[0])], _holm_history(p_values), None)
     rows = []

@@ -48,11 +48,10 @@ def peak_rss_mb() -> float:
 
 
 def run(mode: str, csv: Path, data: Path) -> None:
-    from service.settings import Settings
-
     import pandas as pd
 
     from service.datasets import validation
+    from service.settings import Settings
 
     settings = Settings(data_dir=data)
     # warm up: imports (Great Expectations, scipy, pyarrow) and GE's context are paid once per process

@@ -1,6 +1,6 @@
 """The ``contextshift`` console script. Heavy imports happen inside the commands: this module
 loads only the standard library and service.errors, so ``--help`` and a cron run with no new data
-stay fast (tests/service/test_monitor_cli_startup.py)."""
+stay fast (tests/service/monitors/test_monitor_cli_startup.py)."""
 from __future__ import annotations
 
 import argparse

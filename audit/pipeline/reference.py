@@ -8,7 +8,7 @@ each fitted part adds its name and anything else it depends on.
 ``alpha`` is left out of the key on purpose: a monitor audits run *k* at its own level α_k
 (alpha-spending), so a key with α would miss at every run. Every detector only validates α
 when fitting and reads it when testing, so a cached detector is used through a copy at this
-audit's α (:func:`at_level`); ``tests/service/test_reference_cache.py`` checks that a detector
+audit's α (:func:`at_level`); ``tests/service/audits/test_reference_cache.py`` checks that a detector
 fitted at one α and re-levelled gives the result of one fitted at the other.
 """
 from __future__ import annotations

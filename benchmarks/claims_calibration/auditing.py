@@ -70,8 +70,9 @@ def code_version() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "audit", "detectors", "reports",
-                                "service", "domains"], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "audit", "detectors",
+                                "reports", "service", "domains"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=10).stdout
         return head + ("+dirty" if dirty.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

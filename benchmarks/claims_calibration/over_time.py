@@ -155,7 +155,8 @@ def _delay(o: MonitorOutcome) -> int | None:
 
 
 def format_over_time(null: list[MonitorOutcome], changed: list[MonitorOutcome], alpha: float = 0.05) -> str:
-    lines = ["| no change | monitors | runs each | ever alerted | rate [Wilson 95 %] | verdict | kinds at first alert |",
+    lines = ["| no change | monitors | runs each | ever alerted | rate [Wilson 95 %] | verdict "
+             "| kinds at first alert |",
              "|---|---|---|---|---|---|---|"]
     for labelled in (True, False):
         group = [o for o in null if o.labelled == labelled]
@@ -206,7 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.format:
         outcomes = [o for path in args.format for o in _load(path)]
-        print(format_over_time([o for o in outcomes if o.change == "none"], [o for o in outcomes if o.change != "none"]))
+        print(format_over_time([o for o in outcomes if o.change == "none"],
+                               [o for o in outcomes if o.change != "none"]))
         return
     began = time.perf_counter()
 

@@ -42,8 +42,13 @@ from scipy import stats
 
 from audit.claims.located import measured_metric
 from benchmarks.claims_calibration.auditing import _pack, audit_pair, code_version, seed_for
-from benchmarks.claims_calibration.changes import (flip_in_slice, flip_random_in_slice, offset_column,
-                                                   oversample_slice, tilt_rows)
+from benchmarks.claims_calibration.changes import (
+    flip_in_slice,
+    flip_random_in_slice,
+    offset_column,
+    oversample_slice,
+    tilt_rows,
+)
 from benchmarks.claims_calibration.counting import claims_of
 from benchmarks.claims_calibration.null import read_log
 from benchmarks.claims_calibration.setups import PLANTED_TABLES, QUICK_PLANTED, PlantedSetup

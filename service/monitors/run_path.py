@@ -155,7 +155,7 @@ def execute_run(store: RunStore, run_id: str) -> str:
             store.no_new_data(run_id, batch)
             return "no_new_data"
         # lazy, after the source found new rows: these load pandas, NumPy and SQLAlchemy (~1 s), which
-        # a cron run with nothing new must not (tests/service/test_monitor_cli_startup.py)
+        # a cron run with nothing new must not (tests/service/monitors/test_monitor_cli_startup.py)
         from reports.result import as_result  # its pydantic models (~0.08 s) too: only once there are new rows
         from service.monitors import budget
         from service.monitors.alerting import update_alerts

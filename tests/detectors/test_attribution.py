@@ -6,9 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from detectors import ConditionalShiftDetector, DetectorInputError, attribute_performance, context_cells
-from detectors import attribution as attribution_module
-from detectors import conditional as conditional_module
+from detectors import (
+    ConditionalShiftDetector,
+    DetectorInputError,
+    attribute_performance,
+    attribution as attribution_module,
+    conditional as conditional_module,
+    context_cells,
+)
 from domains import expressions
 
 

@@ -12,8 +12,14 @@ import pytest
 from scipy import stats
 
 import detectors.concept as concept_module
-from detectors import (ConceptShiftDetector, DetectorInputError, NotFittedError, group_performance_change,
-                       newcombe_interval, proportion_change)
+from detectors import (
+    ConceptShiftDetector,
+    DetectorInputError,
+    NotFittedError,
+    group_performance_change,
+    newcombe_interval,
+    proportion_change,
+)
 from detectors.concept import two_proportion_pvalue
 
 RECALL = np.array([0.85, 0.80, 0.75])

@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from detectors import ContextShiftDetector, DetectorInputError, NotFittedError
-from detectors import context as context_module
+from detectors import ContextShiftDetector, DetectorInputError, NotFittedError, context as context_module
 from detectors.base import ShiftTest
 from detectors.correction import readjust
 
@@ -61,7 +60,8 @@ def test_detects_category_numeric_and_slice_share_shifts():
     by_name = {t.name: t for t in res.tests}
     assert res.is_shift
     assert by_name["site"].drifted and by_name["site"].method == "chi2" and by_name["site"].kind == "context"
-    assert by_name["age"].drifted and by_name["age"].method == "ks" and by_name["age"].effect_name == "wasserstein_normed"
+    assert (by_name["age"].drifted and by_name["age"].method == "ks"
+            and by_name["age"].effect_name == "wasserstein_normed")
     assert not by_name["flag"].drifted and not by_name["flagged"].drifted
     old = next(s for s in res.slice_shares if s.name == "old")
     assert old.test.kind == "slice_share" and old.test.drifted
@@ -147,7 +147,8 @@ def test_false_alarm_rate_and_pvalue_calibration_under_no_shift():
         n1, n2 = rng.integers(80, 600, 2)
         bench, prod = _frame(rng, n1), _frame(rng, n2)
         slices = {"old": ((bench.age > 60).to_numpy(), (prod.age > 60).to_numpy()),
-                  "c_flag": (((bench.site == "c") & bench.flag).to_numpy(), ((prod.site == "c") & prod.flag).to_numpy())}
+                  "c_flag": (((bench.site == "c") & bench.flag).to_numpy(),
+                             ((prod.site == "c") & prod.flag).to_numpy())}
         res = ContextShiftDetector(effect_floors=NO_FLOORS).fit(bench).test(prod, slices=slices)
         alarms += res.is_shift
         pvalues += [t.p_value for t in res.tests]

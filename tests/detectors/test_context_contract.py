@@ -8,8 +8,15 @@ import pandas as pd
 import pytest
 
 import detectors
-from detectors import (ConditionalShiftDetector, ContextShiftDetector, EmbeddingShiftDetector, Outcomes,
-                       SliceEvaluator, attribute_performance, discover_weak_slices)
+from detectors import (
+    ConditionalShiftDetector,
+    ContextShiftDetector,
+    EmbeddingShiftDetector,
+    Outcomes,
+    SliceEvaluator,
+    attribute_performance,
+    discover_weak_slices,
+)
 
 CLASSES = [ContextShiftDetector, SliceEvaluator, ConditionalShiftDetector, EmbeddingShiftDetector]
 
@@ -26,7 +33,8 @@ def _run(cls, seed=0):
     ctx_b, yb, pb, eb = _data(seed)
     ctx_p, yp, pp, ep = _data(seed + 1)
     if cls is ContextShiftDetector:
-        return cls().fit(ctx_b).test(ctx_p, slices={"a": ((ctx_b.site == "a").to_numpy(), (ctx_p.site == "a").to_numpy())})
+        return cls().fit(ctx_b).test(ctx_p,
+                                     slices={"a": ((ctx_b.site == "a").to_numpy(), (ctx_p.site == "a").to_numpy())})
     if cls is SliceEvaluator:
         return cls().fit(Outcomes(pb, yb)).test(
             Outcomes(pp, yp), slices={"a": ((ctx_b.site == "a").to_numpy(), (ctx_p.site == "a").to_numpy())})

@@ -9,8 +9,15 @@ context-shift verdict keeps its false-alarm rate at alpha.
 import numpy as np
 import pytest
 
-from detectors import (ContextShiftDetector, EmbeddingShiftDetector, Outcomes, SliceEvaluator, attribute_performance,
-                       context_cells, discover_weak_slices)
+from detectors import (
+    ContextShiftDetector,
+    EmbeddingShiftDetector,
+    Outcomes,
+    SliceEvaluator,
+    attribute_performance,
+    context_cells,
+    discover_weak_slices,
+)
 from domains import PLANTED, load_builtin, make_example
 
 DOMAINS = tuple(PLANTED)

@@ -26,7 +26,8 @@ def _slices(early, late):
     def pair(fn):
         return fn(early).to_numpy(), fn(late).to_numpy()
     return {"older_adults": pair(lambda d: d["age"] >= 65), "age_40_plus": pair(lambda d: d["age"] >= 40),
-            "drive_thru": pair(lambda d: d["drive_thru_ind"] == 1), "positive": pair(lambda d: d["result"] == "positive")}
+            "drive_thru": pair(lambda d: d["drive_thru_ind"] == 1),
+            "positive": pair(lambda d: d["result"] == "positive")}
 
 
 def test_age_mix_shift_is_detected_and_stable_contexts_are_not(periods):

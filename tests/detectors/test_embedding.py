@@ -6,8 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from detectors import DetectorInputError, EmbeddingShiftDetector, NotFittedError, embedding_matrix
-from detectors import embedding as embedding_module
+from detectors import (
+    DetectorInputError,
+    EmbeddingShiftDetector,
+    NotFittedError,
+    embedding as embedding_module,
+    embedding_matrix,
+)
 
 FAST = dict(n_permutations=99, max_samples=300, n_clusters=6)
 
@@ -68,7 +73,8 @@ def test_no_false_novel_regions_under_no_shift():
     runs, alarms, region_alarms = 30, 0, 0
     for r in range(runs):
         bench, prod = rng.normal(size=(400, 4)), rng.normal(size=(300, 4))
-        res = EmbeddingShiftDetector(n_permutations=49, max_samples=200, n_clusters=6, random_state=r).fit(bench).test(prod)
+        detector = EmbeddingShiftDetector(n_permutations=49, max_samples=200, n_clusters=6, random_state=r)
+        res = detector.fit(bench).test(prod)
         alarms += res.is_shift
         region_alarms += any(t.p_value < 0.05 for t in res.tests[1:])
     assert alarms / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)

@@ -71,7 +71,8 @@ def test_ks_merge_equals_scipy_with_and_without_ties(tied):
 
 def test_tied_ks_stops_early_only_where_the_p_value_decides_nothing(monkeypatch):
     rng = np.random.default_rng(5)
-    same = [np.sort(rng.integers(0, 3_000, n).astype(float)) for n in (4_000, 6_000)]  # 3,000 levels: 333-permutation blocks
+    # 3,000 levels: 333-permutation blocks
+    same = [np.sort(rng.integers(0, 3_000, n).astype(float)) for n in (4_000, 6_000)]
     shifted = [same[0], np.sort(rng.integers(60, 3_060, 6_000).astype(float))]
     stopped = {k: ks_tied_test(*pair, random_state=1) for k, pair in (("null", same), ("shift", shifted))}
     monkeypatch.setattr(univariate, "SEQUENTIAL_STOP_EXCEEDANCES", 10 ** 9)

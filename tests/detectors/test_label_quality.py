@@ -14,8 +14,15 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 import detectors.label_quality as label_quality_module
-from detectors import (DetectorInputError, annotator_reliability, annotator_shares, assess_label_quality,
-                       disagreement_by_slice, krippendorff_alpha, source_agreement)
+from detectors import (
+    DetectorInputError,
+    annotator_reliability,
+    annotator_shares,
+    assess_label_quality,
+    disagreement_by_slice,
+    krippendorff_alpha,
+    source_agreement,
+)
 
 COLUMNS = ["item_id", "annotator_id", "label"]
 

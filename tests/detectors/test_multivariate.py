@@ -72,7 +72,9 @@ def test_mmd_statistic_equals_brute_force():
     rng = np.random.default_rng(4)
     x, y = rng.normal(size=(15, 3)), rng.normal(0.5, 1, size=(12, 3))
     mmd2, p, bandwidth = mmd_permutation_test(x, y, n_permutations=50, bandwidth=1.3)
-    k = lambda a, b: np.exp(-((a[:, None] - b[None]) ** 2).sum(-1) / (2 * 1.3 ** 2))
+    def k(a, b):
+        return np.exp(-((a[:, None] - b[None]) ** 2).sum(-1) / (2 * 1.3 ** 2))
+
     kxx, kyy = k(x, x), k(y, y)
     expected = ((kxx.sum() - np.trace(kxx)) / (15 * 14) + (kyy.sum() - np.trace(kyy)) / (12 * 11)
                 - 2 * k(x, y).mean())

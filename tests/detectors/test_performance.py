@@ -14,11 +14,17 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-import detectors.metric_ci as metric_ci_module
 import detectors.confidence_based as confidence_based_module
+import detectors.metric_ci as metric_ci_module
 import detectors.performance as performance_module
-from detectors import (ConfidenceBasedEstimator, DetectorInputError, PriorReweightedEstimator, compare_performance,
-                       metric_with_ci, observed_performance)
+from detectors import (
+    ConfidenceBasedEstimator,
+    DetectorInputError,
+    PriorReweightedEstimator,
+    compare_performance,
+    metric_with_ci,
+    observed_performance,
+)
 
 CONF = np.array([[.80, .10, .05, .05], [.10, .75, .10, .05], [.05, .10, .80, .05], [.05, .05, .10, .80]])
 
@@ -58,8 +64,10 @@ def test_metric_values_match_scikit_learn():
         assert m.value == pytest.approx(value), name
         assert m.ci_low <= m.value <= m.ci_high and m.status == "ok"
     y3, p3 = simulate(rng, [0.25] * 4, 600)
-    assert metric_with_ci("recall", y3, p3, cls=2).value == pytest.approx(skm.recall_score(y3, p3, labels=[2], average=None)[0])
-    assert metric_with_ci("precision", y3, p3, cls=2).value == pytest.approx(skm.precision_score(y3, p3, labels=[2], average=None)[0])
+    assert metric_with_ci("recall", y3, p3, cls=2).value == pytest.approx(
+        skm.recall_score(y3, p3, labels=[2], average=None)[0])
+    assert metric_with_ci("precision", y3, p3, cls=2).value == pytest.approx(
+        skm.precision_score(y3, p3, labels=[2], average=None)[0])
     assert metric_with_ci("macro_f1", y3, p3).value == pytest.approx(skm.f1_score(y3, p3, average="macro"))
 
 

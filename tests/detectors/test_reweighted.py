@@ -3,8 +3,16 @@ narrower than the unweighted test."""
 import numpy as np
 import pytest
 
-from detectors.reweighted import (Retest, category_codes, effective_size, metric_retest, mix_retest, numeric_retest,
-                                  rake, share_retest)
+from detectors.reweighted import (
+    Retest,
+    category_codes,
+    effective_size,
+    metric_retest,
+    mix_retest,
+    numeric_retest,
+    rake,
+    share_retest,
+)
 
 ALPHA = 0.05
 

@@ -14,9 +14,15 @@ import pandas as pd
 import pytest
 
 from detectors import CovariateShiftDetector, DetectorInputError, LabelShiftEstimator, metric_with_ci
+from detectors.sketch_tests import (
+    bootstrap_metric_interval,
+    sketch_gap_statistics,
+    sketch_ks_test,
+    summary_covariate,
+    summary_label_shift,
+    summary_slice_metric,
+)
 from detectors.summaries import ConfusionSummary, DatasetSummary, NumericSummary, PredictionSummary
-from detectors.sketch_tests import (bootstrap_metric_interval, sketch_gap_statistics, sketch_ks_test,
-                                    summary_covariate, summary_label_shift, summary_slice_metric)
 from detectors.univariate import ecdf_gap_statistics, ks_pvalue, ks_test
 from tests.detectors.conftest import LEVELS
 

@@ -5,8 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from detectors import DetectorInputError, Outcomes, SliceEvaluator
-from detectors import slices as slices_module
+from detectors import DetectorInputError, Outcomes, SliceEvaluator, slices as slices_module
 from detectors.correction import readjust
 
 

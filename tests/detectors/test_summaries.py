@@ -8,12 +8,18 @@ from functools import reduce
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from detectors import DetectorInputError
-from detectors.summaries import (DEFAULT_K, CategorySummary, ConfusionSummary, DatasetSummary, NumericSummary,
-                                 PredictionSummary, category_key)
+from detectors.summaries import (
+    DEFAULT_K,
+    CategorySummary,
+    ConfusionSummary,
+    DatasetSummary,
+    NumericSummary,
+    PredictionSummary,
+    category_key,
+)
 
 FLOATS = st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.just(float("nan")))
 SMALL = settings(max_examples=60, deadline=None, derandomize=True)

@@ -7,9 +7,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from detectors.univariate import (chi2_two_sample, cramers_v, cvm_pvalue, ecdf_gap_statistics,
-                                  jensen_shannon_distance, ks_test, missing_rate_test,
-                                  population_stability_index)
+from detectors.univariate import (
+    chi2_two_sample,
+    cramers_v,
+    cvm_pvalue,
+    ecdf_gap_statistics,
+    jensen_shannon_distance,
+    ks_test,
+    missing_rate_test,
+    population_stability_index,
+)
 
 SAMPLES = {
     "equal_small": lambda rng: (rng.normal(size=200), rng.normal(0.2, 1, size=200)),
@@ -140,7 +147,8 @@ def test_jensen_shannon_and_psi():
     assert jensen_shannon_distance([10, 10], [10, 10]) == 0.0
     assert jensen_shannon_distance([10, 0], [0, 10]) == pytest.approx(1.0)
     from scipy.spatial.distance import jensenshannon
-    assert jensen_shannon_distance([5, 3, 2], [2, 3, 5]) == pytest.approx(jensenshannon([.5, .3, .2], [.2, .3, .5], base=2))
+    assert jensen_shannon_distance([5, 3, 2], [2, 3, 5]) == pytest.approx(
+        jensenshannon([.5, .3, .2], [.2, .3, .5], base=2))
     # PSI by hand: (0.6-0.5) ln(0.6/0.5) + (0.4-0.5) ln(0.4/0.5)
     assert population_stability_index([50, 50], [60, 40]) == pytest.approx(0.1 * np.log(1.2) - 0.1 * np.log(0.8))
 

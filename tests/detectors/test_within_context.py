@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 
 from detectors.concept import group_performance_change
-from detectors.within_context import (context_strata_cells, make_strata, rank_context_columns,
-                                      within_context_change)
+from detectors.within_context import context_strata_cells, make_strata, rank_context_columns, within_context_change
 
 RATES = {"a": 0.95, "b": 0.70}
 
@@ -91,7 +90,7 @@ def test_continuous_context_mix_is_not_a_within_context_change():
             _, test = within_context_change(yb, pb, yp, pp, make_strata(cb, cp), metric="accuracy", effect_floor=0.0)
             fired[name] += test.p_value < 0.05
     # at the detector level the bins matter little here (3-4 of 24 for 4 to 40 bins); the audit-level
-    # scenario in tests/service/test_kinds.py (continuous_mix_strong) is where 4 bins went wrong
+    # scenario in tests/service/audits/test_kinds.py (continuous_mix_strong) is where 4 bins went wrong
     assert fired["pooled_15"] <= 5, fired
 
 
@@ -135,8 +134,8 @@ def test_insufficient_rows_and_metrics_and_ranking():
 
 def test_stratified_expected_accuracy_covers_observed_without_concept_shift():
     """The expectation concept shift is measured against: mix moved, nothing else."""
-    from detectors.performance import compare_performance
     from detectors.metric_ci import observed_performance
+    from detectors.performance import compare_performance
     from detectors.within_context import stratified_expected
 
     inside = 0

@@ -97,6 +97,7 @@ def test_code_is_never_executed(monkeypatch, text):
 
 def test_source_has_no_eval():
     import inspect
+
     import domains._syntax as syntax
     for module in (ex, syntax):
         source = inspect.getsource(module)

@@ -52,7 +52,8 @@ def test_spec_contexts_present():
     assert set(fer.classes) == {"anger", "disgust", "fear", "happiness", "sadness", "surprise", "neutral"}
     assert fer.primary_metric == "macro_f1" and "per_class_recall" in fer.metrics
     assert {"head_pose_yaw", "illumination", "occlusion", "age_group", "skin_tone"} <= set(fer.context_types)
-    assert fake.positive_class == "fake" and {"generator", "compression", "resolution", "platform"} <= set(fake.context_types)
+    assert fake.positive_class == "fake"
+    assert {"generator", "compression", "resolution", "platform"} <= set(fake.context_types)
     assert {"auc", "false_positive_rate", "recall_per_manipulation"} <= set(fake.metrics)
     assert med.column("fitzpatrick").min == 1 and med.column("fitzpatrick").max == 6
     assert med.column("modality").values == ("dermoscopic", "clinical", "smartphone")
@@ -200,7 +201,8 @@ def test_unknown_builtin():
 
 
 def test_yaml_booleans_in_classes_get_a_hint():
-    text = "name: x\ntitle: X\ndescription: d\ntask: binary\nclasses: [no, yes]\npositive_class: 'yes'\nmetrics: [auc]\n"
+    text = ("name: x\ntitle: X\ndescription: d\ntask: binary\nclasses: [no, yes]\npositive_class: 'yes'\n"
+            "metrics: [auc]\n")
     with pytest.raises(PackError) as info:
         load_pack_yaml(text)
     assert "classes[0]: Input should be a valid string (YAML reads unquoted yes/no" in str(info.value)

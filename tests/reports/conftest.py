@@ -36,7 +36,8 @@ def make_huge_audit(n_features: int = 5000, n_slices: int = 500, seed: int = 0) 
     effect = rng.exponential(0.05, n_features)
     audit["covariate"]["features"] = [
         {"name": f"feature_{i:05d}_" + "x" * 40, "method": "ks", "statistic": float(effect[i]), "p_value": float(p[i]),
-         "p_value_adjusted": float(min(1.0, p[i] * 3)), "effect_size": float(effect[i]), "drifted": bool(p[i] < 0.01 and effect[i] > 0.1),
+         "p_value_adjusted": float(min(1.0, p[i] * 3)), "effect_size": float(effect[i]),
+         "drifted": bool(p[i] < 0.01 and effect[i] > 0.1),
          "effect_name": "wasserstein_normed", "effect_floor": 0.1, "n_reference": 10**6, "n_current": 10**6,
          "kind": "feature", "status": "ok", "details": {"histogram": list(range(50))}}
         for i in range(n_features)]
@@ -47,7 +48,8 @@ def make_huge_audit(n_features: int = 5000, n_slices: int = 500, seed: int = 0) 
         share = float(rng.uniform(0, 0.05))
         gap_p = float(rng.uniform() ** 2)
         slices.append({"name": f"slice {i}: " + "long description " * 5, "definition": f"ctx_{i % 37} == {i}",
-                       "source": "discovered" if i % 3 else "expert", "status": "ok", "n_benchmark": int(rng.integers(0, 2000)),
+                       "source": "discovered" if i % 3 else "expert", "status": "ok",
+                       "n_benchmark": int(rng.integers(0, 2000)),
                        "n_production": int(rng.integers(0, 2000)), "metric": "sensitivity", "benchmark_value": value,
                        "benchmark_ci": [value - 0.05, value + 0.05], "production_value": value - 0.02,
                        "production_ci": [value - 0.08, value + 0.04], "p_value": float(rng.uniform()),
@@ -59,9 +61,11 @@ def make_huge_audit(n_features: int = 5000, n_slices: int = 500, seed: int = 0) 
     audit["slices"] = slices
     audit["semantic"]["contexts"] = [
         {"name": f"context_{i}", "method": "chi2", "statistic": 3.0, "p_value": 0.001, "p_value_adjusted": 0.002,
-         "effect_size": float(rng.uniform(0, 0.5)), "drifted": bool(i % 2), "effect_name": "cramers_v", "effect_floor": 0.1,
+         "effect_size": float(rng.uniform(0, 0.5)), "drifted": bool(i % 2), "effect_name": "cramers_v",
+         "effect_floor": 0.1,
          "n_reference": 10**6, "n_current": 10**6, "kind": "context", "status": "ok",
-         "details": {"benchmark_shares": {f"v{j}": 0.01 for j in range(100)}, "production_shares": {f"v{j}": 0.01 for j in range(100)}}}
+         "details": {"benchmark_shares": {f"v{j}": 0.01 for j in range(100)},
+                     "production_shares": {f"v{j}": 0.01 for j in range(100)}}}
         for i in range(500)]
     audit["semantic"]["untested_contexts"] = [
         {"name": f'context_{i} == "value_{i}"', "kind": "unseen_value", "column": f"context_{i}", "value": f"value_{i}",

@@ -6,8 +6,8 @@ from reports.result import LimitationRecord
 
 
 def _lim(key: str, title: str, score: float) -> LimitationRecord:
-    return LimitationRecord(rank=1, kind="context_mix_shift", slice=key, title=title, statement=f"{title}.", score=score,
-                      severity="medium", key=key)
+    return LimitationRecord(rank=1, kind="context_mix_shift", slice=key, title=title, statement=f"{title}.",
+                            score=score, severity="medium", key=key)
 
 
 def test_a_group_folded_twice_says_the_same_fact_once():

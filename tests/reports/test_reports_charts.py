@@ -24,7 +24,8 @@ def test_three_charts_from_the_example(audit):
 
 
 def test_hostile_labels_are_escaped_text(payloads):
-    slices = [SliceRecord(name=p, benchmark_value=0.5 + i / 20, benchmark_ci=[0.4, 0.9]) for i, p in enumerate(payloads)]
+    slices = [SliceRecord(name=p, benchmark_value=0.5 + i / 20, benchmark_ci=[0.4, 0.9])
+              for i, p in enumerate(payloads)]
     svg = charts.slice_chart(slices, overall_value=0.7, highlight=[payloads[0]])
     _check(svg)
     assert "&lt;script&gt;" in svg

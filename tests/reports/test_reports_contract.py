@@ -110,8 +110,8 @@ def test_accuracy_that_only_matches_the_majority_class_is_not_saturation(audit):
     audit["label"]["benchmark_prior"] = {"0": 0.84, "1": 0.16}
 
     def note():
-        return saturation_note(as_evidence(audit), RankingContext.from_audit(audit, saturation_threshold=None, alpha=None,
-                                                                priors=None))
+        context = RankingContext.from_audit(audit, saturation_threshold=None, alpha=None, priors=None)
+        return saturation_note(as_evidence(audit), context)
 
     assert not _by_kind(rank_limitations(audit), "benchmark_saturation")
     assert "0.84" in note()["reason"] and "'0'" in note()["reason"]
@@ -183,7 +183,8 @@ def test_label_quality_findings(audit):
                                             "label_quality:near_chance_annotators"}
     text = " ".join(lim.statement for lim in quality)
     lo, hi = lq["alpha_ci"]
-    assert f"{lq['krippendorff_alpha']:.2f} [{lo:.2f}, {hi:.2f}]" in text and f"n={lq['agreement']['n_items']:,}" in text  # the items behind α
+    assert f"{lq['krippendorff_alpha']:.2f} [{lo:.2f}, {hi:.2f}]" in text
+    assert f"n={lq['agreement']['n_items']:,}" in text  # the items behind α
     assert f"Annotator {heavy['id']} gave {_pct(heavy['share'])}" in text and f"Annotators {spam['id']} (" in text
     # the flat fields are read: change them and the statements follow; a second near-chance annotator is named
     lq.update(krippendorff_alpha=0.41, alpha_ci=[0.35, 0.47])
@@ -202,8 +203,11 @@ def test_ranking_is_deterministic(audit, copy_of):
 def test_nan_floats_and_none_are_equivalent(audit, copy_of):
     with_nan = copy_of(audit)
     with_nan["overall"]["production_value"] = math.nan
-    with_nan["label"]["estimated_performance"]["methods"]["prior_reweighted"]["metrics"]["sensitivity"]["ci_low"] = math.nan
-    audit["label"]["estimated_performance"]["methods"]["prior_reweighted"]["metrics"]["sensitivity"]["ci_low"] = None
+    def sensitivity(result):
+        return result["label"]["estimated_performance"]["methods"]["prior_reweighted"]["metrics"]["sensitivity"]
+
+    sensitivity(with_nan)["ci_low"] = math.nan
+    sensitivity(audit)["ci_low"] = None
     assert rank_limitations(with_nan) == rank_limitations(audit)
 
 

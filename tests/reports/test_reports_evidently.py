@@ -53,4 +53,5 @@ def test_rejects_bad_columns(tmp_path, kwargs, error):
 def test_rejects_non_frames(tmp_path):
     _, production = _frames()
     with pytest.raises(TypeError):
-        write_evidently_page([1, 2], production, numerical_columns=["age"], categorical_columns=[], path=tmp_path / "x.html")
+        write_evidently_page([1, 2], production, numerical_columns=["age"], categorical_columns=[],
+                             path=tmp_path / "x.html")

@@ -187,8 +187,8 @@ def _stored(audit, budget=200):
     from reports import verdict
     limitations = rank_limitations(audit)
     plan = plan_next_round(audit, limitations, budget=budget, min_slice_size=30)
-    stored = dict(audit, limitations=[lim.to_dict() for lim in limitations], verdict=verdict(audit, limitations).to_dict(),
-                  next_round=plan.to_dict())
+    stored = dict(audit, limitations=[lim.to_dict() for lim in limitations],
+                  verdict=verdict(audit, limitations).to_dict(), next_round=plan.to_dict())
     return json.loads(json.dumps(stored)), limitations, plan
 
 
@@ -207,7 +207,8 @@ def test_top_limitation_is_stated_once_right_after_the_verdict(audit):
     top = limitations[0].statement
     text = _text(html)
     assert text.count(top) == 1
-    verdict_at, top_at, list_at = html.index('id="verdict"'), html.index('id="top-limitation"'), html.index('id="limitations"')
+    verdict_at, top_at = html.index('id="verdict"'), html.index('id="top-limitation"')
+    list_at = html.index('id="limitations"')
     assert verdict_at < top_at < list_at
     listed = re.findall(r'<div class="rank">(\d+)</div>', html)
     assert listed and listed[0] == "2"  # the ranked list continues after the one stated above

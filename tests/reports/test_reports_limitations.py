@@ -52,7 +52,8 @@ def test_weak_common_slice_ranks_first_and_is_high(audit):
     data = [lim for lim in ranked if lim.kind != "label_quality"]
     top = data[0]
     weak = _slice(audit, PLANTED_SHIFT.weak_slice)
-    assert (top.kind, top.slice, top.definition) == ("underperforming_slice", weak["name"], PLANTED_SHIFT.weak_expression)
+    assert (top.kind, top.slice, top.definition) == ("underperforming_slice", weak["name"],
+                                                     PLANTED_SHIFT.weak_expression)
     assert top.claim == "change" and top.evidence["change_basis"] == "share"
     assert weak["production_share"] > weak["benchmark_share"]  # the benchmark hides it
     assert top.score == pytest.approx(weak["production_share"] * weak["gap"], abs=1e-6)
@@ -154,7 +155,8 @@ def test_context_tests_fold_into_the_limitation_they_explain(audit):
 
 def test_untested_contexts_are_limitations_without_any_test():
     audit = {"semantic": {"untested_contexts": [
-        {"name": "device = phone", "kind": "unseen_value", "column": "device", "value": "phone", "n_benchmark": 0, "n_production": 300, "production_share": 0.3}]}}
+        {"name": "device = phone", "kind": "unseen_value", "column": "device", "value": "phone", "n_benchmark": 0,
+         "n_production": 300, "production_share": 0.3}]}}
     (lim,) = rank_limitations(audit)
     assert lim.kind == "untested_context" and lim.slice == "device = phone"
     assert lim.score == pytest.approx(0.3 * SeverityPriors().untested_gap)

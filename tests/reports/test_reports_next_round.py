@@ -53,7 +53,8 @@ def test_budget_split_sums_to_budget(audit, budget):
 
 
 def test_untested_contexts_first_up_to_min_size_by_production_share(audit):
-    assert len(UNTESTED) >= 2 and UNTESTED[0] == f'{PLANTED["medical"].untested_column} == "{PLANTED["medical"].untested_value}"'
+    planted = PLANTED["medical"]
+    assert len(UNTESTED) >= 2 and UNTESTED[0] == f'{planted.untested_column} == "{planted.untested_value}"'
     plan = _plan(audit, 10)
     assert [a.slice for a in plan.allocations[:len(UNTESTED)]] == UNTESTED
     assert {a.kind for a in plan.allocations[:len(UNTESTED)]} == {"untested_context"}
@@ -109,16 +110,17 @@ def test_untested_contexts_follow_the_ranking_and_need_production_rows():
     ``min_slice_size`` gets nothing on its own (many one-row clinics), a pooled group of them does."""
     from reports.result import LimitationRecord
 
-    untested = [{"name": f"clinic == \"c{i}\"", "kind": "unseen_value", "definition": f"clinic == \"c{i}\"", "n_benchmark": 0,
-                 "n_production": 1, "production_share": 0.0001} for i in range(80)]
-    untested += [{"name": "site == \"e\"", "kind": "unseen_value", "definition": "site == \"e\"", "n_benchmark": 0, "n_production": 900,
-                  "production_share": 0.09},
-                 {"name": "new values of clinic", "kind": "pooled_values", "definition": "clinic in [\"c0\", \"c1\"]", "n_benchmark": 0,
+    untested = [{"name": f"clinic == \"c{i}\"", "kind": "unseen_value", "definition": f"clinic == \"c{i}\"",
+                 "n_benchmark": 0, "n_production": 1, "production_share": 0.0001} for i in range(80)]
+    untested += [{"name": "site == \"e\"", "kind": "unseen_value", "definition": "site == \"e\"", "n_benchmark": 0,
+                  "n_production": 900, "production_share": 0.09},
+                 {"name": "new values of clinic", "kind": "pooled_values",
+                  "definition": "clinic in [\"c0\", \"c1\"]", "n_benchmark": 0,
                   "n_production": 80, "production_share": 0.008},
                  {"name": "device == \"x\"", "kind": "rare_value", "definition": "device == \"x\"", "n_benchmark": 5,
                   "n_production": 2000, "production_share": 0.2}]
-    lims = [LimitationRecord(rank=1, kind="untested_context", slice="site == \"e\"", title="t", statement="s.", score=0.1,
-                       severity="high", key='untested_context:site == "e"', definition='site == "e"')]
+    lims = [LimitationRecord(rank=1, kind="untested_context", slice="site == \"e\"", title="t", statement="s.",
+                             score=0.1, severity="high", key='untested_context:site == "e"', definition='site == "e"')]
     plan = plan_next_round({"semantic": {"untested_contexts": untested}, "production": {"n_rows": 10_000}}, lims,
                            budget=500, min_slice_size=30)
     counts = _counts(plan)

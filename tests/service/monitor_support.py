@@ -23,7 +23,8 @@ def synthetic_frame(n: int, seed: int, *, shift: float = 0.0, accuracy: float = 
     pred = np.where(rng.random(n) < accuracy, y, 1 - y)
     return pd.DataFrame({"id": [f"r{seed}_{i}" for i in range(n)], "x1": rng.normal(shift, 1, n),
                          "x2": rng.normal(0, 1, n), "region": rng.choice(["north", "south"], n), "label": y,
-                         "prediction": pred, "score": np.clip(np.where(pred == 1, .7, .3) + rng.normal(0, .1, n), 0, 1)})
+                         "prediction": pred,
+                         "score": np.clip(np.where(pred == 1, .7, .3) + rng.normal(0, .1, n), 0, 1)})
 
 
 def upload_benchmark(client, frame: pd.DataFrame, name: str = "bench") -> str:

@@ -3,14 +3,14 @@ idempotent parallel uploads, auth that cannot be switched off by a typo."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from tests.service.test_domains_api import CUSTOM
+from tests.service.packs.test_domains_api import CUSTOM
+from tests.support.waiting import wait_until
 
 YAML = {"Content-Type": "application/yaml"}
 
@@ -26,7 +26,8 @@ def test_pack_versions_update_and_retire(client):
     assert runtime.packs.get("retail_vision", version=1).title == "Shelf product recognition"
     wrong = client.put("/v1/domains/other_name", content=v2, headers=YAML)
     assert wrong.status_code == 422
-    assert client.put("/v1/domains/medical", content=v2.replace("retail_vision", "medical"), headers=YAML).status_code == 409
+    replaced = client.put("/v1/domains/medical", content=v2.replace("retail_vision", "medical"), headers=YAML)
+    assert replaced.status_code == 409
     assert client.delete("/v1/domains/medical").status_code == 409
     assert client.delete("/v1/domains/retail_vision").status_code == 204
     assert client.get("/v1/domains/retail_vision").status_code == 404
@@ -129,6 +130,12 @@ def test_api_keys_typo_refuses_to_start(monkeypatch, value):
         Settings()
 
 
+def _failed(client, audit_id):
+    """The audit's body once it has failed, else None."""
+    body = client.get(f"/v1/audits/{audit_id}").json()
+    return body if body["status"] == "failed" else None
+
+
 def test_audit_failure_hides_server_paths(client, monkeypatch):
     from service.audits.worker import AuditWorker
 
@@ -142,11 +149,8 @@ def test_audit_failure_hides_server_paths(client, monkeypatch):
            for r in ("benchmark", "production")]
     audit = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1]}).json()
     runtime.worker.futures.get(audit["id"]) and runtime.worker.futures[audit["id"]].result(30)
-    for _ in range(100):
-        body = client.get(f"/v1/audits/{audit['id']}").json()
-        if body["status"] == "failed":
-            break
-        time.sleep(0.05)
+    body = wait_until(lambda: _failed(client, audit["id"]), timeout_s=30, interval_s=0.05,
+                      what=f"audit {audit['id']} to fail")
     assert body["status"] == "failed" and "/srv/secret" not in str(body) and "trace" not in body["error"]["details"]
 
 

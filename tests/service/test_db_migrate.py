@@ -4,7 +4,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
@@ -12,15 +11,17 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from tests.conftest import POSTGRES_URL, _postgres_reachable
+from tests.support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
 MIGRATOR = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from pathlib import Path
     from service.db import make_engine, migrate
     engine = make_engine(sys.argv[1])
     go = Path(sys.argv[2])
+    (Path(sys.argv[3]) / str(os.getpid())).touch()  # imports done: ready to race the others
     deadline = time.monotonic() + 60
     while not go.exists() and time.monotonic() < deadline:  # all start together
         time.sleep(0.01)
@@ -30,10 +31,13 @@ MIGRATOR = textwrap.dedent("""
 
 
 def _migrate_concurrently(url: str, tmp_path: Path, n: int = 4) -> None:
-    go = tmp_path / "go"
-    procs = [subprocess.Popen([sys.executable, "-c", MIGRATOR, url, str(go)], cwd=ROOT, stderr=subprocess.PIPE,
-                              text=True) for _ in range(n)]
-    time.sleep(3)  # imports done in every process
+    go, ready = tmp_path / "go", tmp_path / "ready"
+    ready.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", MIGRATOR, url, str(go), str(ready)], cwd=ROOT,
+                              stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    # released together once every process has done its imports (one that exits early is reported below)
+    wait_until(lambda: len(list(ready.iterdir())) == n or any(proc.poll() is not None for proc in procs),
+               timeout_s=120, what="every migrator process imported")
     go.touch()
     errors = [proc.communicate(timeout=120)[1] for proc in procs]
     assert all(proc.returncode == 0 for proc in procs), "\n".join(errors)

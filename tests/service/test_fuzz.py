@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                    lambda inner: (st.lists(inner, max_size=4)
+                                   | st.dictionaries(st.text(max_size=10), inner, max_size=4)),
                     max_leaves=12)
 AUDIT_KEYS = st.fixed_dictionaries({}, optional={"benchmark": JSON, "production": JSON, "domain": JSON,
                                                  "options": st.dictionaries(st.sampled_from(

@@ -36,8 +36,12 @@ def _stored_files(data_dir):
 
 def test_abandoned_upload_stores_nothing_and_server_stays_up(server, tmp_path):
     sock = _start_upload(server.port, total=10_000_000)
+    # the scenario: a client that stalls mid-body, then hangs up (the form is parsed in memory until it is
+    # complete, so there is no event to wait for)
     time.sleep(0.3)
     sock.close()
+    # what is checked is an absence (nothing stored), which a poll would see at once: the server is given
+    # the time to act on the hang-up first
     time.sleep(0.3)
     assert httpx.get(f"{server.url}/healthz").status_code == 200
     assert httpx.get(f"{server.url}/v1/datasets").json()["items"] == []
@@ -46,7 +50,7 @@ def test_abandoned_upload_stores_nothing_and_server_stays_up(server, tmp_path):
 
 def test_killed_server_mid_upload_leaves_no_dataset(server, tmp_path):
     sock = _start_upload(server.port, total=10_000_000)
-    time.sleep(0.3)
+    time.sleep(0.3)  # the scenario: the server dies while the body is still arriving
     server.kill()
     sock.close()
     restarted = ServerProcess(tmp_path / "data").start()

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pandas as pd
+
 from tests.service.server import ServerProcess
 
 ROWS = 20_000
