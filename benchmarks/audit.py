@@ -193,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from audit.pipeline import STAGES
+    from audit.roles import infer_roles
     from domains import load_builtin
     from service.audits.local import audit_frames
-    from service.roles import infer_roles
 
     pack = load_builtin(args.domain)
     t0 = time.perf_counter()

@@ -32,9 +32,9 @@ QUICK = {100: 30, 1_000: 30, 10_000: 9, 100_000: 3}
 
 
 def audit(bench, prod, domain, seed):
+    from audit.roles import infer_roles
     from domains import load_builtin
     from service.audits.local import audit_frames
-    from service.roles import infer_roles
 
     pack = load_builtin(domain)
     contexts = [c.name for c in pack.context]

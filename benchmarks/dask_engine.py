@@ -106,8 +106,8 @@ def dask_audit(client, bench_dir: Path, prod_dir: Path, pack, **options):
 def pandas_audit(bench_dir: Path, prod_dir: Path, pack):
     import pandas as pd
 
+    from audit.roles import infer_roles
     from service.audits.local import audit_frames
-    from service.roles import infer_roles
 
     frames = [pd.read_parquet(d) for d in (bench_dir, prod_dir)]
     contexts = [c.name for c in pack.context]

@@ -45,8 +45,8 @@ class Monitor:
     """The monitor's decision loop without a database: audit, harm tracking, alert rules."""
 
     def __init__(self, bench: pd.DataFrame, *, policy: str, alpha: float = 0.05, tolerance: float = 0.0) -> None:
+        from audit.roles import infer_roles
         from service.audits.local import load_pack
-        from service.roles import infer_roles
 
         self.bench, self.policy, self.alpha, self.tolerance = bench, policy, alpha, tolerance
         self.pack, self.roles = load_pack("generic"), infer_roles(bench.columns)

@@ -57,8 +57,8 @@ def _tests_alone(folder: Path, batch_file: Path) -> float:
     from audit import AuditData, run_audit
     from audit.options import AuditOptions
     from audit.pipeline.reference_cache import ReferenceCache, frame_digest
+    from audit.roles import infer_roles
     from service.audits.local import load_pack
-    from service.roles import infer_roles
 
     bench, rows = pd.read_parquet(folder / "benchmark.parquet"), pd.read_parquet(batch_file)
     pack, roles = load_pack("generic"), infer_roles(bench.columns)

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
+from audit.roles import infer_roles
 from benchmarks.claims_calibration.counting import wilson
 from benchmarks.claims_calibration.over_time import OVER_TIME_TABLES, _draw, _shift, _slice_drop, drop_slice
 from benchmarks.claims_calibration.tables import prepare
@@ -46,7 +47,6 @@ from detectors.sequential import window_drop_test
 from domains import evaluate
 from service.monitors.budget import HORIZON, track_harm
 from service.monitors.drift import drift_features, track_drift
-from service.roles import infer_roles
 
 METHODS = ("e_detectors", "per_run")
 

@@ -30,8 +30,3 @@ def test_an_audit_re_infers_only_what_was_not_given():
     assert roles_for_audit(stored, context_columns=["site", "clinic"]) == {
         "id": "id", "site": "context", "clinic": "ignore", "label": "label"}
 
-
-def test_the_service_reads_the_same_rules():
-    import service.roles
-
-    assert service.roles.infer_roles is infer_roles and service.roles.ROLES is ROLES

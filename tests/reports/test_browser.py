@@ -116,9 +116,9 @@ def hostile_outcome():
     import numpy as np
     import pandas as pd
     pytest.importorskip("evidently")
+    from audit.roles import infer_roles
     from domains.loader import load_builtin
     from service.audits.local import audit_frames
-    from service.roles import infer_roles
 
     rng = np.random.default_rng(0)
 

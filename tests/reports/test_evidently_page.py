@@ -74,10 +74,10 @@ def test_real_evidently_page_with_hostile_names_is_escaped(tmp_path):
 @pytest.mark.slow
 def test_companion_covers_contexts_outputs_and_labels():
     pytest.importorskip("evidently")
+    from audit.roles import infer_roles
     from domains.examples import make_example
     from domains.loader import load_builtin
     from service.audits.local import audit_frames
-    from service.roles import infer_roles
 
     pack = load_builtin("deepfake")
     bench, prod = make_example("deepfake", n_benchmark=300, n_production=300, shift="planted", random_state=1)

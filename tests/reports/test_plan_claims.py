@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from audit.roles import infer_roles
 from domains.examples import make_example
 from service.audits.local import audit_frames, load_pack
-from service.roles import infer_roles
 
 SITE_E = 'clinical_site == "site_e"'
 

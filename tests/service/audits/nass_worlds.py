@@ -58,8 +58,8 @@ def split(seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def audit(benchmark: pd.DataFrame, production: pd.DataFrame, seed: int = 0) -> dict:
+    from audit.roles import infer_roles
     from service.audits.local import audit_frames, load_pack
-    from service.roles import infer_roles
 
     pack = load_pack(str(PACK))
     contexts = [c.name for c in pack.context]

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from audit.roles import infer_roles
 from domains import load_builtin
 from reports import fails_gate, render_markdown
 from service.audits.local import audit_frames
-from service.roles import infer_roles
 
 
 def _audit(bench, prod, schema=None, seed=0):

@@ -62,9 +62,9 @@ def _flchain_scored():
 def test_a_class_mix_change_on_flchain_also_explains_the_accuracy_drop():
     """``survival/flchain``: dead 28 % → 60 %. Accuracy falls (the model is worse on the dead) while
     each class's recall is unchanged: the drop is the class mix, not a concept shift."""
+    from audit.roles import infer_roles
     from domains import load_builtin
     from service.audits.local import audit_frames
-    from service.roles import infer_roles
 
     frame = _flchain_scored()
     perm = np.random.default_rng(1).permutation(len(frame))

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from audit.roles import infer_roles
 from domains import load_builtin
 from service.audits.local import audit_frames
-from service.roles import infer_roles
 
 N = 3000
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from audit.roles import infer_roles
 from domains import PLANTED, load_builtin, make_example
 from service.audits.local import audit_frames
-from service.roles import infer_roles
 
 DOMAINS = ("medical", "deepfake", "facial_expression")
 

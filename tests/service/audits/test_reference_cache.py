@@ -91,9 +91,9 @@ def test_keys_are_canonical():
 # ------------------------------------------------------------------------------ the audit's keys
 @pytest.fixture(scope="module")
 def medical():
+    from audit.roles import infer_roles
     from domains.examples import make_example
     from service.audits.local import load_pack
-    from service.roles import infer_roles
 
     pack = load_pack("medical")
     contexts = [c.name for c in pack.context]

@@ -4,10 +4,10 @@ Data: the deepfake domain generator (SYNTHETIC planted shifts), as in the pipeli
 from __future__ import annotations
 
 import reports.html
+from audit.roles import infer_roles
 from domains import load_builtin, make_example
 from reports import ReportImages
 from service.audits.local import audit_frames
-from service.roles import infer_roles
 
 
 def test_the_report_is_rendered_once_with_what_the_images_add(monkeypatch):

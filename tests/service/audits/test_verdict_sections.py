@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from audit.roles import infer_roles
 from domains import load_builtin
 from service.audits.local import audit_frames
-from service.roles import infer_roles
 
 
 def _outputs_only(rng, n, logit_shift=0.0, labelled=True):

@@ -15,11 +15,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from audit import data_quality
+from audit.roles import infer_roles
 from domains import load_pack_yaml
 from service.app import create_app
 from service.cli import main
 from service.datasets import frame_checks
-from service.roles import infer_roles
 from tests.service.audits.test_audits_api import wait_for
 
 PACK_YAML = """

@@ -13,8 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from service.datasets.store import DatasetStore
-from service.db import make_engine, migrate, session_factory
+from service.db import make_engine, session_factory
 from service.monitors.models import MonitorRunRow
 from service.monitors.store import MonitorStore, now
 from tests.service.monitor_support import synthetic_frame, wait_for
@@ -78,17 +77,8 @@ def test_killed_run_is_interrupted_and_the_schedule_goes_on(database_url, tmp_pa
 
 
 @pytest.fixture
-def store(database_url, tmp_path):
-    engine = make_engine(database_url)
-    migrate(engine)
-    sessions = session_factory(engine)
-    bench = DatasetStore(sessions, tmp_path / "data").create(
-        name="b", role="benchmark", domain=None, frame=synthetic_frame(10, 0),
-        columns=[{"name": "x1", "role": "feature", "dtype": "float64"}],
-        validation={"success": True, "results": []}, sha256="a" * 64)
-    store = MonitorStore(sessions)
-    yield store, bench.id
-    engine.dispose()
+def store(store_and_benchmark):
+    return store_and_benchmark
 
 
 def test_heartbeat_and_recovery_steps(store):

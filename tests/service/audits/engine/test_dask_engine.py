@@ -10,11 +10,11 @@ import json
 import numpy as np
 import pytest
 
+from audit.roles import infer_roles
 from domains.examples import make_example
 from service.audits.engine.dask_audit import audit_parquet, parquet_roles
 from service.audits.engine.datasets import ParquetDataset
 from service.audits.local import audit_frames, load_pack
-from service.roles import infer_roles
 from tests.service.audits.engine.parts import write_partitions
 
 N = 4000

@@ -9,10 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.datasets.store import DatasetStore
-from service.db import make_engine, migrate, session_factory
 from service.errors import Conflict
-from service.monitors.store import MonitorStore
 from service.settings import Settings, get_settings
 from tests.service.monitor_support import cron_environment, directory_monitor, synthetic_frame, upload_benchmark
 
@@ -90,19 +87,11 @@ def test_a_run_killed_after_its_commit_reads_finished_and_the_monitor_goes_on(tm
 
 
 @pytest.fixture
-def store(database_url, tmp_path):
-    engine = make_engine(database_url)
-    migrate(engine)
-    sessions = session_factory(engine)
-    bench = DatasetStore(sessions, tmp_path / "data").create(
-        name="b", role="benchmark", domain=None, frame=synthetic_frame(10, 0),
-        columns=[{"name": "x1", "role": "feature", "dtype": "float64"}],
-        validation={"success": True, "results": []}, sha256="a" * 64)
-    store = MonitorStore(sessions)
-    monitor = store.create(name="m", benchmark_id=bench.id, domain="generic", source={"type": "directory"},
+def store(store_and_benchmark):
+    store, bench_id = store_and_benchmark
+    monitor = store.create(name="m", benchmark_id=bench_id, domain="generic", source={"type": "directory"},
                            schedule={"interval_seconds": 60}, options={}, alerts={}, alpha=0.05)
-    yield store, monitor.id
-    engine.dispose()
+    return store, monitor.id
 
 
 def test_a_run_whose_decisions_were_saved_ends_succeeded_and_a_run_ended_first_saves_nothing(store):
