@@ -4,7 +4,7 @@ labelled, and the label-free estimates checked against what the labels show.
 The within-context change test (``overall_eval``) needs contexts both datasets share, so it cannot
 run when production lies entirely in a context the benchmark lacks, which is when a collapse is
 likeliest; this test does not need them, and it enters the audit-wide correction family
-(``audit.pipeline.TESTED``) like every other test.
+(``audit.pipeline.state.TESTED``) like every other test.
 """
 from __future__ import annotations
 
