@@ -21,17 +21,43 @@ from detectors.within_context import (
     rank_context_columns,
     within_context_change,
 )
+from domains.expressions import columns_used
 
 MAX_DISCOVERED = 10  # discovered slices reported beside the expert ones (detectors.pruning.MAX_DISCOVERED)
 STRATA_MAX_CONTEXTS = 2  # context columns crossed into within-context strata; more makes them too thin
 
 
 def expert_masks(ctx: StageContext) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, str]]:
+    """Masks of the pack's slices both datasets can evaluate; the others are named in a note."""
     bench_masks = ctx.pack.slice_masks(ctx.benchmark)
     prod_masks = ctx.pack.slice_masks(ctx.production)
     names = [n for n in bench_masks if n in prod_masks]
     definitions = {s.name: s.expression for s in ctx.pack.slices}
+    unevaluated = unevaluated_slices_note(ctx.pack, ctx.benchmark.columns, ctx.production.columns)
+    if unevaluated is not None:
+        ctx.notes.append(unevaluated)
     return {n: (bench_masks[n], prod_masks[n]) for n in names}, definitions
+
+
+def unevaluated_slices_note(pack, benchmark_columns, production_columns) -> dict[str, str] | None:
+    """The expert slices a column is missing for, said rather than dropped in silence: "not audited"
+    is not "fine" (an images-only dermatology upload has no ``modality``, so its smartphone slices
+    cannot be measured)."""
+    missing: dict[str, set[str]] = {}
+    for s in pack.slices:
+        absent = {c for c in columns_used(s.ast) if c not in benchmark_columns or c not in production_columns}
+        if absent:
+            missing[s.name] = absent
+    if not missing:
+        return None
+    columns = sorted(set().union(*missing.values()))
+    where = lambda c: ("either dataset" if c not in benchmark_columns and c not in production_columns  # noqa: E731
+                       else "the benchmark" if c not in benchmark_columns else "production")
+    return {"part": "expert slices", "reason": (
+        f"{len(missing)} of the domain pack's {len(pack.slices)} expert slices could not be evaluated, so their "
+        f"performance is unknown, not fine: {', '.join(sorted(missing))}. "
+        + "; ".join(f"'{c}' is not in {where(c)}" for c in columns)
+        + ". Record the column to audit these slices.")}
 
 
 def discovery(ctx: StageContext, bench: Outputs, prod: Outputs):
