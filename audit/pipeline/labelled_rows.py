@@ -49,18 +49,24 @@ def set_aside_one_sided(benchmark: pd.DataFrame, production: pd.DataFrame, colum
     derived_columns = set((derived or {}).get("columns") or ())
     kept, dropped = [], []
     for column in columns.features:
-        side = ("benchmark" if _empty(benchmark, column) else None) or \
-               ("production" if _empty(production, column) else None)
-        if side is None:
+        sides = (("benchmark", benchmark), ("production", production))
+        empty = [side for side, frame in sides if _empty(frame, column)]
+        if not empty:
             kept.append(column)
             continue
         dropped.append(column)
-        other = "production" if side == "benchmark" else "benchmark"
-        origin = (f" It is derived from the images, and the {side}'s images give no value for it (a JPEG setting "
-                  "of PNG images, say)." if column in derived_columns else "")
-        notes.append({"part": f"feature {column}", "reason": (
-            f"'{column}' has no values in the {side} but has values in the {other}, so it was set aside: there is "
-            f"nothing to compare it with.{origin} The other features were tested.")})
+        derived_note = column in derived_columns
+        if len(empty) == 2:  # a face measure of images without faces, a field neither system records
+            what = f"'{column}' has no values in either dataset, so it was set aside: there is nothing to test."
+            origin = (" It is derived from the images, and none of them gives a value for it (no face found in "
+                      "any, say)." if derived_note else "")
+        else:
+            side, other = empty[0], "production" if empty[0] == "benchmark" else "benchmark"
+            what = (f"'{column}' has no values in the {side} but has values in the {other}, so it was set aside: "
+                    "there is nothing to compare it with.")
+            origin = (f" It is derived from the images, and the {side}'s images give no value for it (a JPEG "
+                      "setting of PNG images, say)." if derived_note else "")
+        notes.append({"part": f"feature {column}", "reason": f"{what}{origin} The other features were tested."})
     if not dropped:
         return columns
     return replace(columns, features=tuple(kept))
