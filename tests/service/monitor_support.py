@@ -6,14 +6,21 @@ import io
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
+from fastapi.testclient import TestClient
 
 from reports import plan_next_round, rank_limitations, verdict
 from reports.result import AuditResult, as_evidence, as_result
-from service.settings import get_settings
+from service.app import create_app
+from service.settings import Settings, get_settings
+
+# batches of a monitor whose change begins at the third: a 20-point accuracy drop and a 0.5 sd shift of x1
+CHANGING_BATCHES = [dict(seed=10 + i, **({"accuracy": 0.65, "shift": 0.5} if i >= 2 else {})) for i in range(5)]
 
 
 def synthetic_frame(n: int, seed: int, *, shift: float = 0.0, accuracy: float = 0.85) -> pd.DataFrame:
@@ -122,3 +129,28 @@ def directory_monitor(client, benchmark: str, drop, name: str, **body) -> str:
         "schedule": {"interval_seconds": 3600}, **body})
     assert response.status_code == 201, response.text
     return response.json()["id"]
+
+
+def write_batch(folder, i: int) -> None:
+    """Write batch ``i`` of :data:`CHANGING_BATCHES` (400 SYNTHETIC rows) as ``folder/batch{i}.csv``."""
+    b = CHANGING_BATCHES[i]
+    synthetic_frame(400, b["seed"], shift=b.get("shift", 0.0), accuracy=b.get("accuracy", 0.85)).to_csv(
+        folder / f"batch{i}.csv", index=False)
+
+
+@contextmanager
+def twin_service_monitors(tmp_path, monkeypatch) -> Iterator[tuple[TestClient, dict[str, str], object]]:
+    """A service with two identical monitors, ``straight`` and ``killed``, each of its own folder under
+    ``tmp_path/roots``: yields ``(client, {name: monitor id}, roots)``; the batches are the test's to drop."""
+    roots = tmp_path / "roots"
+    for name in ("straight", "killed"):
+        (roots / name).mkdir(parents=True)
+    cron_environment(monkeypatch, tmp_path / "data", roots)
+    try:
+        with TestClient(create_app(Settings())) as client:
+            bench = upload_benchmark(client, synthetic_frame(1500, 0))
+            ids = {name: directory_monitor(client, bench, roots / name, name, options={"discovery": False},
+                                           alerts={"min_severity": "low"}) for name in ("straight", "killed")}
+            yield client, ids, roots
+    finally:
+        get_settings.cache_clear()

@@ -17,14 +17,19 @@ from service.cli import main
 from service.monitors import alerting
 from service.settings import Settings, get_settings
 from tests.service.monitor_support import (
+    CHANGING_BATCHES,
     cron_environment,
     directory_monitor,
     synthetic_frame,
+    twin_service_monitors,
     upload_benchmark,
     wait_run,
+    write_batch,
 )
 
-BATCHES = [dict(seed=10 + i, **({"accuracy": 0.65, "shift": 0.5} if i >= 2 else {})) for i in range(5)]
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
+BATCHES = CHANGING_BATCHES
 
 
 def _monitor(folder, bench_seed=0):
@@ -38,9 +43,7 @@ def _monitor(folder, bench_seed=0):
 
 
 def _drop(folder, i):
-    b = BATCHES[i]
-    synthetic_frame(400, b["seed"], shift=b.get("shift", 0.0), accuracy=b.get("accuracy", 0.85)).to_csv(
-        folder / "drop" / f"batch{i}.csv", index=False)
+    write_batch(folder / "drop", i)
 
 
 def _opened(folder):
@@ -129,13 +132,10 @@ def test_a_service_run_killed_while_it_saves_resumes_with_the_same_decisions(tmp
     the new detector state is being written (after the files taken were) must leave none of it, so
     the next run re-reads the same rows from the same detector state and decides as the killed run
     would have. A save in several transactions lost the killed run's rows: taken, never counted."""
-    roots, source = tmp_path / "roots", tmp_path / "source"
-    for name in ("straight", "killed"):
-        (roots / name).mkdir(parents=True)
+    source = tmp_path / "source"
     _monitor(source)
     for i in range(len(BATCHES)):
         _drop(source, i)
-    cron_environment(monkeypatch, tmp_path / "data", roots)
     saves = []
 
     def dies_once_while_saving(conn, cursor, statement, parameters, context, executemany):
@@ -145,32 +145,26 @@ def test_a_service_run_killed_while_it_saves_resumes_with_the_same_decisions(tmp
             if len(saves) == 4:  # the fourth run's save: the process dies mid-way
                 raise KeyboardInterrupt
 
-    try:
-        with TestClient(create_app(Settings())) as client:
-            bench = upload_benchmark(client, synthetic_frame(1500, 0))
-            ids = {name: directory_monitor(client, bench, roots / name, name, options={"discovery": False},
-                                           alerts={"min_severity": "low"}) for name in ("straight", "killed")}
-            service = client.app.state.monitors
-            event.listen(Engine, "before_cursor_execute", dies_once_while_saving)
-            try:
-                for i in range(len(BATCHES)):
-                    for name, monitor in ids.items():
-                        shutil.copy(source / "drop" / f"batch{i}.csv", roots / name / f"batch{i}.csv")
+    with twin_service_monitors(tmp_path, monkeypatch) as (client, ids, roots):
+        service = client.app.state.monitors
+        event.listen(Engine, "before_cursor_execute", dies_once_while_saving)
+        try:
+            for i in range(len(BATCHES)):
+                for name, monitor in ids.items():
+                    shutil.copy(source / "drop" / f"batch{i}.csv", roots / name / f"batch{i}.csv")
+                    run, done = service.run_now(monitor)
+                    if name == "killed" and i == 3:
+                        with pytest.raises(KeyboardInterrupt):
+                            done.result(timeout=120)
+                        service.store.interrupt_own()  # what a restarted service finds: the run failed
                         run, done = service.run_now(monitor)
-                        if name == "killed" and i == 3:
-                            with pytest.raises(KeyboardInterrupt):
-                                done.result(timeout=120)
-                            service.store.interrupt_own()  # what a restarted service finds: the run failed
-                            run, done = service.run_now(monitor)
-                        done.result(timeout=120)
-                        assert service.store.get_run(run.id).status == "succeeded"
-            finally:
-                event.remove(Engine, "before_cursor_execute", dies_once_while_saving)
-            store = service.store
-            straight, killed = store.get(ids["straight"]), store.get(ids["killed"])
-            opened = [_service_opened(store, ids[name]) for name in ("straight", "killed")]
-    finally:
-        get_settings.cache_clear()
+                    done.result(timeout=120)
+                    assert service.store.get_run(run.id).status == "succeeded"
+        finally:
+            event.remove(Engine, "before_cursor_execute", dies_once_while_saving)
+        store = service.store
+        straight, killed = store.get(ids["straight"]), store.get(ids["killed"])
+        opened = [_service_opened(store, ids[name]) for name in ("straight", "killed")]
     assert len(saves) == len(BATCHES) + 1  # the killed save, then one save per run
     assert opened[0] == opened[1] and any(opened[0])
     assert killed.detector_state == straight.detector_state and killed.n_tested == straight.n_tested == len(BATCHES)

@@ -6,22 +6,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from fastapi.testclient import TestClient
 
-from service.app import create_app
 from service.errors import Conflict
-from service.settings import Settings, get_settings
-from tests.service.monitor_support import cron_environment, directory_monitor, synthetic_frame, upload_benchmark
+from tests.service.monitor_support import CHANGING_BATCHES, twin_service_monitors, write_batch
 
-# the batches of a monitor: the change begins at the third
-BATCHES = [dict(seed=10 + i, **({"accuracy": 0.65, "shift": 0.5} if i >= 2 else {})) for i in range(5)]
 KILLED = 2  # the run killed after its commit: the first changed batch, so it opens alerts
-
-
-def _write_batch(folder, i):
-    b = BATCHES[i]
-    synthetic_frame(400, b["seed"], shift=b.get("shift", 0.0), accuracy=b.get("accuracy", 0.85)).to_csv(
-        folder / f"batch{i}.csv", index=False)
 
 
 def _opened_by_run(store, monitor_id):
@@ -31,59 +20,51 @@ def _opened_by_run(store, monitor_id):
     return [sorted(a.key for a in alerts if a.opened_run_id == run.id) for run in runs]
 
 
+@pytest.mark.slow
 def test_a_run_killed_after_its_commit_reads_finished_and_the_monitor_goes_on(tmp_path, monkeypatch):
-    roots, source = tmp_path / "roots", tmp_path / "source"
-    for name in ("straight", "killed"):
-        (roots / name).mkdir(parents=True)
+    source = tmp_path / "source"
     source.mkdir()
-    for i in range(len(BATCHES)):
-        _write_batch(source, i)
-    cron_environment(monkeypatch, tmp_path / "data", roots)
-    try:
-        with TestClient(create_app(Settings())) as client:
-            bench = upload_benchmark(client, synthetic_frame(1500, 0))
-            ids = {name: directory_monitor(client, bench, roots / name, name, options={"discovery": False},
-                                           alerts={"min_severity": "low"}) for name in ("straight", "killed")}
-            service = client.app.state.monitors
-            store = service.store
-            real_save, saves = store.save_run, []
+    for i in range(len(CHANGING_BATCHES)):
+        write_batch(source, i)
+    with twin_service_monitors(tmp_path, monkeypatch) as (client, ids, roots):
+        service = client.app.state.monitors
+        store = service.store
+        real_save, saves = store.save_run, []
 
-            def dies_after_the_commit(monitor_id, run_id, **kwargs):
-                real_save(monitor_id, run_id, **kwargs)
-                if monitor_id == ids["killed"]:
-                    saves.append(run_id)
-                    if len(saves) == KILLED + 1:  # committed; the process dies before anything else
-                        raise KeyboardInterrupt
+        def dies_after_the_commit(monitor_id, run_id, **kwargs):
+            real_save(monitor_id, run_id, **kwargs)
+            if monitor_id == ids["killed"]:
+                saves.append(run_id)
+                if len(saves) == KILLED + 1:  # committed; the process dies before anything else
+                    raise KeyboardInterrupt
 
-            monkeypatch.setattr(store, "save_run", dies_after_the_commit)
-            for i in range(len(BATCHES)):
-                for name, monitor in ids.items():
-                    shutil.copy(source / f"batch{i}.csv", roots / name / f"batch{i}.csv")
-                    run, done = service.run_now(monitor)
-                    if name == "killed" and i == KILLED:
-                        with pytest.raises(KeyboardInterrupt):
-                            done.result(timeout=120)
-                        # what a restarted service and a live instance's recovery do with the killed run
-                        store.interrupt_own()
-                        store.recover(0.0)
-                        killed_run = store.get_run(run.id)
-                        after, done = service.run_now(monitor)  # its rows were taken: nothing new
+        monkeypatch.setattr(store, "save_run", dies_after_the_commit)
+        for i in range(len(CHANGING_BATCHES)):
+            for name, monitor in ids.items():
+                shutil.copy(source / f"batch{i}.csv", roots / name / f"batch{i}.csv")
+                run, done = service.run_now(monitor)
+                if name == "killed" and i == KILLED:
+                    with pytest.raises(KeyboardInterrupt):
                         done.result(timeout=120)
-                        assert store.get_run(after.id).status == "no_new_data"
-                        continue
+                    # what a restarted service and a live instance's recovery do with the killed run
+                    store.interrupt_own()
+                    store.recover(0.0)
+                    killed_run = store.get_run(run.id)
+                    after, done = service.run_now(monitor)  # its rows were taken: nothing new
                     done.result(timeout=120)
-                    assert store.get_run(run.id).status == "succeeded"
-            straight, killed = store.get(ids["straight"]), store.get(ids["killed"])
-            opened = {name: _opened_by_run(store, ids[name]) for name in ids}
-            killed_alerts = [a.id for a in store.alerts(monitor_id=ids["killed"]) if a.opened_run_id == killed_run.id]
-    finally:
-        get_settings.cache_clear()
+                    assert store.get_run(after.id).status == "no_new_data"
+                    continue
+                done.result(timeout=120)
+                assert store.get_run(run.id).status == "succeeded"
+        straight, killed = store.get(ids["straight"]), store.get(ids["killed"])
+        opened = {name: _opened_by_run(store, ids[name]) for name in ids}
+        killed_alerts = [a.id for a in store.alerts(monitor_id=ids["killed"]) if a.opened_run_id == killed_run.id]
     assert killed_run.status == "succeeded" and killed_run.error is None and killed_run.finished_at is not None
     assert killed_alerts and sorted(killed_run.alert_ids) == sorted(killed_alerts)
     assert killed_run.n_rows == 400 and killed_run.summary
-    assert opened["straight"] == opened["killed"] and len(opened["killed"]) == len(BATCHES)
+    assert opened["straight"] == opened["killed"] and len(opened["killed"]) == len(CHANGING_BATCHES)
     assert killed.detector_state == straight.detector_state
-    assert killed.n_tested == straight.n_tested == len(BATCHES)
+    assert killed.n_tested == straight.n_tested == len(CHANGING_BATCHES)
 
 
 @pytest.fixture
