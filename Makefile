@@ -38,8 +38,9 @@ lint: $(STAMP)
 test: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadfile $(PYTEST_ARGS)
 
-# The inner loop: everything but the statistical simulations marked slow and the browser tests;
-# `make test` stays the full gate.
+# The inner loop (< 3 min on 2 cores): everything but the tests marked slow (each takes a second or more:
+# statistical simulations, whole audits, servers, subprocesses) and the browser test; `make test` stays
+# the full gate.
 test-fast: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/python -m pytest -n $${PYTEST_WORKERS:-2} --dist loadfile -m "not slow and not browser" $(PYTEST_ARGS)
 

@@ -82,6 +82,7 @@ def test_the_pages_have_examples_to_run():
     assert {"README.md", "python.md"} <= names, names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=_page_id)
 def test_python_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -129,6 +130,7 @@ def test_cli_examples_use_existing_options():
     assert shown >= 5
 
 
+@pytest.mark.slow
 def test_readme_cli_audit_runs(tmp_path, monkeypatch, capsys):
     """The README's command-line audit, run as written on small generated files of those names."""
     from domains.examples import make_example

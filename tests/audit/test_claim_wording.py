@@ -50,6 +50,7 @@ def limitations() -> list[dict]:
     return found
 
 
+@pytest.mark.slow
 def test_the_audits_cover_both_claims_and_the_kinds(limitations):
     assert {lim["claim"] for lim in limitations} == {"change", "standing"}
     kinds = {r["kind"] for r in _records(limitations)}
@@ -57,6 +58,7 @@ def test_the_audits_cover_both_claims_and_the_kinds(limitations):
                      "label_shift", "concept_shift", "label_quality", "benchmark_saturation"}, kinds
 
 
+@pytest.mark.slow
 def test_a_change_claim_never_reads_as_standing(limitations):
     for lim in limitations:
         if lim["claim"] == "change":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from audit.pipeline.columns import resolve_columns
 from audit.pipeline.labelled_rows import LabelledRows, selection_note, set_aside_one_sided
@@ -17,6 +18,7 @@ def _flagged(frame, mask) -> bool:
     return "not given at random" in selection_note(frame, LabelledRows(mask=mask), CONTEXTS, ALPHA)["reason"]
 
 
+@pytest.mark.slow
 def test_labels_missing_at_random_are_rarely_called_selected():
     _, prod = titanic(seed=12)
     rng = np.random.default_rng(0)
@@ -26,6 +28,7 @@ def test_labels_missing_at_random_are_rarely_called_selected():
     assert flagged / runs <= ALPHA + 3 * np.sqrt(ALPHA * (1 - ALPHA) / runs)
 
 
+@pytest.mark.slow
 def test_labels_given_more_often_to_one_class_of_passenger_are_found():
     _, prod = titanic(seed=12)
     rng = np.random.default_rng(1)

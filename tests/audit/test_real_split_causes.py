@@ -27,6 +27,7 @@ def crash_years():
     return audit_pair(table, benchmark, production, seed=0)
 
 
+@pytest.mark.slow
 def test_newer_cars_are_one_change_claim_that_explains_the_airbags_and_seatbelts(crash_years):
     changes = [lim for lim in crash_years["limitations"] if lim["claim"] == "change"]
     assert len(changes) == 1, [lim["key"] for lim in changes]
@@ -38,6 +39,7 @@ def test_newer_cars_are_one_change_claim_that_explains_the_airbags_and_seatbelts
     assert "It also explains" in head["statement"]
 
 
+@pytest.mark.slow
 def test_each_fact_is_stated_once(crash_years):
     keys = [lim["key"] for lim in crash_years["limitations"]]
     keys += [r["key"] for lim in crash_years["limitations"] for r in lim["related"]]

@@ -28,6 +28,7 @@ def medical():
     return pack, bench, prod, roles
 
 
+@pytest.mark.slow
 def test_the_result_is_typed_and_its_json_is_what_the_api_serves(medical):
     pack, bench, prod, roles = medical
     seen: list[float] = []
@@ -43,6 +44,7 @@ def test_the_result_is_typed_and_its_json_is_what_the_api_serves(medical):
     assert outcome.result.title and outcome.result.title in outcome.html
 
 
+@pytest.mark.slow
 def test_the_same_inputs_give_the_same_result(medical):
     pack, bench, prod, roles = medical
     once, again = (run_audit(AuditData(bench, roles), AuditData(prod, roles), pack=pack,
@@ -72,6 +74,7 @@ def test_the_options_and_errors_load_without_the_pipeline():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_an_audit_without_rendering_gives_the_same_result():
     """``render=False`` skips only the HTML and Markdown: the result is final before them."""
     pack = load_builtin("deepfake")

@@ -1,6 +1,8 @@
 """An expert slice the data cannot evaluate is named in the audit's notes, never dropped in silence."""
 from __future__ import annotations
 
+import pytest
+
 from audit import AuditData, AuditOptions, run_audit
 from audit.pipeline.slicing import unevaluated_slices_note
 from audit.roles import infer_roles
@@ -19,6 +21,7 @@ def test_slices_on_a_column_missing_from_either_side_are_named_with_the_column()
     assert "not in the benchmark" in unevaluated_slices_note(pack, columns - {"modality"}, columns)["reason"]
 
 
+@pytest.mark.slow
 def test_an_audit_without_the_column_says_which_slices_it_could_not_measure():
     """SYNTHETIC dermatology data without its modality column (as an images-only upload has)."""
     pack = load_builtin("dermatology")

@@ -93,6 +93,7 @@ def test_batches_change_only_from_the_given_run():
     assert accuracy[0] - accuracy[1] == pytest.approx(0.10, abs=0.04)
 
 
+@pytest.mark.slow
 def test_null_audits_on_a_real_table_stay_within_a_binomial_bound():
     """10 null replicates (5 labelled, 5 unlabelled) of a real table (MASS/Melanoma, drawn with
     replacement: the null is exact): no change claim kind, the verdict's shift_detected included, fires
@@ -104,6 +105,7 @@ def test_null_audits_on_a_real_table_stay_within_a_binomial_bound():
     assert all(found[m].k <= bound for m in HELD_TO_ALPHA), format_null(records)
 
 
+@pytest.mark.slow
 def test_planted_truths_on_a_real_table_lead_with_the_expected_claim():
     """SYNTHETIC changes on carData/Arrests at the quick mode's 2,000 rows per side."""
     scenarios = ("class_mix", "slice_concept", "new_population", "tiny")
@@ -123,6 +125,7 @@ def test_new_population_rows_are_absent_from_the_benchmark_only():
     assert (prod[setup.context] == setup.new_value).mean() == pytest.approx(0.15, abs=0.01)
 
 
+@pytest.mark.slow
 def test_a_planted_covariate_shift_is_one_claim_over_fresh_draws():
     """SYNTHETIC: production arrests drawn with weights exp(0.5 z) of ``checks`` (the model's input), every
     row a real (inputs, label, output) triple. The class mix moves with the inputs (held 17 % -> 22 %), and

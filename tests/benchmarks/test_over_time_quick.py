@@ -11,6 +11,7 @@ from benchmarks.claims_calibration.over_time import _slice_drop, drop_slice, run
 from benchmarks.claims_calibration.tables import prepare  # noqa: E402
 
 
+@pytest.mark.slow
 def test_an_unchanged_monitor_on_a_real_table_stays_quiet():
     out = run_monitor("crash", seed=3, runs=3, n_benchmark=1500, batch=400)
     assert out.first_alert is None, out.kinds

@@ -20,6 +20,7 @@ def rows():
 ONLINE = rounds_claims.PROCEDURES[1:]
 
 
+@pytest.mark.slow
 def test_the_online_procedure_never_re_dates(rows):
     for kind in ("clean", "noisy"):
         for proc in ONLINE:
@@ -27,6 +28,7 @@ def test_the_online_procedure_never_re_dates(rows):
             assert row["series"] >= 4 and row["redated"] == 0, row
 
 
+@pytest.mark.slow
 def test_ruling_out_the_smallest_gain_that_matters_keeps_stalls_from_being_dated_early(rows):
     """With min_gain = 0.05 a round that truly gained 5 points starts a stall only when its upper
     bound falls below 0.05 (about 1 in 40): rounds of 1,000 items are too small to see such gains

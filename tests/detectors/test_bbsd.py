@@ -109,6 +109,7 @@ def test_output_shift_at_least_as_powerful_as_failing_loudly_bbsds():
     assert ours >= paper - 4
 
 
+@pytest.mark.slow
 def test_output_shift_false_alarms_at_most_alpha():
     rng = np.random.default_rng(15)
     runs, alarms = 600, 0

@@ -33,6 +33,7 @@ def test_untested_range_exceedance_test(n_b, n_p):
     assert np.mean(k) == pytest.approx(n_p / (n_b + 1), rel=0.15)  # about n_p / (n_b + 1) by chance
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [100, 100_000])
 def test_within_context_stratified_test(n):
     from detectors.within_context import make_strata, within_context_change
@@ -52,6 +53,7 @@ def test_within_context_stratified_test(n):
     assert alarms / runs <= (bound(runs) if n == 100 else ALPHA + 2.33 * np.sqrt(ALPHA * (1 - ALPHA) / runs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [100, 100_000])
 def test_tied_ks_permutation(n):
     from detectors.univariate import ks_tied_test
@@ -65,6 +67,7 @@ def test_tied_ks_permutation(n):
     assert alarms / runs <= bound(runs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [100, 100_000])
 def test_label_prior_decision(n):
     """Items 10-11: the relative floor must not turn sampling noise into label shift."""

@@ -37,6 +37,7 @@ def test_rarity_pvalue_is_the_exact_hypergeometric_tail():
     assert np.mean(k_bench <= 2) == pytest.approx(float(rarity_pvalue(2, 10, 30, 50)), abs=0.01)
 
 
+@pytest.mark.slow
 def test_no_untested_context_is_claimed_under_a_real_null(covid):
     """One real table split in two: before, rare clinics made ~20 untested contexts per audit at
     n = 500 (1-6 rows each); now none is claimed, and the small values are one pooled candidate."""

@@ -88,6 +88,7 @@ def test_discovery_recovers_the_planted_two_condition_slice(planted):
     assert hit.definition not in names
 
 
+@pytest.mark.slow
 def test_untested_context_is_a_novel_embedding_region(planted):
     domain, pack, bench, prod, cols, _ = planted
     plant = PLANTED[domain]

@@ -144,6 +144,7 @@ def test_null_calibration(case):
     assert alarms <= stats.binom.ppf(0.999, case.null_reps, alpha)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_power_on_a_known_shift(case):
     rng = np.random.default_rng(5)

@@ -82,6 +82,7 @@ def test_drop_detector_resumes_from_its_json_state():
     assert a == b
 
 
+@pytest.mark.slow
 def test_drop_detector_alarm_rate_in_a_small_slice_near_one_is_within_doobs_bound():
     """50 benchmark rows at 0.92, 12 a run: a proportion near 1 over a few rows is skewed low, and a
     normal model of the proportions themselves read that skew as drops (23 % of these monitors
@@ -128,6 +129,7 @@ def test_drop_detector_refuses_bad_counts():
         drop_update(drop_start(5, 10), 8, 7)
 
 
+@pytest.mark.slow
 def test_shift_detector_alarm_rate_under_no_shift_is_within_doobs_bound():
     """Random benchmarks too: the margin covers the benchmark's own sampling error."""
     rng, runs, threshold, monitors = np.random.default_rng(4), 20, 100.0, 300

@@ -69,6 +69,7 @@ def test_ks_merge_equals_scipy_with_and_without_ties(tied):
         assert ecdf_gap_statistics(a, b)[0] == pytest.approx(stats.ks_2samp(a, b).statistic, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_tied_ks_stops_early_only_where_the_p_value_decides_nothing(monkeypatch):
     rng = np.random.default_rng(5)
     # 3,000 levels: 333-permutation blocks

@@ -18,6 +18,7 @@ def _side(rng, n, accuracy, positive_rate=0.5):
     return y, pred, score
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", ["accuracy", "sensitivity", "balanced_accuracy", "auc"])
 def test_false_alarm_rate_under_no_change_is_at_most_alpha(metric):
     rng = np.random.default_rng(0)

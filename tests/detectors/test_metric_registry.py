@@ -69,6 +69,7 @@ def test_the_finder_sees_the_definitions_it_is_meant_to_forbid():
     assert not own_metric_sets('if metric in ("accuracy", "error_rate"):\n    pass\n')  # a dispatch, not a policy
 
 
+@pytest.mark.slow
 def test_no_module_outside_the_registry_defines_its_own_metric_direction_or_kind():
     offenders = {}
     for package in PACKAGES:

@@ -50,6 +50,7 @@ def _consecutive_gain_pvalues(rng, rounds: int, sims: int) -> np.ndarray:
     return stats.norm.sf(z)
 
 
+@pytest.mark.slow
 def test_chance_of_any_false_claim_when_nothing_improves_is_at_most_half_alpha():
     """Global null, 8 rounds (7 dependent tests): the union bound gives <= w0 = alpha / 2."""
     rng = np.random.default_rng(1)
@@ -58,6 +59,7 @@ def test_chance_of_any_false_claim_when_nothing_improves_is_at_most_half_alpha()
     assert hits <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / len(p))
 
 
+@pytest.mark.slow
 def test_false_discovery_rate_with_real_gains_then_none():
     """Two real gains (z = 3.5) then six unchanged rounds: FDR over seeds <= alpha."""
     rng = np.random.default_rng(2)

@@ -80,6 +80,7 @@ def test_sketched_statistic_brackets_the_exact_one_and_p_value_is_conservative()
     assert max(gaps) < 1.0  # measured: |D_hat - D| at most about 0.4 eps
 
 
+@pytest.mark.slow
 def test_null_false_alarm_rate_is_at_most_alpha():
     """200 seeds without shift (n = 20,000, sketches compacted): rejections at alpha 0.05."""
     rng = np.random.default_rng(2)
@@ -112,6 +113,7 @@ def _drifted_pair(make_mixed, n: int, seed: int):
     return ref, cur
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [20_000, 200_000])
 def test_summary_covariate_reaches_the_in_memory_conclusions(make_mixed, n):
     ref, cur = _drifted_pair(make_mixed, n, seed=n)

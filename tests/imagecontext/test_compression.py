@@ -69,6 +69,7 @@ def shrink(rgb, factor):
     return cv2.resize(rgb, (round(w * factor), round(h * factor)), interpolation=cv2.INTER_AREA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PHOTOS))
 def test_a_resize_does_not_read_as_noise_or_blur(name):
     rgb = PHOTOS[name]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import skimage.data
 
 from imagecontext import DETAIL_SIDE, decode, detail_crop
@@ -19,6 +20,7 @@ def origin(rgb, crop):
     return None
 
 
+@pytest.mark.slow
 def test_the_crop_is_native_pixels_on_the_jpeg_grid():
     for name, rgb in photos().items():
         decoded = decode(encode(rgb, "JPEG", quality=20)).rgb

@@ -165,6 +165,7 @@ def test_grey_image_has_no_skin_tone():
     assert values["skin_missing"] == "no_colour"
 
 
+@pytest.mark.slow
 def test_embedding_follows_light_and_compression_not_a_flip():
     # SYNTHETIC perturbations of real photos; distances relative to the median distance
     # between two different photos

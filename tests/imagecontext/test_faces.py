@@ -16,6 +16,7 @@ def test_the_cnn_is_the_detector_in_use():
     assert DETECTOR == "libfacedetection"
 
 
+@pytest.mark.slow
 def test_finds_lfw_faces_and_rejects_non_faces():
     faces, non_faces = lfw_upscaled()
     found = np.mean([detect_faces(x).found for x in faces])

@@ -56,12 +56,14 @@ def changes(baseline, perturb):
     return n, changed, missing
 
 
+@pytest.mark.slow
 def test_enough_faces_are_read(baseline):
     read = [t for _, ts in baseline for _, t in ts if t.ita is not None]
     assert len(read) >= 20
     assert all(0 < t.confidence <= 1 for t in read)
 
 
+@pytest.mark.slow
 def test_exposure_x08_keeps_the_tone_group(baseline):
     n, changed, missing = changes(baseline, lambda x: exposure(x, 0.8))
     assert changed <= 0.10 * n and missing <= 0.10 * n, (n, changed, missing)
@@ -73,11 +75,13 @@ def test_exposure_x05_keeps_the_tone_group_or_says_dim(baseline):
     assert changed <= 0.15 * n and missing <= 0.25 * n, (n, changed, missing)
 
 
+@pytest.mark.slow
 def test_warm_light_keeps_the_tone_group(baseline):
     n, changed, missing = changes(baseline, lambda x: light(x, 1.3, 0.7))
     assert changed <= 0.10 * n and missing <= 0.10 * n, (n, changed, missing)
 
 
+@pytest.mark.slow
 def test_photos_without_a_face_have_no_skin_tone():
     astronaut = skimage.data.astronaut()
     crops = {"astronaut_suit": astronaut[250:, :], "astronaut_flag": astronaut[:200, 330:]}

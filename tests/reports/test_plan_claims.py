@@ -31,6 +31,7 @@ def demo_result():
                         options={"evidently_companion": False, "budget": 500}).result_json
 
 
+@pytest.mark.slow
 def test_the_untested_clinic_gets_its_labels_first(demo_result):
     plan = demo_result["next_round"]
     site_e = [a for a in plan["allocations"] if a["definition"] == SITE_E]
@@ -40,6 +41,7 @@ def test_the_untested_clinic_gets_its_labels_first(demo_result):
     assert plan["allocations"][0]["kind"] == "untested_context"
 
 
+@pytest.mark.slow
 def test_no_labels_for_one_row_clinics_or_slices_without_a_gap(demo_result):
     plan, min_size = demo_result["next_round"], demo_result["parameters"]["min_slice_size"]
     labelled = [a for a in plan["allocations"] if a["n_to_label"] > 0 and a["kind"] != "production_sample"]

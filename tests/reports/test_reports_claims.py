@@ -84,6 +84,7 @@ def test_a_standing_only_audit_does_not_say_do_not_rely(audit):
     assert "Standing limitations (model card" in v["summary"]
 
 
+@pytest.mark.slow
 def test_the_html_groups_standing_limitations_after_the_changes(audit):
     html = render_html(conclude(audit, rank_limitations(audit)))
     assert html.index('id="limitations"') < html.index('id="standing"') < html.index('id="covariate"')

@@ -78,6 +78,7 @@ def assert_self_contained(html: str, *, trusted_text: bool = True) -> None:
         assert "http://" not in lowered and "https://" not in lowered
 
 
+@pytest.mark.slow
 def test_report_parses_and_is_self_contained(audit):
     html = _render(audit)
     parsed = _parse(html)
@@ -136,6 +137,7 @@ def test_user_strings_are_escaped(hostile_audit):
     assert_self_contained(html, trusted_text=False)
 
 
+@pytest.mark.slow
 def test_huge_audit_stays_under_one_megabyte(huge_audit):
     start = time.perf_counter()
     html = _render(huge_audit, budget=2000)
@@ -214,6 +216,7 @@ def test_top_limitation_is_stated_once_right_after_the_verdict(audit):
     assert listed and listed[0] == "2"  # the ranked list continues after the one stated above
 
 
+@pytest.mark.slow
 def test_title_uses_the_pack_title_and_file_names_not_the_local_id(audit):
     given = re.search(r"<title>(.*?)</title>", render_html(conclude(audit, []))).group(1)
     assert given.startswith(audit["title"])  # the pipeline's own title comes first
@@ -249,6 +252,7 @@ def test_timings_are_the_json_timings(audit):
     assert pairs == [("covariate", "0.476 s"), ("label", "0.200 s"), ("report", "1.115 s"), ("total", "3.004 s")]
 
 
+@pytest.mark.slow
 def test_severity_priors_described_are_the_ones_recorded(audit):
     audit["parameters"]["severity_priors"] = {"untested_gap": 0.2, "shift_gap": 0.07, "label_shift_gap": 0.3}
     text = _text(render_html(conclude(audit, [])))
@@ -258,6 +262,7 @@ def test_severity_priors_described_are_the_ones_recorded(audit):
     assert "default assumptions" in _text(render_html(conclude(audit, [])))
 
 
+@pytest.mark.slow
 def test_observed_class_shares_sit_beside_the_estimates(audit):
     assert "Production (observed)" not in render_html(conclude(audit, []))
     estimate = audit["label"]["production_prior_estimate"]["malignant"]
@@ -291,6 +296,7 @@ def test_a_histogram_for_each_drifted_feature(audit):
     assert '<figure class="panel">' not in render_html(conclude(audit, []))  # the field is optional
 
 
+@pytest.mark.slow
 def test_wide_audit_with_distributions_stays_under_one_megabyte(huge_audit, copy_of):
     audit = _with_distributions(copy_of(huge_audit))
     for f in audit["covariate"]["features"][:400]:

@@ -52,6 +52,7 @@ def test_audit_pins_the_pack_version(client):
     assert runtime.packs.get("retail_vision", version=row.domain_version).title.startswith("Aisle")
 
 
+@pytest.mark.slow
 def test_pack_body_is_bounded_while_streaming(tmp_path):
     settings = Settings(data_dir=tmp_path / "data", max_pack_kb=4)
     with TestClient(create_app(settings)) as client:
@@ -100,6 +101,7 @@ def test_nul_and_deep_schema_fields_are_4xx(client):
     assert deep.status_code == 422 and deep.json()["error"]["code"] == "invalid_schema"
 
 
+@pytest.mark.slow
 def test_parallel_identical_uploads_through_the_api(tmp_path, database_url):
     settings = Settings(data_dir=tmp_path / "data", database_url=database_url)
     csv = ("id,x\n" + "\n".join(f"{i},{i * 0.5}" for i in range(200))).encode()
@@ -136,6 +138,7 @@ def _failed(client, audit_id):
     return body if body["status"] == "failed" else None
 
 
+@pytest.mark.slow
 def test_audit_failure_hides_server_paths(client, monkeypatch):
     from service.audits.worker import AuditWorker
 

@@ -45,6 +45,7 @@ def test_post_datasets(client, content, filename, name, role, schema):
     _ok(client.post("/v1/datasets", files={"file": (filename or "f", content)}, data=data))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/v1/datasets/{x}", "/v1/audits/{x}", "/v1/audits/{x}/report",
                                   "/v1/audits/{x}/report.md", "/v1/audits/{x}/next-round", "/v1/domains/{x}"])
 @FUZZ

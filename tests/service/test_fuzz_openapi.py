@@ -29,6 +29,7 @@ def server(request, tmp_path_factory):
     proc.stop()
 
 
+@pytest.mark.slow
 def test_every_operation_no_5xx_and_schema_conformant(server):
     mode, proc = server
     spec = httpx.get(f"{proc.url}/openapi.json", timeout=30).json()
@@ -53,6 +54,7 @@ def _fuzz(operation, base_url: str, header_sets: list[dict], mode: str) -> None:
     run()
 
 
+@pytest.mark.slow
 def test_document_states_non_json_bodies_errors_and_auth(server):
     """HTML, Markdown, CSV and JSON Lines bodies are documented as such, error answers as JSON
     (FastAPI filed an HTML report's 404 under text/html), and with keys every protected

@@ -70,6 +70,7 @@ def test_docs_pack_is_this_pack():
             assert "expression: 'age >= 65'" in fh.read(), doc
 
 
+@pytest.mark.slow
 def test_a_slice_of_five_rows_shows_its_value_and_says_it_has_too_few_rows(client, pack_audit):
     result, (bench, prod) = pack_audit
     older = next(s for s in result["slices"] if s["name"] == "older_passengers")
@@ -107,6 +108,7 @@ def test_a_column_that_drifts_and_goes_missing_is_named_once(client):
     assert drift["statement"].count("The same fact also shows as") <= 1
 
 
+@pytest.mark.slow
 def test_the_cli_states_an_inconclusive_verdict_without_a_severity_word(tmp_path):
     bench, prod = titanic(seed=9)
     bench.to_csv(tmp_path / "bench.csv", index=False)
@@ -169,6 +171,7 @@ def test_make_demo_writes_under_a_git_ignored_folder():
     assert ignored.returncode == 0, f"{out} is not ignored by git"
 
 
+@pytest.mark.slow
 def test_the_cli_says_when_the_benchmark_has_no_label_and_names_the_likely_column(tmp_path):
     bench, prod = titanic(seed=11)
     bench.to_csv(tmp_path / "bench.csv", index=False)

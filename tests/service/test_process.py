@@ -9,6 +9,8 @@ import pytest
 
 from tests.service.server import ServerProcess
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 
 @pytest.fixture
 def server(tmp_path):

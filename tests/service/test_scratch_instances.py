@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests.service.server import ServerProcess
 
@@ -58,6 +59,7 @@ def _wait_for_staging(data_dir: Path, thread: threading.Thread) -> None:
     raise AssertionError("the upload never started writing parts")
 
 
+@pytest.mark.slow
 def test_restarting_one_instance_keeps_the_others_upload(tmp_path, database_url):
     data_dir = tmp_path / "data"
     env = {**SLOW, "CONTEXTSHIFT_DATABASE_URL": database_url}
@@ -88,6 +90,7 @@ def test_restarting_one_instance_keeps_the_others_upload(tmp_path, database_url)
         b.stop()
 
 
+@pytest.mark.slow
 def test_a_dead_instances_scratch_is_removed_at_the_next_start(tmp_path):
     data_dir = tmp_path / "data"
     a = ServerProcess(data_dir, **SLOW).start()

@@ -6,9 +6,12 @@ import io
 import time
 
 import httpx
+import pytest
 
 from domains.examples import make_example
 from tests.service.server import ServerProcess
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
 
 def _upload(url: str, frame, name: str, role: str) -> str:

@@ -51,6 +51,7 @@ def audited(tmp_path_factory):
         yield client, result, ids
 
 
+@pytest.mark.slow
 def test_audit_succeeds_with_every_section(audited):
     _, result, ids = audited
     assert result["status"] == "succeeded", result.get("error")
@@ -60,6 +61,7 @@ def test_audit_succeeds_with_every_section(audited):
     assert {"name", "method", "statistic", "p_value", "p_value_adjusted", "effect_size", "drifted"} <= set(feature)
 
 
+@pytest.mark.slow
 def test_planted_weak_slice_ranks_first_and_untested_context_reported(audited):
     _, result, _ = audited
     plant = PLANTED["medical"]
@@ -192,6 +194,7 @@ def test_running_audit_is_failed_after_restart(tmp_path):
         assert report.status_code == 409 and report.json()["error"]["code"] == "audit_not_ready"
 
 
+@pytest.mark.slow
 def test_audit_with_an_annotations_dataset(tmp_path):
     import numpy as np
 
@@ -214,6 +217,7 @@ def test_audit_with_an_annotations_dataset(tmp_path):
     assert any(lim["kind"] == "label_quality" for lim in result["limitations"])
 
 
+@pytest.mark.slow
 def test_audit_round_trip_on_each_database(database_url, tmp_path):
     from service.settings import Settings
 

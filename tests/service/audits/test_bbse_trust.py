@@ -20,6 +20,7 @@ def result():
     return nass_worlds.audit(bench, pool.drop(columns=["label", "age"]))
 
 
+@pytest.mark.slow
 def test_the_estimate_is_flagged_with_the_population_as_reason(result):
     label = result["label"]
     assert label["decided_by"] == "bbse" and label["reliable"] is False
@@ -27,6 +28,7 @@ def test_the_estimate_is_flagged_with_the_population_as_reason(result):
     assert label["is_shift"] is False
 
 
+@pytest.mark.slow
 def test_no_label_shift_claim_or_headline_rests_on_it(result):
     assert not [lim for lim in result["limitations"] if lim["kind"] == "label_shift"]
     assert "class mix" not in result["verdict"]["summary"]

@@ -57,6 +57,7 @@ def ignored_feature():
     return _audit(frame(bench), production).result_json
 
 
+@pytest.mark.slow
 def test_a_shift_the_model_ignores_is_low_from_its_measured_loss(ignored_feature):
     result = ignored_feature
     shift = next(lim for lim in result["limitations"] if lim["kind"] == "covariate_shift")
@@ -91,6 +92,7 @@ def collapse():
     return _audit(bench, prod, schema={"site": "context"})
 
 
+@pytest.mark.slow
 def test_a_collapse_in_a_new_context_is_tested_and_claimed(collapse):
     result = collapse.result_json
     overall = result["overall"]
@@ -109,6 +111,7 @@ def test_a_collapse_in_a_new_context_is_tested_and_claimed(collapse):
     assert result["verdict"]["status"] == "shift" and result["verdict"]["changes"][0] == top["key"]
 
 
+@pytest.mark.slow
 def test_a_label_free_estimate_the_labels_contradict_is_flagged(collapse):
     result = collapse.result_json
     checks = result["label"]["estimate_checks"]

@@ -87,6 +87,7 @@ print(json.dumps(cost()))
 """
 
 
+@pytest.mark.slow
 def test_many_valued_contexts_audit_in_linear_cost():
     """20,000 rows per side, contexts of 3,000 / 3,000 / 1,000 values: this took over 10 minutes
     and 3-4 GB (one candidate, mask and slice per value; a 3,000 x 3,000-cell attribution)."""
@@ -99,6 +100,7 @@ def test_many_valued_contexts_audit_in_linear_cost():
     assert measured["untested_limitations"] == 0  # both sides drawn alike
 
 
+@pytest.mark.slow
 def test_a_discovered_slice_keeps_its_key_across_draws():
     """Production draws from one population, against one benchmark: the discovered slice's key was
     new in nearly every run (`age < 21.4`, `age < 22.3`, ...)."""

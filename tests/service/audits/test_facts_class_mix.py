@@ -14,6 +14,8 @@ import pytest
 
 from tests.service.audits import nass_worlds
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 
 def _changes(result):
     """Limitations that claim a change (a standing one - saturation - is not a change)."""

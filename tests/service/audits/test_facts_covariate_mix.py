@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests.service.audits import nass_worlds
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
 
 def _changes(result):

@@ -23,6 +23,7 @@ def _flipped(pool, seed: int, share: float = 0.3):
     return prod
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 4])
 def test_flips_in_one_slice_are_one_concept_shift_of_that_slice(seed):
     bench, pool = nass_worlds.split(seed)
@@ -39,6 +40,7 @@ def test_flips_in_one_slice_are_one_concept_shift_of_that_slice(seed):
     assert "label_shift" in folded
 
 
+@pytest.mark.slow
 def test_without_flips_no_concept_shift_is_located():
     bench, pool = nass_worlds.split(5)
     result = nass_worlds.audit(bench, pool, seed=5)

@@ -8,8 +8,12 @@ the new population.
 """
 from __future__ import annotations
 
+import pytest
+
 from reports.grouping import EXPLAINS
 from tests.service.audits import nass_worlds
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
 
 def test_all_of_production_in_a_new_context_is_one_change_claim():

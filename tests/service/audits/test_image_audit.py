@@ -32,6 +32,8 @@ from service.settings import Settings
 from tests.imagecontext.images import encode, lfw_upscaled, photos
 from tests.service.audits.test_audits_api import wait_for
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 CLASSES = ["anger", "disgust", "fear", "happiness", "sadness", "surprise", "neutral"]
 
 

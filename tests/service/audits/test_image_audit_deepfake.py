@@ -66,6 +66,7 @@ def result(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_heavy_compression_is_the_top_change_claim_and_is_measured(result):
     changes = [lim for lim in result["limitations"] if lim["claim"] == "change"]
     assert changes, [lim["key"] for lim in result["limitations"]]
@@ -76,6 +77,7 @@ def test_heavy_compression_is_the_top_change_claim_and_is_measured(result):
     assert "assumes" not in top["statement"]
 
 
+@pytest.mark.slow
 def test_no_other_change_claim_restates_it(result):
     changes = [lim["key"] for lim in result["limitations"] if lim["claim"] == "change"]
     assert not any("concept_shift:all" == key for key in changes[1:]), changes

@@ -21,6 +21,8 @@ import pytest
 
 from tests.service.audits.test_image_audit_deepfake import build_set as build_jpeg_set
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 
 @pytest.fixture(scope="module")
 def zips(tmp_path_factory):

@@ -84,6 +84,7 @@ def _check_top_change(result):
     return top
 
 
+@pytest.mark.slow
 def test_darker_skin_reads_a_darker_ita_group_from_an_upload(tmp_path):
     """Fast: a small upload derives the pack's skin_tone (an ITA group, role context) from the
     images, and the planted darker skin reads darker groups than the rest."""

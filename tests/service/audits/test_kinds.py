@@ -91,6 +91,7 @@ def check(name: str, seed: int) -> None:
     assert concept["is_shift"] == ("concept_shift" in present), (name, seed, concept["departures"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_each_kind_is_reported_as_that_kind(name):
     check(name, 9000 + list(SCENARIOS).index(name))

@@ -18,6 +18,7 @@ def client(tmp_path_factory):
         yield c
 
 
+@pytest.mark.slow
 def test_a_feature_empty_on_one_side_is_set_aside_and_the_others_are_tested(client):
     bench, prod = titanic(seed=1)
     # SYNTHETIC: a field only production records (as a JPEG quality is only recorded for JPEG images)
@@ -33,6 +34,7 @@ def test_a_feature_empty_on_one_side_is_set_aside_and_the_others_are_tested(clie
     assert "drop them or provide values" not in text
 
 
+@pytest.mark.slow
 def test_partly_labelled_production_is_measured_on_its_labelled_rows(client):
     bench, prod = titanic(seed=2)
     rng = np.random.default_rng(5)
@@ -56,6 +58,7 @@ def test_partly_labelled_production_is_measured_on_its_labelled_rows(client):
     assert asked and asked <= set(prod.loc[missing, "passenger"])
 
 
+@pytest.mark.slow
 def test_labels_given_to_one_context_only_are_called_not_random(client):
     bench, prod = titanic(seed=3)
     # SYNTHETIC: only first- and second-class passengers got a label

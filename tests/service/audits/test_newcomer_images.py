@@ -9,12 +9,15 @@ import zipfile
 
 import numpy as np
 import pandas as pd
+import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
 from tests.imagecontext.images import encode, lfw_upscaled
 from tests.service.newcomer_tables import audit, notes
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
 N_IMAGES = 60
 

@@ -49,6 +49,7 @@ def walk(tmp_path_factory):
         yield client, chile()
 
 
+@pytest.mark.slow
 def test_the_walk_ends_in_a_correct_audit(walk):
     client, (bench, prod) = walk
     # 1. uploads as the user has them: no schema, production a semicolon CSV with decimal commas

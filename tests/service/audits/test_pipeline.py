@@ -21,6 +21,7 @@ def run(domain: str, *, n: int, shift: str, seed: int, render: bool = True, **op
                         render=render).result_json
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_planted_weak_slice_first_untested_context_and_hidden_slice_found(domain):
     plant = PLANTED[domain]
@@ -50,6 +51,7 @@ def test_no_shift_pairs_rarely_raise_a_shift_verdict():
     assert sum(alarms) <= 4, f"{sum(alarms)} false alarms in {len(alarms)} no-shift audits"
 
 
+@pytest.mark.slow
 def test_every_test_in_the_audit_is_corrected_together():
     result = run("deepfake", n=1500, shift="planted", seed=2)
     adjusted = [f["p_value_adjusted"] for f in result["covariate"]["features"] if f["p_value"] is not None]
@@ -60,6 +62,7 @@ def test_every_test_in_the_audit_is_corrected_together():
     assert np.isclose(result["parameters"]["alpha"], 0.05)
 
 
+@pytest.mark.slow
 def test_evidently_companion_page_is_optional():
     pack = load_builtin("deepfake")
     bench, prod = make_example("deepfake", n_benchmark=400, n_production=400, shift="planted", random_state=4)
@@ -79,6 +82,7 @@ def _audit(bench, prod, domain="medical", **options):
                         production_roles=infer_roles(prod.columns, context_columns=contexts)).result_json
 
 
+@pytest.mark.slow
 def test_unlabelled_production_gets_label_free_estimates():
     bench, prod = make_example("medical", n_benchmark=2000, n_production=2000, shift="planted", random_state=8)
     result = _audit(bench, prod.drop(columns=["label"]))
@@ -102,6 +106,7 @@ def test_features_only_audit_still_reports_covariate_shift():
     assert result["slices"] == [] and result["label"]["status"] == "not_run"
 
 
+@pytest.mark.slow
 def test_a_class_the_benchmark_never_saw_skips_that_part_with_a_note():
     bench, prod = make_example("facial_expression", n_benchmark=600, n_production=600, random_state=3)
     bench = bench[bench["label"] != "disgust"]
@@ -112,6 +117,7 @@ def test_a_class_the_benchmark_never_saw_skips_that_part_with_a_note():
     assert result["covariate"]["features"] and result["limitations"] is not None
 
 
+@pytest.mark.slow
 def test_missing_labels_are_handled_with_notes():
     bench, prod = make_example("deepfake", n_benchmark=1500, n_production=1500, shift="planted", random_state=6)
     bench.loc[:9, "label"] = None
@@ -139,6 +145,7 @@ def _annotations(bench, rng):
     return pd.DataFrame(rows, columns=["item_id", "annotator_id", "label"])
 
 
+@pytest.mark.slow
 def test_annotations_give_label_quality_limitations():
     rng = np.random.default_rng(0)
     bench, prod = make_example("medical", n_benchmark=1500, n_production=1500, random_state=9)

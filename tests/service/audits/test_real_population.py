@@ -59,6 +59,7 @@ def cli_result(crash_files, tmp_path_factory):
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 def test_the_new_population_leads_as_one_limitation_with_its_measured_metric(cli_result):
     top = cli_result["limitations"][0]
     assert top["kind"] == "untested_context" and top["definition"] == 'age_group == "65+"'
@@ -76,12 +77,14 @@ def test_the_new_population_leads_as_one_limitation_with_its_measured_metric(cli
                for lim in cli_result["limitations"])
 
 
+@pytest.mark.slow
 def test_the_plan_gives_the_population_one_budget(cli_result):
     allocations = cli_result["next_round"]["allocations"]
     on_65 = [a for a in allocations if "65+" in (a["definition"] or "")]
     assert len(on_65) == 1 and on_65[0]["key"] == 'untested_context:age_group == "65+"'
 
 
+@pytest.mark.slow
 def test_the_api_gives_the_same_limitations_and_verdict(crash_files, cli_result, client):
     """Uploaded without a domain (as the README's example does): roles are resolved at audit time."""
     r = client.post("/v1/domains", content=PACK.read_bytes(), headers={"Content-Type": "application/yaml"})
@@ -111,6 +114,7 @@ def test_the_api_gives_the_same_limitations_and_verdict(crash_files, cli_result,
     assert essentials(body) == essentials(cli_result)
 
 
+@pytest.mark.slow
 def test_the_dask_engine_gives_the_same_conclusions(crash_files, cli_result, dask_client, tmp_path):
     """The same upload audited on the Dask engine (partitioned Parquet, summaries, a sample as large
     as the data): the same limitations in the same order and the same verdict."""

@@ -136,6 +136,7 @@ def test_the_key_changes_with_what_the_fits_depend_on(medical):
     assert _key(medical, alpha=0.001) == _key(medical, budget=10, discovery=False) == base
 
 
+@pytest.mark.slow
 def test_a_detector_fitted_at_one_level_tests_like_one_fitted_at_another(medical):
     """Why alpha is not in the key: at_level re-levels a cached detector, nested ones included."""
     from audit.pipeline.reference import at_level
@@ -178,6 +179,7 @@ def _comparable(result: dict) -> dict:
     return {k: v for k, v in json.loads(json.dumps(result)).items() if k not in ("timings", "created_at")}
 
 
+@pytest.mark.slow
 def test_an_audit_with_the_cache_is_identical_and_does_not_refit(medical, tmp_path, monkeypatch):
     from service.audits.local import audit_frames
 
@@ -203,6 +205,7 @@ def test_an_audit_with_the_cache_is_identical_and_does_not_refit(medical, tmp_pa
     assert cache.misses == 0
 
 
+@pytest.mark.slow
 def test_monitor_runs_reuse_the_benchmark_fits(tmp_path, monkeypatch):
     from fastapi.testclient import TestClient
 
@@ -230,6 +233,7 @@ def test_monitor_runs_reuse_the_benchmark_fits(tmp_path, monkeypatch):
         assert list((tmp_path / "data" / "cache" / "reference").glob("*.pkl"))
 
 
+@pytest.mark.slow
 def test_monitor_config_runs_keep_fits_on_disk_and_the_setting_turns_it_off(tmp_path, monkeypatch):
     import yaml
 

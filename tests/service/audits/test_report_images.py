@@ -3,11 +3,15 @@
 Data: the deepfake domain generator (SYNTHETIC planted shifts), as in the pipeline tests."""
 from __future__ import annotations
 
+import pytest
+
 import reports.html
 from audit.roles import infer_roles
 from domains import load_builtin, make_example
 from reports import ReportImages
 from service.audits.local import audit_frames
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
 
 def test_the_report_is_rendered_once_with_what_the_images_add(monkeypatch):

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
 from tests.service.audits.test_audits_api import wait_for
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
 SCRIPT_COLUMN = "<script>alert(1)</script>"
 IMG_COLUMN = '"><img src=x onerror=alert(2)>'

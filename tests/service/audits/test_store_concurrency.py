@@ -99,6 +99,7 @@ def test_recovery_takes_only_audits_whose_owner_is_gone(sessions, tmp_path):
     assert b.get(live.id).status == "failed"
 
 
+@pytest.mark.slow
 def test_clean_stop_releases_audits_at_once(sessions, tmp_path):
     datasets = DatasetStore(sessions, tmp_path / "data")
     a, b = AuditStore(sessions, tmp_path / "data"), AuditStore(sessions, tmp_path / "data")

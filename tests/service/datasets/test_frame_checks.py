@@ -66,6 +66,7 @@ def _quality_notes(result):
     return [n for n in result["notes"] if n["part"].startswith("data quality")]
 
 
+@pytest.mark.slow
 def test_cli_and_api_accept_the_same_real_files_and_name_the_out_of_range_row(covid_files, tmp_path):
     root, _, _, old_id = covid_files
     code = main(["audit", "--benchmark", str(root / "benchmark.csv"), "--production", str(root / "production.csv"),

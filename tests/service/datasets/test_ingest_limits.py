@@ -85,6 +85,7 @@ def test_within_limits_reads_as_before(tmp_path):
         pd.testing.assert_frame_equal(got.reset_index(drop=True), frame, check_dtype=False)
 
 
+@pytest.mark.slow
 def test_header_longer_than_64k_with_20000_columns(tmp_path):
     names = [f"column_{i:05d}" for i in range(20_000)]
     data = (",".join(names) + "\n" + ",".join("1" for _ in names) + "\n").encode()

@@ -12,6 +12,8 @@ import pytest
 from tests.service.datasets.test_ingest_limits import gzip_bomb
 from tests.service.server import ServerProcess
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 # README: with the default limits (20 M cells) refusing each bomb peaked at 368 MB; the test
 # runs with 2 M cells to stay fast, and the bound still has to hold
 PEAK_RSS_BOUND_MB = 1024

@@ -63,6 +63,7 @@ def in_memory(tmp_path, data: bytes, filename: str) -> pd.DataFrame:
     return read_table(path, filename, chunk_cells=CHUNK_CELLS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_upload_bigger_than_a_partition_is_stored_as_parts(client, settings, tmp_path, fmt):
     data = encode(synthetic(4500), fmt)
@@ -111,6 +112,7 @@ def test_dtype_drift_across_chunks_reads_back_as_one_read(client, tmp_path):
     assert loaded["flag"].iloc[[0, 1, 1150]].tolist() == ["false", "true", "maybe"]
 
 
+@pytest.mark.slow
 def test_checks_that_span_chunks(client, settings):
     frame = synthetic(3000)
     frame.loc[2900, "id"] = 10  # a duplicate id 2,890 rows after the first one: chunks apart
@@ -145,6 +147,7 @@ def test_mostly_is_merged_from_counts_exactly():
             assert checker.report()["success"] is passes is validate(frame, exp)["success"]
 
 
+@pytest.mark.slow
 def test_memory_is_bounded_by_the_chunk_not_the_file(tmp_path):
     """A file of 10 chunks: the peak of Python allocations stays far below the file's frame.
 

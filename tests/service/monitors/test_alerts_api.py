@@ -9,6 +9,8 @@ from service.app import create_app
 from service.settings import Settings
 from tests.service.monitor_support import Receiver, synthetic_frame, upload_benchmark, wait_run
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 
 @pytest.fixture
 def setup(tmp_path):

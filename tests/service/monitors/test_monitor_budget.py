@@ -5,6 +5,7 @@ import math
 from datetime import datetime, timezone
 
 import numpy as np
+import pytest
 
 from reports.result import as_evidence, as_result
 from service.monitors import budget
@@ -24,6 +25,7 @@ def test_every_run_keeps_the_same_level_and_any_horizon_of_runs_spends_at_most_t
     assert budget.run_alpha(0.05, 50) > 1e-4
 
 
+@pytest.mark.slow
 def test_confidence_sequence_covers_the_truth_at_every_time_at_once():
     """Anytime validity: the share of paths on which p ever leaves the sequence is at most alpha."""
     rng = np.random.default_rng(0)
@@ -102,6 +104,7 @@ def _slice_rows(rng, shapes, bench, drop=None):
             for k, (_, p, nr) in shapes.items()}
 
 
+@pytest.mark.slow
 def test_harm_with_small_high_accuracy_slices_alarms_within_doobs_bound_under_no_change():
     """Slices of 60 and 150 benchmark rows near 90 % accuracy: the monitor's harm part, at a short horizon
     so that the bound says something, alarms in at most ``runs * share / A`` of monitors. On the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 import yaml
 from fastapi.testclient import TestClient
 
@@ -14,6 +15,7 @@ from service.settings import Settings, get_settings
 from tests.service.monitor_support import cron_environment, directory_monitor, synthetic_frame, upload_benchmark
 
 
+@pytest.mark.slow
 def test_monitor_run_by_config_keeps_state_between_runs(tmp_path, capsys):
     drop = tmp_path / "drop"
     drop.mkdir()
@@ -49,6 +51,7 @@ def test_monitor_run_bad_input_exits_2(tmp_path, capsys):
     assert main(["monitor", "run"]) == 2
 
 
+@pytest.mark.slow
 def test_monitor_run_by_id_on_the_configured_database(tmp_path, monkeypatch, capsys):
     drop = tmp_path / "drop"
     drop.mkdir()
@@ -70,6 +73,7 @@ def test_monitor_run_by_id_on_the_configured_database(tmp_path, monkeypatch, cap
         get_settings.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_cron_run_with_no_new_data_does_not_read_the_benchmark(tmp_path, capsys):
     """A run with no new data cost ~24 s: it read and fitted the benchmark before looking at the source."""
     import time
@@ -112,6 +116,7 @@ def test_monitor_run_by_id_without_monitor_roots_names_the_setting_and_stores_no
         get_settings.cache_clear()
 
 
+@pytest.mark.slow
 def test_monitor_run_by_config_writes_the_trend_page_numbered_as_its_charts(tmp_path, capsys):
     """Cron mode had no trend page; the service's page numbered runs 1-3 in charts but 1-6 in the table."""
     drop = tmp_path / "drop"

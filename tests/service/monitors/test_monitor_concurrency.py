@@ -14,6 +14,8 @@ from service.monitors import runner
 from service.settings import Settings
 from tests.service.monitor_support import synthetic_frame, upload_benchmark, wait_for
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 SLOW_S = 8.0
 
 

@@ -15,6 +15,8 @@ from service.monitors.store import MonitorStore, now
 from tests.service.monitor_support import synthetic_frame, wait_for
 from tests.service.server import ServerProcess
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):

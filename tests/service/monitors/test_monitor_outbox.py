@@ -52,6 +52,7 @@ class PortReceiver:
         self.server.server_close()
 
 
+@pytest.mark.slow
 def test_alert_opened_while_the_receiver_is_down_is_delivered_when_it_is_back(tmp_path):
     drop = tmp_path / "drop"
     drop.mkdir()

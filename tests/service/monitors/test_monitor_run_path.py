@@ -94,6 +94,7 @@ def test_the_dask_engine_is_refused_when_a_monitor_is_defined(client, tmp_path, 
     assert _api_monitor(client, drop, bench, engine="pandas")[0] == 201
 
 
+@pytest.mark.slow
 def test_a_cron_run_works_out_the_benchmark_once(tmp_path, drop, monkeypatch):
     """Validation, roles and content hash of the benchmark are kept in the state file: later runs only read it."""
     from service.audits import local as service_local

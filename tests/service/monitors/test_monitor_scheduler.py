@@ -46,6 +46,7 @@ def _scheduled(client, monitor):
     return [r for r in client.get(f"/v1/monitors/{monitor}/runs").json()["items"] if r["trigger"] == "schedule"]
 
 
+@pytest.mark.slow
 def test_schedule_survives_restart(tmp_path):
     settings = _settings(tmp_path)
     with Receiver() as hook:

@@ -37,6 +37,7 @@ def warehouse(request, tmp_path):
     return request.getfixturevalue("postgres_schema_url"), False
 
 
+@pytest.mark.slow
 def test_sql_monitor_takes_only_new_rows(tmp_path, warehouse):
     url, epoch = warehouse
     engine = create_engine(url)
@@ -214,6 +215,7 @@ def _slow_query(dialect: str) -> str:
     return "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) AS ts FROM c"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_slow_query_is_cancelled_at_the_timeout(attacked, monkeypatch):
     import time

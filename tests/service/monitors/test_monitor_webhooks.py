@@ -93,6 +93,7 @@ def _define(server, webhook):
         "schedule": {"interval_seconds": 3600}, "alerts": {"webhook": webhook}})
 
 
+@pytest.mark.slow
 def test_every_internal_or_malformed_url_is_refused_at_definition(server, hook):
     for template in INTERNAL + MALFORMED:
         url = template.format(port=hook.port)

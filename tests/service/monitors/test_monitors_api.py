@@ -74,6 +74,7 @@ def test_directory_sources_refused_without_roots(tmp_path):
     assert response.json()["error"]["code"] == "directory_sources_disabled"
 
 
+@pytest.mark.slow
 def test_no_shift_then_shift_gives_exactly_one_alert(client, roots):
     _, drop = roots
     bench = upload_benchmark(client, synthetic_frame(1500, 0))
@@ -121,6 +122,7 @@ def test_no_shift_then_shift_gives_exactly_one_alert(client, roots):
     assert alerts[0]["id"] in html and statuses[2]["audit_id"] in html
 
 
+@pytest.mark.slow
 def test_an_accuracy_drop_the_audit_claims_is_one_alert_not_one_per_detector(client, roots):
     """The harm detector and the audit's drop claim both see the drop over all rows: one fact, one alert."""
     _, drop = roots
@@ -134,6 +136,7 @@ def test_an_accuracy_drop_the_audit_claims_is_one_alert_not_one_per_detector(cli
     assert [a["key"] for a in alerts] == ["concept_shift:all"], [(a["key"], a["kind"]) for a in alerts]
 
 
+@pytest.mark.slow
 def test_trend_page_escapes_user_strings(client, roots):
     _, drop = roots
     bench = upload_benchmark(client, synthetic_frame(400, 0))
@@ -146,6 +149,7 @@ def test_trend_page_escapes_user_strings(client, roots):
     assert "&lt;script&gt;" in html
 
 
+@pytest.mark.slow
 def test_files_are_taken_once_by_path_and_content(client, roots):
     _, drop = roots
     bench = upload_benchmark(client, synthetic_frame(400, 0))

@@ -39,6 +39,7 @@ def post(url, content, name):
                       data={"name": name, "role": "benchmark"}, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_full_data_dir_answers_507_and_recovers(tiny_disk):
     data_dir = tiny_disk / "data"
     server = ServerProcess(data_dir, CONTEXTSHIFT_SCHEDULER="false").start()

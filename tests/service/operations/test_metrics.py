@@ -1,6 +1,7 @@
 """GET /metrics: Prometheus text from prometheus-client, one registry per app. Data SYNTHETIC."""
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -14,6 +15,7 @@ def _samples(text):
             for family in text_string_to_metric_families(text) for s in family.samples}
 
 
+@pytest.mark.slow
 def test_metrics_report_runs_alerts_freshness_and_the_primary_metric(tmp_path):
     drop = tmp_path / "drop"
     drop.mkdir()

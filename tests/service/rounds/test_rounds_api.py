@@ -74,6 +74,7 @@ def journey(tmp_path_factory):
                "series": series, "n_collected": len(collected)}
 
 
+@pytest.mark.slow
 def test_rounds_are_numbered_in_order(journey):
     assert journey["r1"].status_code == 201, journey["r1"].text
     assert journey["r2"].status_code == 201, journey["r2"].text
@@ -82,6 +83,7 @@ def test_rounds_are_numbered_in_order(journey):
     assert [(s["name"], s["domain"], s["n_rounds"]) for s in listed] == [("derm", "medical", 2)]
 
 
+@pytest.mark.slow
 def test_plan_top_slice_is_an_untested_context(journey):
     top = journey["top"]
     assert top["kind"] == "untested_context" and PLANT.untested_value in top["definition"]
@@ -162,6 +164,7 @@ def test_registration_errors(journey):
     assert both.status_code == 422
 
 
+@pytest.mark.slow
 def test_routes_never_answer_5xx(client):
     from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
 

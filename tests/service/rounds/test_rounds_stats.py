@@ -173,6 +173,7 @@ def test_a_round_whose_agreement_fell_is_named_as_a_cause_of_the_stall():
     assert "label noise may hide progress" in out.summary
 
 
+@pytest.mark.slow
 def test_steady_agreement_is_not_named_as_label_noise():
     """Same stall, agreement 0.95 throughout: over seeds, the statement never blames label noise."""
     roles = {"id": "id", "annotator_id": "annotator", "label": "label", "prediction": "prediction"}

@@ -43,6 +43,7 @@ def _post(client, frame, name):
                        data={"name": name, "role": "benchmark"})
 
 
+@pytest.mark.slow
 def test_a_round_with_several_annotators_per_item_uploads_and_reports_agreement(client):
     ids = []
     for k, agreement in enumerate((0.95, 0.95, 0.6)):

@@ -53,6 +53,7 @@ def both(medical, dask_client):
     return _pandas(bench, prod, pack), _dask(root, pack, dask_client, sample_rows=10 * N).result_json
 
 
+@pytest.mark.slow
 def test_same_type_and_engine_recorded(both):
     pandas_result, dask_result = both
     assert set(pandas_result) == set(dask_result)
@@ -62,6 +63,7 @@ def test_same_type_and_engine_recorded(both):
     assert engine["sketch"]["rank_error"] < 0.005 and engine["exact"] and engine["sampled"]
 
 
+@pytest.mark.slow
 def test_same_drifted_columns_and_categorical_tests(both):
     pandas_result, dask_result = both
     drifted = lambda r: sorted(t["name"] for t in r["covariate"]["features"] if t["drifted"])  # noqa: E731
@@ -95,6 +97,7 @@ def test_same_conclusions(both):
     assert dask_result["verdict"]["severity"] == pandas_result["verdict"]["severity"]
 
 
+@pytest.mark.slow
 def test_sampled_audit_reports_every_row(medical, dask_client):
     _, _, root = medical
     outcome = _dask(root, load_pack("medical"), dask_client, sample_rows=1500)
@@ -110,6 +113,7 @@ def test_sampled_audit_reports_every_row(medical, dask_client):
         assert next(s for s in result["slices"] if s["name"] == "female")["n_production"] == women
 
 
+@pytest.mark.slow
 def test_cli_engine_dask_reads_directories_and_globs(medical, dask_client, tmp_path, capsys):
     from service.cli import main
 
@@ -158,6 +162,7 @@ def test_context_tests_from_exact_counts(both):
     assert untested(dask_result) == untested(pandas_result)
 
 
+@pytest.mark.slow
 def test_benchmark_scan_is_cached_across_audits(medical, dask_client, tmp_path, monkeypatch):
     """A second audit against the same benchmark scans only production, with the same result."""
     from audit.pipeline.reference_cache import ReferenceCache
@@ -202,6 +207,7 @@ def test_cli_refuses_what_it_cannot_read(tmp_path, capsys):
     assert code == 2 and "not_parquet" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_without_a_prediction_column_metrics_come_from_the_sample(dask_client, tmp_path):
     """Predictions derived from scores exist only on the sample: the engine says so and still audits."""
     bench, prod = make_example("medical", n_benchmark=2000, n_production=2000, random_state=5)

@@ -76,6 +76,7 @@ def audit(client, bench, prod, **options):
     return res.json()["id"], wait_for(client, res.json()["id"], timeout=600)
 
 
+@pytest.mark.slow
 def test_audit_derives_the_images_on_the_workers(client, lake):
     root, _, truth = lake
     bench = register(client, root / "bench" / "table", "bench", "benchmark")
@@ -98,6 +99,7 @@ def test_audit_derives_the_images_on_the_workers(client, lake):
     assert not list(client.app.state.runtime.datasets.tmp_dir.glob("images-*"))
 
 
+@pytest.mark.slow
 def test_values_equal_the_upload_path(lake, dask_client, tmp_path):
     """Derived on the workers from the registered files = stored by an upload of the same table."""
     from service.audits.engine.images import derive_on_cluster
@@ -126,6 +128,7 @@ def test_values_equal_the_upload_path(lake, dask_client, tmp_path):
     assert set(on_cluster["img_format"]) == {"PNG", "JPEG"} and on_cluster["face_count"].max() >= 1
 
 
+@pytest.mark.slow
 def test_unreadable_image_fails_the_audit_unless_skipped(client, lake, tmp_path):
     root, bench_frame, _ = lake
     broken = bench_frame.drop(columns=["dark"]).copy()
@@ -145,6 +148,7 @@ def test_unreadable_image_fails_the_audit_unless_skipped(client, lake, tmp_path)
     assert images["n_images"] == len(broken) - 2 and [r["row"] for r in images["skipped_rows"]] == [8, 12]
 
 
+@pytest.mark.slow
 def test_second_audit_decodes_nothing_again(client, lake, monkeypatch):
     import service.datasets.images.derive as derive
 

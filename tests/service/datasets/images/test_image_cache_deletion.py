@@ -74,6 +74,7 @@ def test_a_hash_column_of_a_plain_table_never_names_a_file_to_delete(client, set
     assert victim.exists()
 
 
+@pytest.mark.slow
 def test_counts_are_refused_before_any_image_is_read(client, settings):
     # 80,000 rows naming members the archive does not have: refused on the manifest's count
     rows = pd.DataFrame({"image": [f"img/{i}.png" for i in range(80_000)]})

@@ -68,12 +68,14 @@ def refused(server, content: bytes, filename: str, status: int, code: str, *, sa
     return outcome
 
 
+@pytest.mark.slow
 def test_a_member_whose_header_lies_about_its_size(server):
     content = zip_of({"img/0.png": b"\x00" * (32 << 20), "manifest.csv": MANIFEST})
     content = patch_member(content, "img/0.png", size=1000)  # says 1 KB, inflates 32 MB
     refused(server, content, "liar.zip", 422, "bad_images", says="corrupt_member")
 
 
+@pytest.mark.slow
 def test_a_member_with_a_bad_crc(server):
     content = patch_member(zip_of({"img/0.png": png(), "manifest.csv": MANIFEST}), "img/0.png", crc=0x12345678)
     refused(server, content, "crc.zip", 422, "bad_images", says="Bad CRC")
@@ -143,6 +145,7 @@ def test_a_zip_with_a_parquet_manifest_of_millions_of_rows(server):
     refused(server, content, "pq-manifest.zip", 422, "too_many_images", says="3000000")
 
 
+@pytest.mark.slow
 def test_a_parquet_cell_larger_than_a_row_group_may_hold(server):
     table = pa.table({"image": pa.array([b"\x00" * (300 << 20)], type=pa.binary())})
     buf = io.BytesIO()
@@ -197,6 +200,7 @@ def test_an_icon_holding_a_huge_png_is_refused_before_pillow_opens_it(server):
     refused(server, content, "icon.zip", 422, "bad_images", says="too_many_pixels")
 
 
+@pytest.mark.slow
 def test_a_16_bit_png_just_under_the_pixel_cap_is_derived_within_the_bound(server):
     buf = io.BytesIO()
     Image.fromarray(np.zeros((7000, 7000), dtype=np.uint16)).save(buf, "PNG")  # I;16, 49 M pixels
@@ -209,6 +213,7 @@ def test_a_16_bit_png_just_under_the_pixel_cap_is_derived_within_the_bound(serve
     print(f"16-bit 7000x7000 PNG: 201 in {outcome.seconds:.1f} s, peak RSS {outcome.peak_mb:.0f} MB")
 
 
+@pytest.mark.slow
 def test_rows_naming_one_member_read_and_derive_it_once(server):
     big = png(1600, seed=3)  # 7.7 MB of noise: a read that costs if repeated per row
     manifest = pd.DataFrame({"image": ["img/0.png"] * 5000, "label": ["a", "b"] * 2500}).to_csv(index=False)

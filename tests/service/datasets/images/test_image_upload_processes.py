@@ -18,6 +18,8 @@ from tests.service.datasets.images.attacks import png, scratch_files, upload, zi
 from tests.service.server import ServerProcess
 from tests.support.waiting import wait_until
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
+
 
 def children(pid: int) -> set[int]:
     found: set[int] = set()
