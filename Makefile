@@ -25,9 +25,8 @@ run: $(STAMP)
 	DO_NOT_TRACK=1 $(BIN)/contextshift serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}; \
 	status=$$?; [ $$status -eq 0 ] || [ $$status -eq 143 ] || [ $$status -eq 130 ] || exit $$status
 
-# ruff (pycodestyle, pyflakes, import order) on every package, the tests and the benchmarks; mypy on the
-# packages that pass it (all but service/ so far); the settings, and mypy's list of packages, are in
-# pyproject.toml
+# ruff (pycodestyle, pyflakes, import order) on every package, the tests and the benchmarks; mypy on
+# every package; the settings, and mypy's list of packages, are in pyproject.toml
 LINTED := detectors domains slicelang audit reports imagecontext service tests benchmarks
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)

@@ -82,7 +82,7 @@ def _install_openapi(app: FastAPI, *, keys: bool) -> None:
             app.openapi_schema = document_roles(schema) if keys else schema
         return app.openapi_schema
 
-    app.openapi = openapi
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to replace the schema
 
 
 def _error(status: int, code: str, message: str, details: dict | None = None) -> JSONResponse:
@@ -96,8 +96,9 @@ def _install_error_handlers(app: FastAPI, *, full_disk: "disk.FullDiskAnswer") -
         if isinstance(exc, InsufficientStorage):
             return full_disk.response(exc)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-        if getattr(exc, "retry_after_s", None):
-            headers = {"Retry-After": str(exc.retry_after_s)}
+        retry_after_s = getattr(exc, "retry_after_s", None)  # QueueFull and its kin
+        if retry_after_s:
+            headers = {"Retry-After": str(retry_after_s)}
         response = JSONResponse(status_code=exc.status_code, content=exc.to_body(), headers=headers)
         return response
 

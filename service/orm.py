@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
+from typing import Any, cast
 
-from sqlalchemy import event
+from sqlalchemy import CursorResult, Result, event
 from sqlalchemy.orm import DeclarativeBase
 
-__all__ = ["Base", "utcnow", "as_utc", "new_id", "storable_key"]
+__all__ = ["Base", "utcnow", "as_utc", "new_id", "storable_key", "rowcount"]
 
 
 def utcnow() -> datetime:
@@ -27,6 +28,12 @@ def new_id(prefix: str) -> str:
 def storable_key(key: str) -> bool:
     """False for keys no row can have and PostgreSQL refuses to compare (NUL, over-long)."""
     return "\x00" not in key and len(key) <= 255
+
+
+def rowcount(result: Result[Any]) -> int:
+    """The rows an UPDATE or DELETE matched. ``Session.execute`` is typed to return a plain ``Result``,
+    but for those statements it is a ``CursorResult``, the one that counts them."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 class Base(DeclarativeBase):

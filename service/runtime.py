@@ -80,12 +80,14 @@ class Runtime:
 
     def _heartbeat(self) -> None:
         """Renew the lease; take over audits of instances that died since (never our own)."""
+        worker = self.worker
+        assert worker is not None  # start_worker sets it before it starts this thread, and nothing unsets it
         while not self._stop.wait(self.settings.audit_lease_s / 4):
             try:
                 self.audits.heartbeat()
                 for audit_id in self.audits.recover(own=False):
-                    if audit_id not in self.worker.futures:  # claims are compare-and-set: no double run
-                        self.worker.submit(audit_id)
+                    if audit_id not in worker.futures:  # claims are compare-and-set: no double run
+                        worker.submit(audit_id)
             except Exception:  # a database hiccup must not kill the heartbeat
                 log.exception("heartbeat failed")
 

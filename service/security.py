@@ -64,7 +64,7 @@ def allowed_methods(app, path: str) -> str:
     """Every method some route serves at ``path`` (Starlette's own 405 names one route's only)."""
     allowed = []
     for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
-        scope = {"type": "http", "path": path, "method": method, "root_path": "", "headers": []}
+        scope: Scope = {"type": "http", "path": path, "method": method, "root_path": "", "headers": []}
         if any(route.matches(scope)[0] == Match.FULL for route in app.router.routes):
             allowed.append(method)
     return ", ".join(allowed)

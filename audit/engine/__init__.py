@@ -14,13 +14,27 @@ __all__ = ["DatasetSummary", "EngineSummaries"]
 
 
 class DatasetSummary(Protocol):
-    """One dataset's pass: every row counted or sketched."""
+    """One dataset's pass: every row counted or sketched. Read-only (properties), so that a frozen
+    dataclass such as the service's ``Scan`` is one."""
 
-    n_rows: int
-    numeric: Mapping[str, Any]  # column -> detectors.summaries.NumericSummary
-    categories: Mapping[str, Any]  # categorical column -> detectors.summaries.CategorySummary
-    discrete: Mapping[str, Any]  # numeric column -> CategorySummary, None once it has too many values
-    outcomes: Mapping[str, OutcomeCounts]  # counts.ALL_ROWS and each slice name
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def numeric(self) -> Mapping[str, Any]:
+        """column -> detectors.summaries.NumericSummary"""
+
+    @property
+    def categories(self) -> Mapping[str, Any]:
+        """categorical column -> detectors.summaries.CategorySummary"""
+
+    @property
+    def discrete(self) -> Mapping[str, Any]:
+        """numeric column -> CategorySummary, None once it has too many values"""
+
+    @property
+    def outcomes(self) -> Mapping[str, OutcomeCounts]:
+        """counts.ALL_ROWS and each slice name"""
 
 
 class EngineSummaries(Protocol):

@@ -30,7 +30,8 @@ def images_for(settings: Any, *, options: AuditOptions, domain: str) -> ImagesFo
     """What the images add to the report of an audit with these ``options`` under the pack ``domain``:
     a function of the AuditResult and the production rows (``None`` when they add nothing)."""
     def images(result: AuditResult, production: pd.DataFrame) -> ReportImages | None:
-        read = crop = None
+        read: Callable[[int], bytes | None] | None = None
+        crop: Callable[[int], bytes | None] | None = None
         asked = bool(options.report_thumbnails)
         if HASH_COLUMN in production.columns:
             hashes = production[HASH_COLUMN].to_numpy()

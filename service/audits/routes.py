@@ -1,14 +1,14 @@
 """Audits: submit (runs in the background), follow, read the result, the reports and the plan."""
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Query, Response, status
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 
 from reports.result import AuditResult, as_result
 from service.audits.models import AuditRow
-from service.audits.schemas import AuditCreate, AuditList, AuditRequest, AuditStatus
+from service.audits.schemas import AuditCreate, AuditList, AuditRequest, AuditState, AuditStatus
 from service.audits.stored import stored_sections
 from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest, NotFound, QueueFull, StoredResultInvalid
@@ -21,7 +21,8 @@ RETRY_AFTER_S = 30
 
 def status_of(row: AuditRow) -> AuditStatus:
     verdict = stored_sections(row.result, "verdict").verdict
-    return AuditStatus(id=row.id, status=row.status, progress=row.progress, stage=row.stage,
+    # the column is a plain string; the store writes only these states, and pydantic checks it again
+    return AuditStatus(id=row.id, status=cast(AuditState, row.status), progress=row.progress, stage=row.stage,
                        domain=row.domain, benchmark=row.benchmark_id, production=row.production_id,
                        created_at=row.created_at, finished_at=row.finished_at,
                        verdict=verdict.model_dump(mode="json") if verdict else None,

@@ -9,7 +9,9 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from audit.options import AuditOptions
 from service.errors import StoredOptionsInvalid
 
-__all__ = ["AuditCreate", "AuditStatus", "AuditList", "AuditRequest"]
+__all__ = ["AuditCreate", "AuditState", "AuditStatus", "AuditList", "AuditRequest"]
+
+AuditState = Literal["queued", "running", "succeeded", "failed"]  # an audit row's status
 
 
 class AuditCreate(BaseModel):
@@ -34,7 +36,7 @@ class AuditCreate(BaseModel):
 
 class AuditStatus(BaseModel):
     id: str
-    status: Literal["queued", "running", "succeeded", "failed"]
+    status: AuditState
     progress: float = 0.0
     stage: str | None = None
     domain: str | None = None

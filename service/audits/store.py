@@ -9,6 +9,7 @@ heartbeat within the lease), never those of a live neighbour.
 """
 from __future__ import annotations
 
+import builtins
 import logging
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -20,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.audits.models import AuditRow, InstanceRow
 from service.errors import Conflict, NotFound
-from service.orm import new_id, storable_key
+from service.orm import new_id, rowcount, storable_key
 from service.packs.models import DomainPackRow
 
 log = logging.getLogger("contextshift.audits")
@@ -67,7 +68,7 @@ class AuditStore:
     def count_queued(self) -> int:
         """Audits waiting to run, over every instance on this database."""
         with self.sessions() as s:
-            return int(s.scalar(select(func.count()).select_from(AuditRow).where(AuditRow.status == "queued")))
+            return s.scalars(select(func.count()).select_from(AuditRow).where(AuditRow.status == "queued")).one()
 
     def get(self, audit_id: str) -> AuditRow:
         with self.sessions() as s:
@@ -84,7 +85,7 @@ class AuditStore:
     def _swap(self, audit_id: str, conditions: tuple, **values: Any) -> bool:
         with self.sessions.begin() as s:
             result = s.execute(update(AuditRow).where(AuditRow.id == audit_id, *conditions).values(**values))
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     def _owned(self) -> tuple:
         return AuditRow.status == "running", AuditRow.owner == self.instance_id
@@ -135,7 +136,7 @@ class AuditStore:
             return set(s.scalars(select(InstanceRow.id).where(InstanceRow.stopped_at.is_(None),
                                                               InstanceRow.heartbeat_at >= cutoff)))
 
-    def recover(self, *, own: bool = True) -> list[str]:
+    def recover(self, *, own: bool = True) -> builtins.list[str]:
         """Fail running audits whose owner is gone; return the queued ones to (re-)submit.
 
         ``own=True`` (start-up) also takes audits recorded under this instance's id: nothing

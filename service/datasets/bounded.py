@@ -16,7 +16,6 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from service.errors import BadUpload, InvalidRequest, UploadTooLarge
 
@@ -120,7 +119,7 @@ class UploadLimits:
 class _SourceReader(io.RawIOBase):
     """A raw stream over ``self.source``, which it owns: closing it closes the source."""
 
-    source: BinaryIO
+    source: io.BufferedIOBase  # a binary file, or the gzip stream over one
 
     def close(self) -> None:
         try:
@@ -132,7 +131,7 @@ class _SourceReader(io.RawIOBase):
 class CountingReader(_SourceReader):
     """A raw binary stream over ``source`` that raises once more than ``limit`` bytes were read."""
 
-    def __init__(self, source: BinaryIO, *, limit: int, on_exceed) -> None:
+    def __init__(self, source: io.BufferedIOBase, *, limit: int, on_exceed) -> None:
         super().__init__()
         self.source = source
         self.limit = limit

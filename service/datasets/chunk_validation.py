@@ -21,7 +21,7 @@ longer pass); the report then describes the rows read so far (``rows_checked``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -32,6 +32,13 @@ from service.datasets.validation import Expectation
 UNIQUE = "expect_column_values_to_be_unique"
 COMPOUND_UNIQUE = "expect_compound_columns_to_be_unique"  # e.g. (item id, annotator) of a multi-annotator round
 SHOW = 10
+
+
+class _Counts(TypedDict):
+    """What the chunks of a ``mostly`` < 1 expectation found, summed."""
+    considered: int
+    unexpected: int
+    partial: list[Any]  # the first SHOW unexpected values
 
 
 def _mostly(exp: Expectation) -> float:
@@ -47,7 +54,7 @@ class ChunkedValidation:
         self.strict = [i for i, e in enumerate(self.expectations) if _mostly(e) >= 1.0]
         self.counted = [i for i, e in enumerate(self.expectations) if _mostly(e) < 1.0]
         self.failures: dict[int, dict[str, Any]] = {}
-        self.counts = {i: {"considered": 0, "unexpected": 0, "partial": []} for i in self.counted}
+        self.counts: dict[int, _Counts] = {i: {"considered": 0, "unexpected": 0, "partial": []} for i in self.counted}
         self.seen = {i: SpilledIds(spill_dir) for i, e in enumerate(self.expectations)
                      if e.type in (UNIQUE, COMPOUND_UNIQUE)}
         self.rows_checked = 0
@@ -78,10 +85,10 @@ class ChunkedValidation:
     def add(self, chunk: pd.DataFrame) -> bool:
         """Validate one chunk; False once the file has failed (stop reading)."""
         first_row, self.rows_checked = self.rows_checked, self.rows_checked + len(chunk)
-        if self.strict:
-            self._strict(chunk)
-        if self.counted:
-            self._counted(chunk)
+        if self._strict_suite is not None:  # there are strict expectations
+            self._strict(chunk, self._strict_suite)
+        if self._counted_suite is not None:  # there are counted ones
+            self._counted(chunk, self._counted_suite)
         for index, spilled in self.seen.items():
             columns = self._unique_columns(self.expectations[index])
             if all(c in chunk.columns for c in columns):
@@ -91,17 +98,20 @@ class ChunkedValidation:
     @staticmethod
     def _unique_columns(exp: Expectation) -> list[str]:
         """The column, or the columns that together must be unique."""
-        return list(exp.kwargs.get("column_list") or []) if exp.type == COMPOUND_UNIQUE else [exp.column]
+        if exp.type == COMPOUND_UNIQUE:
+            return list(exp.kwargs.get("column_list") or [])
+        assert exp.column is not None  # a per-column uniqueness is only ever made for a column (schema roles)
+        return [exp.column]
 
-    def _strict(self, chunk: pd.DataFrame) -> None:
-        quick = self._strict_suite.run(chunk, "BOOLEAN_ONLY")
+    def _strict(self, chunk: pd.DataFrame, suite: validation.PreparedSuite) -> None:
+        quick = suite.run(chunk, "BOOLEAN_ONLY")
         failed = [i for i, res in zip(self.strict, quick) if not res.success]
         details = validation._run(chunk, [self.expectations[i] for i in failed], "SUMMARY") if failed else []
         for index, res in zip(failed, details):
             self.failures.setdefault(index, validation._failure_details(res))
 
-    def _counted(self, chunk: pd.DataFrame) -> None:
-        results = self._counted_suite.run(chunk, "SUMMARY")
+    def _counted(self, chunk: pd.DataFrame, suite: validation.PreparedSuite) -> None:
+        results = suite.run(chunk, "SUMMARY")
         for index, res in zip(self.counted, results):
             info = res.result or {}
             if "unexpected_count" not in info:  # GE raised (e.g. a range on text): no counts to merge

@@ -18,7 +18,7 @@ import hashlib
 import io
 import zlib
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Generator, Iterator
 
 import pandas as pd
 
@@ -93,7 +93,7 @@ def read_table(path: Path, filename: str, limits: UploadLimits | None = None,
 
 def iter_chunks(path: Path, filename: str, limits: UploadLimits | None = None,
                 chunk_cells: int = CHUNK_CELLS,
-                dialect: tuple[str | None, str | None] = (None, None)) -> Iterator[pd.DataFrame]:
+                dialect: tuple[str | None, str | None] = (None, None)) -> Generator[pd.DataFrame, None, None]:
     """The upload as typed frames of about ``chunk_cells`` cells each, for streaming to parts.
 
     The first chunk fixes the columns (roles are inferred from it); a later chunk may lack a
@@ -133,7 +133,8 @@ def iter_raw(path: Path, filename: str, limits: UploadLimits, chunk_cells: int =
     if gzipped and not head.startswith(GZIP_MAGIC):
         raise BadUpload(f"File {filename!r} ends in .gz but is not gzip data.", code="invalid_gzip",
                         details={"file": filename})
-    readers = {"parquet": iter_parquet, "csv": functools.partial(_iter_csv, dialect=dialect), "jsonl": iter_jsonl}
+    readers: dict[str, Callable[..., Iterator[pd.DataFrame]]] = {
+        "parquet": iter_parquet, "csv": functools.partial(_iter_csv, dialect=dialect), "jsonl": iter_jsonl}
     try:
         yield from readers[fmt](path, gzipped, filename, limits, chunk_cells)
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:

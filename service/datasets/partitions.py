@@ -52,10 +52,9 @@ class PartWriter:
             table = conform(table, self.schema)
         offset = 0
         while offset < table.num_rows:
-            if self._writer is None:
-                self._open_part()
+            writer = self._writer if self._writer is not None else self._open_part()
             take = min(self.partition_rows - self._rows_in_part, table.num_rows - offset)
-            self._writer.write_table(table.slice(offset, take))
+            writer.write_table(table.slice(offset, take))
             self._rows_in_part += take
             self.n_rows += take
             offset += take
@@ -65,8 +64,7 @@ class PartWriter:
     def finish(self) -> list[Path]:
         """Close the last part, bring every part to the final schema, fsync; the part paths."""
         if not self.parts and self.schema is not None:  # no rows: one empty part keeps the columns
-            self._open_part()
-            self._writer.write_table(self.schema.empty_table())
+            self._open_part().write_table(self.schema.empty_table())
         self._close_part()
         for path, schema in self.parts:
             if not schema.equals(self.schema):
@@ -79,12 +77,14 @@ class PartWriter:
             self._writer.close()
             self._writer = None
 
-    def _open_part(self) -> None:
+    def _open_part(self) -> pq.ParquetWriter:
+        """Start the next part; its writer, also kept as ``_writer``."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / PART_NAME.format(len(self.parts))
-        self._writer = pq.ParquetWriter(path, self.schema)
+        self._writer = writer = pq.ParquetWriter(path, self.schema)
         self.parts.append((path, self.schema))
         self._rows_in_part = 0
+        return writer
 
     def _close_part(self) -> None:
         if self._writer is not None:

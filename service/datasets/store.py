@@ -12,6 +12,7 @@ removes only the row.
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import shutil
@@ -260,10 +261,10 @@ class DatasetStore:
                            details={"dataset": dataset_id, "path": row.path})
         return DatasetLocation(files=resolved.files, registered=True)
 
-    def dataset_files(self, dataset_id: str) -> list[Path]:
+    def dataset_files(self, dataset_id: str) -> builtins.list[Path]:
         return self.location(dataset_id).files
 
-    def load_frame(self, dataset_id: str, columns: list[str] | None = None) -> pd.DataFrame:
+    def load_frame(self, dataset_id: str, columns: builtins.list[str] | None = None) -> pd.DataFrame:
         """Every part in one frame (the pandas engine)."""
         return read_parts(self.location(dataset_id).files, columns=columns)
 

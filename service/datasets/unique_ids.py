@@ -73,7 +73,8 @@ class SpilledIds:
     def duplicates(self, show: int = 10) -> tuple[int, list[list[int]]]:
         """How many rows repeat an earlier row's id, and up to ``show`` pairs of 1-based row
         numbers ``[first, repeat]``."""
-        count, pairs = 0, []
+        count = 0
+        pairs: list[list[int]] = []
         for path in sorted(self.directory.iterdir()):
             records = np.fromfile(path, dtype=RECORD)
             records = records[np.lexsort((records["row"], records["hash"]))]

@@ -16,7 +16,10 @@ def run_migrations() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:  # run by the alembic command itself, which must name the database
+        raise RuntimeError("alembic.ini sets no sqlalchemy.url and no connection was handed over")
+    engine = create_engine(url)
     with engine.begin() as conn:
         context.configure(connection=conn, target_metadata=target_metadata,
                           render_as_batch=conn.dialect.name == "sqlite")

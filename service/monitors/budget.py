@@ -142,7 +142,8 @@ def _counts(result: AuditEvidence) -> tuple[str, dict[str, tuple]]:
     overall = result.overall
     if overall is None or overall.production_value is None:
         return (overall.metric if overall else ""), {}
-    counts = {"overall": (overall.benchmark_value, overall.n, overall.production_value, overall.n_production)}
+    counts: dict[str, tuple] = {
+        "overall": (overall.benchmark_value, overall.n, overall.production_value, overall.n_production)}
     for s in result.slices:
         if s.source == "expert":
             counts[s.name] = (s.benchmark_value, s.metric_n_benchmark, s.production_value, s.metric_n_production)
@@ -249,7 +250,8 @@ def estimated_harm(result: AuditEvidence, *, tolerance: float, alpha: float = 0.
     b_ci = (overall.benchmark_ci if overall else None) or [None, None]
     widen = NormalDist().inv_cdf(1 - harm_level(alpha, 1, horizon=horizon) / 2) / NormalDist().inv_cdf(0.975)
     for method in block.methods.values():
-        if method.status == "ok" and method.ci_high is not None and bench is not None:
+        # an estimator whose point estimate is missing (NaN is stored as null) has nothing to stand in with
+        if method.status == "ok" and method.estimate is not None and method.ci_high is not None and bench is not None:
             est = float(method.estimate)
             high = est + (method.ci_high - est) * widen
             b_low = b_ci[0] if b_ci[0] is not None else bench

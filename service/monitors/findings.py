@@ -50,7 +50,8 @@ def is_standing(lim: LimitationRecord) -> bool:
 def alertable(result: AuditResult, min_severity: str) -> tuple[list[Finding], list[Finding]]:
     """Split the audit's limitations into ``(alert-worthy changes, standing or below threshold)``."""
     floor = SEVERITY_ORDER.get(min_severity, 2)
-    changes, others = [], []
+    changes: list[Finding] = []
+    others: list[Finding] = []
     for lim in result.limitations:
         finding = Finding(key=finding_key(lim), kind=lim.kind, severity=lim.severity, statement=lim.statement,
                           definition=lim.definition)
@@ -110,7 +111,8 @@ def trend_summary(result: AuditResult) -> dict[str, Any]:
     estimate = next(({"value": m.estimate, "ci": [m.ci_low, m.ci_high], "method": m.method}
                      for m in (estimated.methods.values() if estimated else ())
                      if m.status == "ok" and m.estimate is not None), None)
-    slices = sorted((s for s in result.slices if s.gap is not None), key=lambda s: -s.gap)[:3]
+    gaps = sorted(((s.gap, s) for s in result.slices if s.gap is not None), key=lambda pair: -pair[0])
+    slices = [s for _, s in gaps[:3]]
     return {
         "severity": result.verdict.severity,
         "metric": overall.metric if overall else None, "benchmark_value": overall.benchmark_value if overall else None,

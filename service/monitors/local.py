@@ -117,8 +117,9 @@ def _alert_row(data: dict[str, Any]) -> Any:
 
     values = {k: data.get(k) for k in ALERT_FIELDS}
     for k in ("created_at", "last_seen", "resolved_at"):
-        if isinstance(values[k], str):
-            values[k] = datetime.fromisoformat(values[k])
+        value = values[k]
+        if isinstance(value, str):
+            values[k] = datetime.fromisoformat(value)
     return AlertRow(**values)
 
 
@@ -193,6 +194,7 @@ class StateFileStore:
         from service.monitors import findings  # lazy: domains loads pandas (~0.6 s); a run with nothing new must not
 
         state, update = self.state, record.update
+        assert record.batch.frame is not None  # only a batch with rows is audited (execute_run)
         _deliver(self.config, record.run_id, record.result, update, state)
         kept = {a.id: a for a in self.active_alerts()}
         kept.update({a.id: a for a in update.changed})

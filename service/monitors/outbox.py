@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.monitors.alerting import DELIVERED, REFUSED, deliver
 from service.monitors.models import DeliveryRow, MonitorRow, OutboxRow
 from service.monitors.store import WORKER_ID, now
+from service.orm import rowcount
 
 log = logging.getLogger("contextshift.monitors")
 MAX_DELAY_S = 3600.0
@@ -117,7 +118,7 @@ class Outbox:
                 OutboxRow.id == message_id, OutboxRow.state == "pending",
                 or_(OutboxRow.claimed_until.is_(None), OutboxRow.claimed_until < t, OutboxRow.claimed_by == self.owner))
                 .values(claimed_by=self.owner, claimed_until=t + timedelta(seconds=CLAIM_S)))
-        return done.rowcount == 1
+        return rowcount(done) == 1
 
     def _finish(self, message_id: int, state: str, attempts: int) -> None:
         with self.sessions.begin() as s:

@@ -1,7 +1,7 @@
 """Monitors: define, list, inspect, delete, run now, list runs, the trend page."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import HTMLResponse
@@ -24,7 +24,7 @@ from service.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/v1/monitors", tags=["monitors"], responses=ERROR_RESPONSES)
 MAX_OFFSET = 1_000_000_000
-PAGED = {200: {"headers": {
+PAGED: dict[int | str, dict[str, Any]] = {200: {"headers": {
     "X-Next-Offset": {"description": "The offset of the next page; absent on the last page.",
                       "schema": {"type": "integer"}},
     "Link": {"description": 'The next page as `<url>; rel="next"`; absent on the last page.',

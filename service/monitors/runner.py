@@ -48,7 +48,8 @@ class BenchmarkCache:
     """The benchmark side of each monitor, read once (thread-safe, bounded)."""
 
     def __init__(self, max_items: int = 8) -> None:
-        self.max_items, self._items, self._lock = max_items, {}, threading.Lock()
+        self.max_items, self._lock = max_items, threading.Lock()
+        self._items: dict[tuple[str, str], BenchmarkSide] = {}  # (benchmark id, domain) -> its side
         self.hits = self.misses = 0
 
     def get(self, runtime: Any, benchmark_id: str, domain: str) -> BenchmarkSide:
@@ -133,6 +134,7 @@ class ServiceRunStore:
 
     def save(self, record: RunRecord) -> None:
         row, store, batch = self.row, self.store, record.batch
+        assert batch.frame is not None  # only a batch with rows is audited (execute_run)
         summary = {**findings.trend_summary(record.result), **checks_summary(record.decision),
                    "notes": list(batch.notes), "timings": record.timings}
         run = {"n_rows": len(batch.frame), "audit_id": record.audit_id, "alpha": record.alpha_k,

@@ -58,52 +58,58 @@ class MonitorScheduler:
         self.service = service
         self.key = database_key(service.runtime.settings.resolved_database_url)
         self.sync_seconds = sync_seconds
-        self.scheduler = None
+        self.scheduler: BackgroundScheduler | None = None  # between start and shutdown
 
     def start(self) -> None:
         _HOSTS[self.key] = self.service
         jobs = SQLAlchemyJobStore(engine=self.service.runtime.engine, tablename=JOB_TABLE)
         ensure_job_table(jobs.jobs_t, self.service.runtime.engine)
-        self.scheduler = BackgroundScheduler(
+        self.scheduler = scheduler = BackgroundScheduler(
             jobstores={"default": jobs, "local": MemoryJobStore()},
             executors={"default": ThreadPoolExecutor(4)},  # runs go to the pool; a slow webhook pass holds one
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
             timezone="UTC")
-        self.scheduler.start()
+        scheduler.start()
         self.sync()
-        self.scheduler.add_job(self.sync, "interval", seconds=self.sync_seconds, id="monitor-sync",
-                               jobstore="local", replace_existing=True)
+        scheduler.add_job(self.sync, "interval", seconds=self.sync_seconds, id="monitor-sync",
+                          jobstore="local", replace_existing=True)
         # a few seconds apart: dead processes' runs are failed within a lease, webhooks retried
         tick_s = heartbeat_interval(self.service.lease_s)
-        self.scheduler.add_job(self.service.tick, "interval", seconds=tick_s, id="monitor-tick", jobstore="local",
-                               replace_existing=True)
-        self.scheduler.add_job(self.service.deliver_webhooks, "interval", seconds=tick_s, id="monitor-webhooks",
-                               jobstore="local", replace_existing=True)
+        scheduler.add_job(self.service.tick, "interval", seconds=tick_s, id="monitor-tick", jobstore="local",
+                          replace_existing=True)
+        scheduler.add_job(self.service.deliver_webhooks, "interval", seconds=tick_s, id="monitor-webhooks",
+                          jobstore="local", replace_existing=True)
+
+    def _running(self) -> BackgroundScheduler:
+        """The APScheduler instance. After shutdown there is none: a late call fails (sync logs it), as before."""
+        if self.scheduler is None:
+            raise RuntimeError("the monitor scheduler is not running")
+        return self.scheduler
 
     def sync(self) -> None:
         """Every monitor has a job, no job outlives its monitor; queued runs get drained."""
         try:
             monitors = {m.id: m for m in self.service.store.list()}
-            jobs = {job.id for job in self.scheduler.get_jobs(jobstore="default")}
+            jobs = {job.id for job in self._running().get_jobs(jobstore="default")}
             for monitor_id, monitor in monitors.items():
                 if monitor_id not in jobs:
                     self.add(monitor_id, monitor.schedule)
             for job_id in jobs - set(monitors):
-                self.scheduler.remove_job(job_id, jobstore="default")
+                self._running().remove_job(job_id, jobstore="default")
             self.service.drain_queued()
         except Exception:  # a passing database fault must not stop the scheduler
             log.exception("monitor schedule sync failed")
 
     def add(self, monitor_id: str, schedule: dict[str, Any]) -> None:
         try:
-            self.scheduler.add_job(fire, make_trigger(schedule), args=[monitor_id, self.key], id=monitor_id,
-                                   jobstore="default", name=f"monitor {monitor_id}")
+            self._running().add_job(fire, make_trigger(schedule), args=[monitor_id, self.key], id=monitor_id,
+                                    jobstore="default", name=f"monitor {monitor_id}")
         except ConflictingIdError:  # another process added it a moment ago
             pass
 
     def remove(self, monitor_id: str) -> None:
         try:
-            self.scheduler.remove_job(monitor_id, jobstore="default")
+            self._running().remove_job(monitor_id, jobstore="default")
         except JobLookupError:
             pass
 

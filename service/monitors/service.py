@@ -38,7 +38,7 @@ class MonitorService:
         self.outbox = Outbox(runtime.sessions, allow_private=settings.webhook_allow_private,
                              retry_s=settings.webhook_retry_s, backoff_s=webhook_backoff_s)
         self.pool = ThreadPoolExecutor(max_workers=settings.monitor_workers, thread_name_prefix="monitor")
-        self.scheduler = None
+        self.scheduler: MonitorScheduler | None = None  # None where CONTEXTSHIFT_SCHEDULER is off
         self._draining: set[str] = set()
         self._lock = threading.Lock()
         self.heartbeat = Heartbeat(self.store, lease_s=self.lease_s).start()

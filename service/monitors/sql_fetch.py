@@ -91,7 +91,8 @@ def fetch_bounded(conn: Connection, inner: str, *, order: str, watermark_clause:
     result = conn.execution_options(stream_results=True, max_row_buffer=BATCH_ROWS).execute(text(sql), params)
     names = list(result.keys())
     flagged = FLAG in names
-    rows, total, by_bytes = [], 0, False
+    rows: list[tuple[Any, ...]] = []
+    total, by_bytes = 0, False
     try:
         for batch in result.partitions(BATCH_ROWS):
             for row in batch:

@@ -2,8 +2,10 @@
 steps that keep two service processes on one database from firing or executing a run twice."""
 from __future__ import annotations
 
+import builtins
 import os
 import socket
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -13,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.errors import Conflict, NotFound
 from service.monitors.models import AlertRow, DeliveryRow, MonitorFileRow, MonitorRow, MonitorRunRow, OutboxRow
-from service.orm import new_id, storable_key
+from service.orm import new_id, rowcount, storable_key
 
 WORKER_ID = f"{socket.gethostname()[:40]}:{os.getpid()}"
 INTERRUPTED = {"code": "interrupted", "message": "The service stopped during this run; the next run takes its rows "
@@ -49,7 +51,7 @@ class MonitorStore:
             raise NotFound(f"No monitor with id {monitor_id!r}.", details={"monitor": monitor_id})
         return row
 
-    def list(self, *, limit: int | None = None, offset: int = 0) -> list[MonitorRow]:
+    def list(self, *, limit: int | None = None, offset: int = 0) -> builtins.list[MonitorRow]:
         query = select(MonitorRow).order_by(MonitorRow.created_at, MonitorRow.id).offset(offset)
         with self.sessions() as s:
             return list(s.scalars(query if limit is None else query.limit(limit)))
@@ -59,7 +61,7 @@ class MonitorStore:
         with self.sessions.begin() as s:
             for table in (DeliveryRow, OutboxRow, AlertRow, MonitorFileRow, MonitorRunRow):
                 s.execute(delete(table).where(table.monitor_id == monitor_id))
-            if s.execute(delete(MonitorRow).where(MonitorRow.id == monitor_id)).rowcount == 0:
+            if rowcount(s.execute(delete(MonitorRow).where(MonitorRow.id == monitor_id))) == 0:
                 raise NotFound(f"No monitor with id {monitor_id!r}.", details={"monitor": monitor_id})
 
     def update(self, monitor_id: str, **values: Any) -> None:
@@ -74,7 +76,7 @@ class MonitorStore:
                 MonitorRow.id == monitor_id,
                 or_(MonitorRow.last_fired_at.is_(None), MonitorRow.last_fired_at <= cutoff))
                 .values(last_fired_at=at))
-        return done.rowcount == 1
+        return rowcount(done) == 1
 
     def acquire_lease(self, monitor_id: str, seconds: float, owner: str = WORKER_ID) -> bool:
         """At most one process runs a monitor at a time (its source hands out each row once)."""
@@ -84,7 +86,7 @@ class MonitorStore:
                 MonitorRow.id == monitor_id,
                 or_(MonitorRow.lease_owner.is_(None), MonitorRow.lease_until < t, MonitorRow.lease_owner == owner))
                 .values(lease_owner=owner, lease_until=t + timedelta(seconds=seconds)))
-        return done.rowcount == 1
+        return rowcount(done) == 1
 
     def release_lease(self, monitor_id: str, owner: str = WORKER_ID) -> None:
         with self.sessions.begin() as s:
@@ -104,7 +106,7 @@ class MonitorStore:
         with self.sessions.begin() as s:
             done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id, MonitorRunRow.status == "queued")
                              .values(status="running", started_at=now(), heartbeat_at=now(), executed_by=owner))
-        return done.rowcount == 1
+        return rowcount(done) == 1
 
     def heartbeat(self, lease_s: float, owner: str = WORKER_ID) -> int:
         """This process is alive: its running runs' heartbeats and its monitor leases move on."""
@@ -115,7 +117,7 @@ class MonitorStore:
                              .values(heartbeat_at=t))
             s.execute(update(MonitorRow).where(MonitorRow.lease_owner == owner)
                       .values(lease_until=t + timedelta(seconds=lease_s)))
-        return done.rowcount
+        return rowcount(done)
 
     def finish_run(self, run_id: str, status: str, **values: Any) -> bool:
         """running -> final; False when the run was already ended (e.g. marked interrupted).
@@ -129,10 +131,12 @@ class MonitorStore:
                 done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id,
                                                              MonitorRunRow.status == "running")
                                  .values(status=status, finished_at=now(), **values))
-                if done.rowcount != 1:
+                if rowcount(done) != 1:
                     raise _NotRunning
                 if status == "no_new_data":
-                    self._compact(s, s.get(MonitorRunRow, run_id))
+                    run = s.get(MonitorRunRow, run_id)
+                    assert run is not None  # the update above matched it, in this transaction
+                    self._compact(s, run)
         except _NotRunning:
             return False
         return True
@@ -169,14 +173,15 @@ class MonitorStore:
             raise NotFound(f"No monitor run with id {run_id!r}.", details={"run": run_id})
         return row
 
-    def runs(self, monitor_id: str, *, status: str | None = None, limit: int = 1000) -> list[MonitorRunRow]:
+    def runs(self, monitor_id: str, *, status: str | None = None,
+             limit: int = 1000) -> builtins.list[MonitorRunRow]:
         query = select(MonitorRunRow).where(MonitorRunRow.monitor_id == monitor_id)
         if status:
             query = query.where(MonitorRunRow.status == status)
         with self.sessions() as s:
             return list(s.scalars(query.order_by(MonitorRunRow.created_at.desc()).limit(limit)))
 
-    def last_runs(self, monitor_ids: list[str]) -> dict[str, MonitorRunRow]:
+    def last_runs(self, monitor_ids: builtins.list[str]) -> dict[str, MonitorRunRow]:
         """The newest run of each monitor, in one query (a page of monitors)."""
         if not monitor_ids:
             return {}
@@ -187,8 +192,8 @@ class MonitorStore:
         with self.sessions() as s:
             return {r.monitor_id: r for r in s.scalars(query)}
 
-    def open_alerts(self, monitor_ids: list[str]) -> dict[str, list[AlertRow]]:
-        out: dict[str, list[AlertRow]] = {m: [] for m in monitor_ids}
+    def open_alerts(self, monitor_ids: builtins.list[str]) -> dict[str, builtins.list[AlertRow]]:
+        out: dict[str, builtins.list[AlertRow]] = {m: [] for m in monitor_ids}
         if not monitor_ids:
             return out
         with self.sessions() as s:
@@ -197,12 +202,12 @@ class MonitorStore:
                 out[row.monitor_id].append(row)
         return out
 
-    def queued_monitors(self) -> list[str]:
+    def queued_monitors(self) -> builtins.list[str]:
         with self.sessions() as s:
             return list(s.scalars(select(MonitorRunRow.monitor_id).where(MonitorRunRow.status == "queued")
                                   .distinct()))
 
-    def all_runs(self) -> list[MonitorRunRow]:
+    def all_runs(self) -> builtins.list[MonitorRunRow]:
         with self.sessions() as s:
             return list(s.scalars(select(MonitorRunRow)))
 
@@ -230,7 +235,7 @@ class MonitorStore:
                              .where(MonitorFileRow.monitor_id == monitor_id))
             return {(p, h) for p, h in rows}
 
-    def record_files(self, monitor_id: str, run_id: str, files: list[tuple[str, str]]) -> None:
+    def record_files(self, monitor_id: str, run_id: str, files: builtins.list[tuple[str, str]]) -> None:
         try:
             with self.sessions.begin() as s:
                 s.add_all([MonitorFileRow(monitor_id=monitor_id, path=p, sha256=h, run_id=run_id, taken_at=now())
@@ -238,8 +243,8 @@ class MonitorStore:
         except IntegrityError:  # another process took them first: the lease makes this a bug, say so
             raise RuntimeError("files already taken by another run of this monitor") from None
 
-    def save_run(self, monitor_id: str, run_id: str, *, files: list[tuple[str, str]], monitor: dict[str, Any],
-                 run: dict[str, Any], alerts: list[AlertRow], messages: list[OutboxRow] = ()) -> None:
+    def save_run(self, monitor_id: str, run_id: str, *, files: builtins.list[tuple[str, str]], monitor: dict[str, Any],
+                 run: dict[str, Any], alerts: builtins.list[AlertRow], messages: Sequence[OutboxRow] = ()) -> None:
         """What a run that audited decided, in one transaction: the files it took, the monitor's detector
         state and counters (``monitor``), the run's summary and audit (``run``), its alerts and their
         webhook messages. A process killed before the commit leaves none of it, so the next run takes
@@ -252,7 +257,7 @@ class MonitorStore:
             with self.sessions.begin() as s:
                 done = s.execute(update(MonitorRunRow).where(MonitorRunRow.id == run_id,
                                                              MonitorRunRow.status.in_(OPEN_RUN)).values(**run))
-                if done.rowcount != 1:
+                if rowcount(done) != 1:
                     raise _NotRunning
                 s.add_all([MonitorFileRow(monitor_id=monitor_id, path=p, sha256=h, run_id=run_id, taken_at=now())
                            for p, h in files])
@@ -275,7 +280,8 @@ class MonitorStore:
 
     # -- alerts -------------------------------------------------------------------------------
     def alerts(self, *, monitor_id: str | None = None, state: str | None = None,
-               states: tuple[str, ...] | None = None, limit: int | None = None, offset: int = 0) -> list[AlertRow]:
+               states: tuple[str, ...] | None = None, limit: int | None = None,
+               offset: int = 0) -> builtins.list[AlertRow]:
         query = select(AlertRow)
         if monitor_id and not storable_key(monitor_id):
             return []
@@ -296,7 +302,7 @@ class MonitorStore:
             raise NotFound(f"No alert with id {alert_id!r}.", details={"alert": alert_id})
         return row
 
-    def save_alerts(self, rows: list[AlertRow], messages: list[OutboxRow] = ()) -> None:
+    def save_alerts(self, rows: builtins.list[AlertRow], messages: Sequence[OutboxRow] = ()) -> None:
         """The alerts and the webhook messages announcing them, in one transaction."""
         with self.sessions.begin() as s:
             for row in rows:
@@ -314,7 +320,7 @@ class MonitorStore:
         with self.sessions.begin() as s:
             s.add(DeliveryRow(at=now(), **values))
 
-    def deliveries(self, monitor_id: str) -> list[DeliveryRow]:
+    def deliveries(self, monitor_id: str) -> builtins.list[DeliveryRow]:
         with self.sessions() as s:
             return list(s.scalars(select(DeliveryRow).where(DeliveryRow.monitor_id == monitor_id)
                                   .order_by(DeliveryRow.id)))
@@ -329,8 +335,8 @@ def _end_stopped(s: Session, stopped: Any, t: datetime) -> int:
     running = (MonitorRunRow.status == "running", stopped)
     s.execute(update(MonitorRunRow).where(*running, MonitorRunRow.audit_id.is_not(None))
               .values(status="succeeded", finished_at=t))
-    return s.execute(update(MonitorRunRow).where(*running).values(status="failed", finished_at=t,
-                                                                  error=INTERRUPTED)).rowcount
+    return rowcount(s.execute(update(MonitorRunRow).where(*running).values(status="failed", finished_at=t,
+                                                                           error=INTERRUPTED)))
 
 
 def check_no_monitor_uses(s: Session, dataset_id: str) -> None:

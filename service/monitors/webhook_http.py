@@ -26,12 +26,13 @@ class _PinnedHTTP(http.client.HTTPConnection):
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
     def __init__(self, target: Target, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
+        self._ssl = ssl.create_default_context()  # kept: the base class's own copy is private
+        super().__init__(target.host, target.port, timeout=timeout, context=self._ssl)
         self._address = target.address
 
     def connect(self) -> None:
         sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._ssl.wrap_socket(sock, server_hostname=self.host)
 
 
 def post_json(target: Target, data: bytes, *, timeout_s: float) -> int:

@@ -184,7 +184,8 @@ def resolve_target(url: str, *, allow_private: bool, resolve=None) -> Target:
         return Target(parts.scheme, parts.host, parts.port, parts.path, str(parts.literal))
     _check_name(parts.host, allow_private=allow_private)
     infos = (resolve or socket.getaddrinfo)(parts.host, parts.port, type=socket.SOCK_STREAM)
-    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    # str(): the host of an IPv4/IPv6 address is a str already; only other families' tuples hold an int
+    addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
     if not addresses:
         raise OSError(f"{parts.host} has no address")
     for address in addresses:  # every one: a name with one public and one internal address is refused

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from domains import PackError, is_builtin, list_builtin, load_builtin, load_pack_yaml
 from service.errors import Conflict, InvalidRequest, NotFound
-from service.orm import storable_key
+from service.orm import rowcount, storable_key
 from service.packs.limits import PackLimits, check_pack_limits, fast_loader
 from service.packs.models import DomainPackRow, DomainPackVersionRow
 
@@ -115,6 +115,7 @@ class PackRegistry:
 
     def get_text(self, name: str, *, version: int | None = None) -> tuple[str, int]:
         """``(yaml, version)`` of a custom pack."""
+        row: DomainPackRow | DomainPackVersionRow | None
         with self.sessions() as s:
             if not storable_key(name):
                 row = None
@@ -184,7 +185,7 @@ class PackRegistry:
                     swapped = s.execute(update(DomainPackRow).where(DomainPackRow.name == name,
                                                                     DomainPackRow.version == previous)
                                         .values(yaml=text, version=version, retired_at=None))
-                    if swapped.rowcount != 1:
+                    if rowcount(swapped) != 1:
                         raise IntegrityError("version moved", None, Exception())
         except IntegrityError:
             raise Conflict(f"Domain pack {name!r} was changed at the same time; retry.",

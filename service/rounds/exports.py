@@ -31,8 +31,8 @@ def _records(frame: pd.DataFrame, columns: Sequence[Mapping[str, Any]], *, serie
     tags = [[f"round:{number}"] for _ in range(len(frame))]
     for alloc in allocations:  # tag each row with the planned slices it answers
         mask = slice_mask(alloc.definition, frame)
-        for i in np.flatnonzero(mask) if mask is not None else ():
-            tags[i].append(allocation_key(alloc))
+        for row_i in np.flatnonzero(mask) if mask is not None else ():
+            tags[row_i].append(allocation_key(alloc))
     out = []
     for i, row in enumerate(frame.to_dict("records")):
         label, pred = row.get(pick["label"]), row.get(pick["prediction"])

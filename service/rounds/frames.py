@@ -8,7 +8,7 @@ for the agreement statistics.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ class RoundTable:
     n_dropped: int
 
 
-def roles_of(columns: list[Mapping[str, Any]]) -> dict[str, str]:
+def roles_of(columns: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {c["name"]: c["role"] for c in columns}
 
 
@@ -60,8 +60,8 @@ def validation_column(roles: Mapping[str, str]) -> str | None:
 def require_labelled(roles: Mapping[str, str], dataset_id: str) -> tuple[str, str]:
     """Names of the label and prediction columns; 422 when either is missing."""
     label, prediction = _first(roles, "label"), _first(roles, "prediction")
-    missing = [r for r, c in (("label", label), ("prediction", prediction)) if c is None]
-    if missing:
+    if label is None or prediction is None:
+        missing = [r for r, c in (("label", label), ("prediction", prediction)) if c is None]
         raise InvalidRequest(
             f"Dataset {dataset_id!r} has no {' and no '.join(missing)} column: a round needs the labels and "
             "the predictions of the model under test at that round.", code="round_not_labelled",

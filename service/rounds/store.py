@@ -142,7 +142,8 @@ class RoundStore:
         if not rounds:
             raise InvalidRequest(f"Benchmark {name!r} has no rounds yet.", code="empty_benchmark")
         series = self.series(name)
-        frames, roles = [], {}
+        frames: list[pd.DataFrame] = []
+        roles: dict[str, str] = {}
         for r in rounds:
             ds = self.datasets.get(r.dataset_id)
             frame, ds_roles = self.datasets.load_frame(ds.id), roles_of(ds.columns)

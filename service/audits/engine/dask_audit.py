@@ -171,7 +171,7 @@ def audit_paths(benchmark: str, production: str, *, pack: Any, schema: Any, opti
     except ValueError as exc:  # e.g. files whose columns disagree
         raise InvalidRequest(str(exc), code="schema_mismatch") from None
     roles = [parquet_roles(d, schema=schema, pack=pack) for d in datasets]
-    refs = tuple({"id": d.name, "name": d.name, "fingerprint": d.fingerprint} for d in datasets)
+    refs = [{"id": d.name, "name": d.name, "fingerprint": d.fingerprint} for d in datasets]
     return audit_parquet(datasets[0], datasets[1], pack=pack, benchmark_roles=roles[0], production_roles=roles[1],
-                         options=options, progress=progress, refs=refs,
+                         options=options, progress=progress, refs=(refs[0], refs[1]),
                          scheduler=scheduler, annotations=annotations)

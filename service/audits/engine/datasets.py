@@ -46,6 +46,7 @@ class ParquetDataset:
                 raise ValueError(f"dataset {name!r}: {Path(f).name} has columns {file_schema.names}, "
                                  f"the first file {schema.names}.")
             digest.update(f"{Path(f).name}:{Path(f).stat().st_size}:{meta.num_rows}:{meta.serialized_size}".encode())
+        assert schema is not None  # files is not empty, so the loop set it
         numeric = tuple(fld.name for fld in schema if (pa.types.is_integer(fld.type) or pa.types.is_floating(fld.type)
                                                        or pa.types.is_decimal(fld.type)))
         columns = tuple(c for c in schema.names if not c.startswith("__index_level_"))

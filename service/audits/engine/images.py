@@ -88,7 +88,8 @@ def derive_row_group(source: str, row_group: int, target: str, offset: int, task
     """On a worker: derive the images of one row group of ``source`` into ``target-<chunk>.parquet``."""
     with pq.ParquetFile(source) as handle:
         rows = handle.read_row_group(row_group)
-    paths, errors, added, kept, digest = [], {}, (), 0, hashlib.sha256()
+    paths, errors, kept, digest = [], {}, 0, hashlib.sha256()
+    added: tuple[str, ...] = ()
     for start in range(0, rows.num_rows, CHUNK_ROWS):
         frame = rows.slice(start, CHUNK_ROWS).to_pandas()
         loaders = path_loaders(frame[IMAGE_COLUMN], [Path(r) for r in task.roots], task.limits)

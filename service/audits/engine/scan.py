@@ -88,11 +88,13 @@ def read_batches(path: str | Path, columns: list[str], categorical: list[str], b
 
 def scan_partition(path: str, plan: ScanPlan, index: int) -> Scan:
     """Summarise one Parquet file (runs on a worker), one bounded batch at a time."""
-    merged = None
+    merged: Scan | None = None
     categorical = [c for c in (*plan.columns, plan.label, plan.prediction) if c and c not in plan.numeric]
     for i, frame in enumerate(read_batches(path, plan.read, categorical)):
         part = scan_frame(frame, plan, (index, i))
         merged = part if merged is None else merged.merge(part)
+    if merged is None:  # a file without rows gives no batch (this failed in dataclasses.replace before)
+        raise ValueError(f"Parquet file {path} has no rows: nothing to scan.")
     return replace(merged, n_partitions=1)
 
 
@@ -142,7 +144,8 @@ def scan_files(client: Any, files: list[str], plan: ScanPlan, progress=None) -> 
     from distributed import as_completed
 
     futures = client.map(scan_partition, files, [plan] * len(files), list(range(len(files))), pure=False)
-    merged, done = None, 0
+    merged: Scan | None = None
+    done = 0
     for future in as_completed(futures, loop=client.loop):
         part = future.result()
         future.release()  # the partition's scan leaves the worker's memory
@@ -150,4 +153,5 @@ def scan_files(client: Any, files: list[str], plan: ScanPlan, progress=None) -> 
         done += 1
         if progress is not None:
             progress(done / len(files))
+    assert merged is not None  # the files of a ParquetDataset, never none (ParquetDataset.from_files)
     return merged

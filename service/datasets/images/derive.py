@@ -93,13 +93,14 @@ def derive_images(loaders: list, limits: ImageLimits, cache: ImageCache | None,
                 results = list(pool.map(_derive, *args, chunksize=max(1, len(shas) // (4 * n_workers))))
             else:
                 results = [_derive(*a) for a in zip(*args)]
-            for sha, (vals, emb, err) in zip(shas, results):
+            for sha, (vals, emb, failure) in zip(shas, results):
                 for i in todo[sha]:
-                    if err is not None:
-                        errors[i] = err
+                    if failure is not None:
+                        errors[i] = failure
                     else:
                         values[i], embeddings[i] = vals, emb
-                if err is None and cache is not None:
+                # derived, with no error: _derive gives the values and the embedding, or neither
+                if vals is not None and emb is not None and cache is not None:
                     cache.put(sha, vals, emb)
     finally:
         if pool is not None:

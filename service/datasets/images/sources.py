@@ -30,7 +30,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import IO, Any, Callable
 
 import pandas as pd
 
@@ -86,7 +86,9 @@ class Archive:
         self.filename = filename
         self.limits = limits
         self.inflated = 0
-        self._zip = self._tar = None
+        self._zip: zipfile.ZipFile | None = None
+        self._tar: tarfile.TarFile | None = None
+        infos: list[tuple[str, int, zipfile.ZipInfo | tarfile.TarInfo]]
         try:
             if filename.lower().endswith(".zip"):
                 count_zip_members(path, limits.max_archive_members)  # before zipfile reads the directory
@@ -140,7 +142,13 @@ class Archive:
             raise ValueError(f"too_many_bytes: member {name!r} has {size} bytes (max {max_bytes})")
         total = 0
         try:
-            fh = self._zip.open(info) if self._zip is not None else self._tar.extractfile(info)
+            fh: IO[bytes] | None
+            if self._zip is not None:
+                assert isinstance(info, zipfile.ZipInfo)  # the members of a zip
+                fh = self._zip.open(info)
+            else:
+                assert self._tar is not None and isinstance(info, tarfile.TarInfo)  # not a zip, so a tar
+                fh = self._tar.extractfile(info)
             if fh is None:
                 return
             with fh:

@@ -172,6 +172,16 @@ def test_label_free_estimate_stands_in_and_says_so():
     assert "WITHOUT LABELS" in check.statement()
 
 
+def test_label_free_estimate_without_a_point_estimate_stands_in_for_nothing():
+    """An estimator whose point estimate was not finite (stored as null) but whose interval is: no check,
+    where ``float(None)`` raised and failed the run."""
+    result = {"production": {"labelled": False},
+              "overall": {"metric": "accuracy", "benchmark_value": 0.9, "benchmark_ci": [0.88, 0.92]},
+              "label": {"estimated_performance": {"methods": {"confidence_based": {
+                  "status": "ok", "metric": "accuracy", "estimate": None, "ci_low": 0.66, "ci_high": 0.74}}}}}
+    assert budget.estimated_harm(as_evidence(result), tolerance=0.05) == []
+
+
 def _slice(name, **fields):
     """A weak expert slice as the audit records it: its gap to overall is significant."""
     return {"name": name, "definition": f'site == "{name}"', "metric": "accuracy", "n_benchmark": 300,
