@@ -18,7 +18,7 @@ from domains import parse
 from domains.expressions import columns_used
 from service.audits.engine import SKETCH_K
 from service.audits.engine.cluster import get_client
-from service.audits.engine.datasets import ParquetDataset
+from service.audits.engine.datasets import EmptyDataset, ParquetDataset
 from service.audits.engine.quality import range_warnings
 from service.audits.engine.scan import Scan, ScanPlan, scan_files
 from service.datasets import frame_checks
@@ -168,6 +168,8 @@ def audit_paths(benchmark: str, production: str, *, pack: Any, schema: Any, opti
     """The CLI's ``--engine dask``: Parquet files, directories or globs in, an AuditOutcome out."""
     try:
         datasets = [ParquetDataset.open(path) for path in (benchmark, production)]
+    except EmptyDataset as exc:
+        raise InvalidRequest(str(exc), code="empty_dataset") from None
     except ValueError as exc:  # e.g. files whose columns disagree
         raise InvalidRequest(str(exc), code="schema_mismatch") from None
     roles = [parquet_roles(d, schema=schema, pack=pack) for d in datasets]

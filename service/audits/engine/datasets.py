@@ -14,12 +14,16 @@ from service.errors import InvalidRequest
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
+class EmptyDataset(ValueError):
+    """Every Parquet file of a dataset is empty: there is nothing to audit."""
+
+
 @dataclass(frozen=True)
 class ParquetDataset:
     """The files of one dataset with what their footers say (no row is read)."""
 
     name: str
-    files: tuple[str, ...]
+    files: tuple[str, ...]  # the files that hold rows; an empty one changes only the fingerprint
     n_rows: int
     columns: tuple[str, ...]
     numeric: tuple[str, ...]  # numeric, non-boolean columns (sketched)
@@ -35,10 +39,12 @@ class ParquetDataset:
         files = [str(f) for f in files]
         if not files:
             raise ValueError(f"dataset {name!r} has no Parquet files.")
-        digest, n_rows, schema = hashlib.sha256(), 0, None
+        digest, n_rows, schema, with_rows = hashlib.sha256(), 0, None, []
         for f in files:
             meta = pq.read_metadata(f)
             n_rows += meta.num_rows
+            if meta.num_rows:  # an empty part (a writer that had nothing to write) adds no rows and no batch
+                with_rows.append(f)
             file_schema = meta.schema.to_arrow_schema()
             if schema is None:
                 schema = file_schema
@@ -47,10 +53,12 @@ class ParquetDataset:
                                  f"the first file {schema.names}.")
             digest.update(f"{Path(f).name}:{Path(f).stat().st_size}:{meta.num_rows}:{meta.serialized_size}".encode())
         assert schema is not None  # files is not empty, so the loop set it
+        if not with_rows:
+            raise EmptyDataset(f"dataset {name!r} has no rows: its {len(files)} Parquet file(s) are empty.")
         numeric = tuple(fld.name for fld in schema if (pa.types.is_integer(fld.type) or pa.types.is_floating(fld.type)
                                                        or pa.types.is_decimal(fld.type)))
         columns = tuple(c for c in schema.names if not c.startswith("__index_level_"))
-        return cls(name, tuple(files), n_rows, columns, numeric, digest.hexdigest())
+        return cls(name, tuple(with_rows), n_rows, columns, numeric, digest.hexdigest())
 
     def head(self, n: int = 1000):
         """The first ``n`` rows (for column roles and types)."""

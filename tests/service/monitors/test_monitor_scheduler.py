@@ -68,8 +68,9 @@ def test_schedule_survives_restart(tmp_path):
             # written beside the folder and moved in whole, so a firing never reads half a file
             synthetic_frame(300, 9, shift=1.0).to_csv(tmp_path / "shifted.csv", index=False)
             os.replace(tmp_path / "shifted.csv", tmp_path / "drop" / "shifted.csv")
-            alerted = wait_for(lambda: [r for r in _scheduled(second, monitor)
-                                        if r["id"] not in before and r["alerts"]], timeout=150)
+            # a run's alerts are committed with its decisions, a moment before it is marked finished
+            alerted = wait_for(lambda: [r for r in _scheduled(second, monitor) if r["id"] not in before
+                                        and r["alerts"] and r["status"] not in ("queued", "running")], timeout=150)
             assert alerted[0]["status"] == "succeeded" and alerted[0]["n_rows"] == 300
             wait_for(lambda: hook.bodies, timeout=10)
         assert len(hook.bodies) == 1 and hook.bodies[0]["run"]["id"] == alerted[0]["id"]

@@ -143,6 +143,29 @@ def test_scan_does_not_depend_on_partitioning(medical, dask_client, tmp_path):
     assert np.array_equal(one.outcomes[ALL_ROWS].confusion(classes), many.outcomes[ALL_ROWS].confusion(classes))
 
 
+def test_an_empty_part_adds_no_rows_and_all_empty_parts_are_a_clear_error(medical, dask_client, tmp_path):
+    """A writer with nothing to write leaves an empty Parquet file beside the others; it failed the scan
+    (no batch to merge) and, sorted first, the column sample."""
+    from audit.engine.counts import ALL_ROWS
+    from service.audits.engine.datasets import EmptyDataset, ParquetDataset
+    from service.audits.engine.scan import ScanPlan, scan_files
+
+    bench, _, _ = medical
+    files = write_partitions(bench, tmp_path / "parts", 3)
+    bench.iloc[:0].to_parquet(tmp_path / "parts" / "part-00000-empty.parquet", index=False)
+    with_empty, without = ParquetDataset.open(tmp_path / "parts"), ParquetDataset.from_files(files, name="parts")
+    assert with_empty.n_rows == without.n_rows == N and with_empty.files == without.files
+    assert with_empty.fingerprint != without.fingerprint  # a new file is a change of the dataset
+    assert len(with_empty.head(10)) == 10
+    plan = ScanPlan(columns=(), numeric=(), label="label", prediction="prediction")
+    scan = scan_files(dask_client, list(with_empty.files), plan)
+    assert scan.n_rows == N and sum(dict(scan.outcomes[ALL_ROWS].pairs).values()) == N
+    (tmp_path / "none").mkdir()
+    bench.iloc[:0].to_parquet(tmp_path / "none" / "part-0.parquet", index=False)
+    with pytest.raises(EmptyDataset, match="has no rows"):
+        ParquetDataset.open(tmp_path / "none")
+
+
 def test_label_shift_from_exact_counts(both):
     pandas_result, dask_result = both
     ours, theirs = dask_result["label"], pandas_result["label"]
