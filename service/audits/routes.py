@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from reports.result import AuditResult, as_result
 from service.audits.models import AuditRow
 from service.audits.schemas import AuditCreate, AuditList, AuditRequest, AuditState, AuditStatus
-from service.audits.stored import stored_sections
+from service.audits.stored import shown_sections, stored_sections
 from service.deps import RuntimeDep
 from service.errors import Conflict, InvalidRequest, NotFound, QueueFull, StoredResultInvalid
 from service.schemas import ERROR_RESPONSES, ErrorResponse
@@ -20,13 +20,15 @@ RETRY_AFTER_S = 30
 
 
 def status_of(row: AuditRow) -> AuditStatus:
-    verdict = stored_sections(row.result, "verdict").verdict
+    shown, problem = shown_sections(row.result, "verdict")
+    verdict = shown.verdict
+    error = row.error if problem is None else {"code": StoredResultInvalid.code, "message": problem}
     # the column is a plain string; the store writes only these states, and pydantic checks it again
     return AuditStatus(id=row.id, status=cast(AuditState, row.status), progress=row.progress, stage=row.stage,
                        domain=row.domain, benchmark=row.benchmark_id, production=row.production_id,
                        created_at=row.created_at, finished_at=row.finished_at,
                        verdict=verdict.model_dump(mode="json") if verdict else None,
-                       error=row.error)
+                       error=error)
 
 
 @router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=AuditStatus,
@@ -159,7 +161,13 @@ def get_next_round(audit_id: str, runtime: RuntimeDep,
                    format: Literal["json", "csv", "jsonl"] = "json") -> Response:
     row = _finished(runtime, audit_id)
     if format == "json":
-        plan = stored_sections(row.result, "next_round").next_round
+        try:
+            plan = stored_sections(row.result, "next_round").next_round
+        except ValueError as exc:
+            raise StoredResultInvalid(
+                f"The stored next-round plan of audit {audit_id!r} does not fit the AuditResult contract; run the "
+                "audit again to get one that does.", details={"audit_id": audit_id, "problem": str(exc)[:2000]}
+            ) from None
         return JSONResponse(plan.model_dump(mode="json") if plan else {})
     text = _report_file(runtime, audit_id, f".next-round.{format}")
     media = "text/csv" if format == "csv" else "application/x-ndjson"

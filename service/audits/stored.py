@@ -13,7 +13,7 @@ from typing import Any
 
 from reports.result import AuditEvidence, as_evidence
 
-__all__ = ["stored_sections"]
+__all__ = ["stored_sections", "shown_sections"]
 
 
 def stored_sections(result: Mapping[str, Any] | None, *sections: str) -> AuditEvidence:
@@ -26,3 +26,13 @@ def stored_sections(result: Mapping[str, Any] | None, *sections: str) -> AuditEv
         A section does not fit the AuditResult contract (the message names the field).
     """
     return as_evidence({name: result[name] for name in sections if result is not None and name in result})
+
+
+def shown_sections(result: Mapping[str, Any] | None, *sections: str) -> tuple[AuditEvidence, str | None]:
+    """:func:`stored_sections` for a listing of many audits: a section that does not fit leaves all of them
+    at their defaults and comes back as a message instead of failing the whole list for one audit."""
+    try:
+        return stored_sections(result, *sections), None
+    except ValueError as exc:
+        return as_evidence({}), (f"The stored result does not fit the AuditResult contract ({str(exc)[:300]}); "
+                                 "run the audit again to get one that does.")

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from reports.result import DatasetRef
-from service.audits.stored import stored_sections
+from service.audits.stored import shown_sections
 from service.deps import RuntimeDep
 from service.monitors.store import MonitorStore
 
@@ -64,12 +64,12 @@ def _dataset_name(ref: DatasetRef, ident: str, names: dict[str, str]) -> str:
 
 
 def _audit_row(audit, names: dict[str, str]) -> str:
-    shown = stored_sections(audit.result, "verdict", "domain", "benchmark", "production")
+    shown, problem = shown_sections(audit.result, "verdict", "domain", "benchmark", "production")
     verdict = shown.verdict
     # "none" is no word for a reader: the summary's own first words say "No change..." or "Inconclusive"
     severity = verdict.severity if verdict and verdict.severity != "none" else ""
     tone = severity or (verdict.status if verdict else "")
-    summary = escape(verdict.summary if verdict else str((audit.error or {}).get("message", "")))
+    summary = escape(verdict.summary if verdict else problem or str((audit.error or {}).get("message", "")))
     link = (f'<a href="/v1/audits/{escape(audit.id)}/report">HTML</a> · '
             f'<a href="/v1/audits/{escape(audit.id)}/report.md">Markdown</a>'
             if audit.status == "succeeded" else f"{audit.progress:.0%} {escape(audit.stage or '')}")

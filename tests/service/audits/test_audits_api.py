@@ -133,6 +133,28 @@ def test_a_result_stored_in_an_older_shape_is_listed_with_its_verdict_and_plan(a
     assert row.id in index and escape(result["verdict"]["summary"]) in index
 
 
+def test_an_audit_whose_own_verdict_no_longer_fits_is_listed_with_the_problem_not_a_failed_list(audited):
+    """One audit whose stored verdict does not fit the contract used to turn the whole list and the index
+    page into a bare 500: it is listed with its problem, and the other audits with their verdicts."""
+    client, result, ids = audited
+    broken = {**result, "verdict": {**result["verdict"], "status": "maybe"},
+              "next_round": {**(result["next_round"] or {}), "allocations": "all of them"}}
+    audits = client.app.state.runtime.audits
+    row = audits.create(benchmark_id=ids[0], production_id=ids[1], domain="medical", options={})
+    assert audits.mark_running(row.id) and audits.mark_succeeded(row.id, broken, f"{row.id}.html")
+    listing = client.get("/v1/audits")
+    assert listing.status_code == 200
+    items = {a["id"]: a for a in listing.json()["items"]}
+    assert items[row.id]["verdict"] is None and items[row.id]["error"]["code"] == "stored_result_invalid"
+    assert "run the audit again" in items[row.id]["error"]["message"]
+    assert items[result["id"]]["verdict"] == result["verdict"]
+    index = client.get("/")
+    assert index.status_code == 200 and "does not fit the AuditResult contract" in index.text
+    assert escape(result["verdict"]["summary"]) in index.text
+    plan = client.get(f"/v1/audits/{row.id}/next-round")
+    assert plan.status_code == 500 and plan.json()["error"]["code"] == "stored_result_invalid"
+
+
 def test_options_are_stored_as_json_and_read_back_typed(audited):
     """The options a POST gave are stored flat (every AuditOptions field) and parse back to the type."""
     from audit.options import AuditOptions
