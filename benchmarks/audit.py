@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     contexts = [c.name for c in pack.context]
     roles_b = infer_roles(bench.columns, context_columns=contexts)
     roles_p = infer_roles(prod.columns, context_columns=contexts)
-    import sklearn  # noqa: F401,E401  imported before the clock starts, as in a running server
+    import sklearn  # noqa: F401  imported before the clock starts, as in a running server
 
     import reports  # noqa: F401
 

@@ -28,11 +28,11 @@ from pathlib import Path
 os.environ.setdefault("DO_NOT_TRACK", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.claims_calibration import planted as planted_mod  # noqa: E402
-from benchmarks.claims_calibration.counting import CHANGE_KINDS  # noqa: E402
-from benchmarks.claims_calibration.null import run_null  # noqa: E402
-from benchmarks.claims_calibration.summary import format_null, summarise, why_lines  # noqa: E402
-from benchmarks.claims_calibration.tables import CACHE_DIR, table_names  # noqa: E402
+from benchmarks.claims_calibration import planted as planted_mod
+from benchmarks.claims_calibration.counting import CHANGE_KINDS
+from benchmarks.claims_calibration.null import run_null
+from benchmarks.claims_calibration.summary import format_null, summarise, why_lines
+from benchmarks.claims_calibration.tables import CACHE_DIR, table_names
 
 FULL_SIZES = {500: 40, 5_000: 40, 50_000: 20}
 QUICK_TABLES = ("covid_testing", "arrests", "melanoma")

@@ -39,7 +39,7 @@ from detectors.conditional import (  # re-exported (__all__)
     ConditionalShiftDetector,
     ConditionalShiftResult,
 )
-from slicelang import equals, in_range, is_missing
+from slicelang import all_of, equals, in_range, is_missing
 
 __all__ = ["context_cells", "CellAttribution", "PerformanceAttribution", "attribute_performance",
            "ConditionalShiftDetector", "ConditionalShiftResult", "CONDITIONAL_EFFECT_FLOORS"]
@@ -77,7 +77,7 @@ def context_cells(reference: pd.DataFrame, current: pd.DataFrame, columns: Seque
         return np.zeros(len(reference), int), np.zeros(len(current), int), ("all rows",)
     per_col = [_column_codes(reference[c], current[c], n_bins, discrete_max_unique) for c in columns]
     combos, ids = _combinations([np.concatenate([cb, cp]) for cb, cp, _ in per_col])
-    labels = tuple(" and ".join(per_col[j][2][k] for j, k in enumerate(row)) for row in combos)
+    labels = tuple(all_of(per_col[j][2][k] for j, k in enumerate(row)) for row in combos)
     return ids[: len(reference)], ids[len(reference):], labels
 
 

@@ -16,6 +16,7 @@ a documented prior gap (:class:`SeverityPriors`). Labels: ``high`` when score â‰
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from reports.result import AuditEvidence, Decision, LimitationRecord, as_evidenc
 from reports.result.claims import Level
 
 __all__ = [
-    "Limitation", "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
+    "SeverityPriors", "RankingContext", "KINDS", "KIND_LABELS", "CORRECTION_LABELS", "SHIFT_KINDS",
     "HIGH_SCORE", "MEDIUM_SCORE", "STANDING_KINDS", "rank_order", "severity_label", "SEVERITY_ORDER", "finding_key",
     "make_decision", "claim_of", "CLAIMS",
 ]
@@ -114,8 +115,13 @@ class SeverityPriors:
     saturation_score: float = 0.005
 
 
-# The claim layer's name for the one limitation type (the former builder dataclass): the same class.
-Limitation = LimitationRecord
+def __getattr__(name: str):
+    # the former builder dataclass's name, now the one limitation type: importable with a warning
+    if name == "Limitation":
+        warnings.warn("reports.records.Limitation is now reports.LimitationRecord, the type the AuditResult "
+                      "stores; the old name will be removed.", DeprecationWarning, stacklevel=2)
+        return LimitationRecord
+    raise AttributeError(f"module 'reports.records' has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from reports.records import finding_key
 __all__ = ["PLANTED_TABLES", "QUICK_PLANTED", "SCENARIOS", "PlantedSetup", "PlantedOutcome", "plant", "run_planted",
            "format_planted"]
 
-from benchmarks.claims_calibration.planted_summary import format_planted  # noqa: E402  (re-exported)
+from benchmarks.claims_calibration.planted_summary import format_planted
 
 SCENARIOS = ("class_mix", "used_feature", "tilt_context", "ignored_feature", "slice_concept", "slice_flip",
              "slice_concept_share", "new_population", "all_new_context", "tiny")

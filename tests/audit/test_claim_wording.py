@@ -16,10 +16,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.claims_calibration.auditing import audit_pair  # noqa: E402  (the repository root on sys.path first)
-from benchmarks.claims_calibration.planted import plant  # noqa: E402
-from benchmarks.claims_calibration.setups import PLANTED_TABLES  # noqa: E402
-from benchmarks.claims_calibration.tables import prepare  # noqa: E402
+from benchmarks.claims_calibration.auditing import audit_pair
+from benchmarks.claims_calibration.planted import plant
+from benchmarks.claims_calibration.setups import PLANTED_TABLES
+from benchmarks.claims_calibration.tables import prepare
 
 FIXTURE = Path(__file__).resolve().parents[1] / "reports" / "fixtures" / "audit_example.json"
 STANDING_WORDS = ("a standing limitation, not a change", "not as a change", "stated as a standing limitation")

@@ -14,8 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.claims_calibration.auditing import audit_pair  # noqa: E402  (the repository root on sys.path first)
-from benchmarks.claims_calibration.tables import prepare  # noqa: E402
+from benchmarks.claims_calibration.auditing import audit_pair
+from benchmarks.claims_calibration.tables import prepare
 
 
 @pytest.fixture(scope="module")

