@@ -232,6 +232,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _start_runtime():
+    # lazy: the whole service, only for a stored monitor's run
+    from service.runtime import Runtime
+    from service.settings import get_settings
+
+    return Runtime.start(get_settings())
+
+
 def cmd_monitor(args: argparse.Namespace) -> int:
     # lazy: pydantic settings and YAML (~0.15 s), which `--help` and the other commands need not load
     from service.monitors.local import run_by_id, run_config
@@ -241,7 +249,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         code, text = (run_config(args.config, fail_on_shift=args.fail_on_shift) if args.config
-                      else run_by_id(args.id, fail_on_shift=args.fail_on_shift))
+                      else run_by_id(args.id, start_runtime=_start_runtime, fail_on_shift=args.fail_on_shift))
     except ServiceError as exc:
         print(f"error [{exc.code}]: {exc.message}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from service.errors import InvalidRequest, audit_input_errors
 from service.monitors.batch import Batch
 from service.monitors.run_path import BenchmarkSide, MonitorView, RunRecord, check_engine, checks_summary, execute_run
 from service.monitors.sources import SOURCE_KINDS, SourceLimits, source_for
-from service.settings import Settings, get_settings
+from service.settings import Settings
 
 if TYPE_CHECKING:  # annotations only: the typed result's models (~0.08 s) load once a run has new rows
     from reports.result import AuditResult
@@ -38,13 +39,14 @@ ALERT_FIELDS = ("id", "monitor_id", "key", "kind", "severity", "statement", "sta
 ACTIVE = ("open", "acknowledged")  # service.monitors.alerting.ACTIVE, without its imports (tests pin them equal)
 
 
-def run_by_id(monitor_id: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
+def run_by_id(monitor_id: str, *, start_runtime: Callable[[], Any], fail_on_shift: bool = False) -> tuple[int, str]:
+    """One run of a stored monitor on the service's database. ``start_runtime`` gives the service's
+    runtime (passed in: the runtime wires every resource together, so no resource imports it)."""
     # lazy: the database-backed service (SQLAlchemy, pandas, ~1 s) that `monitor run --config` never needs
     from service.monitors.runner import monitor_source
     from service.monitors.service import MonitorService
-    from service.runtime import Runtime
 
-    runtime = Runtime.start(get_settings())
+    runtime = start_runtime()
     service = MonitorService(runtime)
     try:
         monitor = service.store.get(monitor_id)
