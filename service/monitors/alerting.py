@@ -4,7 +4,8 @@ An alert opens for a finding key at or above the monitor's ``min_severity`` that
 open (or acknowledged) yet. While the key keeps appearing, the alert stays open with a new
 ``last_seen`` and nothing is sent again. After the key is absent from :data:`RESOLVE_AFTER`
 consecutive tested runs, the alert is resolved and a resolution message is sent. Runs without
-new data do not count as absent.
+new data do not count as absent. Which keys are present is the run's decision
+(:attr:`service.monitors.decide.RunDecision.present_keys`: a harm key stays while the drop goes on).
 """
 from __future__ import annotations
 

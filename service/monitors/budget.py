@@ -118,6 +118,17 @@ class HarmCheck:
     def key(self) -> str:
         return f"harm:{self.slice}"
 
+    @property
+    def continuing(self) -> bool:
+        """Labelled: the rows since the drop (re)began still read worse than the benchmark by the tolerance,
+        though their evidence is below the threshold. After an alarm the evidence starts over and takes
+        runs to reach the threshold again; until the rows read better, the drop is not shown to be over."""
+        if not self.labelled:
+            return False
+        worse = (self.production_value - self.benchmark_value if lower_is_better(self.metric)
+                 else self.benchmark_value - self.production_value)
+        return worse >= self.tolerance
+
     def statement(self) -> str:
         where = "overall" if self.slice == "overall" else f"on slice {self.slice}"
         if self.labelled:

@@ -58,7 +58,10 @@ class RunDecision:
 
     @property
     def present_keys(self) -> set[str]:
-        return {f.key for f in self.changes + self.others + self.harm + self.drifted}
+        # a harm alert stays open while the slice's rows since the drop still read worse by the tolerance
+        # (an ongoing drop read as "resolved" three runs after its alarm, while the evidence started over)
+        continuing = {c.key for c in self.checks if c.continuing}
+        return {f.key for f in self.changes + self.others + self.harm + self.drifted} | continuing
 
 
 def _column(roles: dict[str, str], role: str) -> str | None:
