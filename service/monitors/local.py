@@ -61,18 +61,24 @@ def run_by_id(monitor_id: str, *, start_runtime: Callable[[], Any], fail_on_shif
     finally:
         service.close()
         runtime.close()
-    return _exit(run.status, run.verdict, run.error, len(open_alerts), fail_on_shift, run.id, run.audit_id)
+    return _exit(run.status, run.verdict, run.error, [a.key for a in open_alerts], fail_on_shift, run.id,
+                 run.audit_id)
 
 
-def _exit(status: str, verdict: dict | None, error: dict | None, n_open: int, fail_on_shift: bool, run_id: str,
-          where: str | None) -> tuple[int, str]:
+def _exit(status: str, verdict: dict | None, error: dict | None, open_keys: list[str], fail_on_shift: bool,
+          run_id: str, where: str | None) -> tuple[int, str]:
+    n_open = len(open_keys)
+    # the keys beside the count: this run's audit can read "no change" while an alert the detectors
+    # opened on earlier runs' evidence (a drop still going on) stays open
+    opened = f"{n_open} open alert(s)" + (f": {', '.join(sorted(open_keys)[:5])}" if open_keys else "") + (
+        f" and {n_open - 5} more" if n_open > 5 else "")
     if status == "failed":
         return EXIT_BAD_INPUT, f"run {run_id} failed: [{(error or {}).get('code')}] {(error or {}).get('message')}"
     if status == "no_new_data":  # nothing new to test, but what is open stays open: the exit code says so
         code = EXIT_SHIFT if fail_on_shift and n_open else EXIT_OK
-        return code, f"run {run_id}: no new data; {n_open} open alert(s)"
-    text = (f"run {run_id}: {str((verdict or {}).get('severity', 'none')).upper()}: {(verdict or {}).get('summary')}"
-            f"\n{n_open} open alert(s)" + (f"; audit {where}" if where else ""))
+        return code, f"run {run_id}: no new data; {opened}"
+    text = (f"run {run_id}: this run's audit: {str((verdict or {}).get('severity', 'none')).upper()}: "
+            f"{(verdict or {}).get('summary')}\n{opened}" + (f"; audit {where}" if where else ""))
     return (EXIT_SHIFT if fail_on_shift and n_open else EXIT_OK), text
 
 
@@ -234,9 +240,9 @@ def run_config(path: str, *, fail_on_shift: bool = False) -> tuple[int, str]:
     config = read_config(path)
     store, run_id = StateFileStore(config), f"run_{uuid.uuid4().hex[:16]}"
     status = execute_run(store, run_id)
-    n_open = sum(1 for a in store.state["alerts"] if a["state"] == "open")
+    open_keys = [a["key"] for a in store.state["alerts"] if a["state"] == "open"]
     verdict = store.state["runs"][-1].get("verdict") if status == "succeeded" else None
-    code, text = _exit(status, verdict, store.error, n_open, fail_on_shift, run_id, None)
+    code, text = _exit(status, verdict, store.error, open_keys, fail_on_shift, run_id, None)
     if status != "no_new_data":
         from service.monitors.local_trend import trend_path  # lazy: a run with nothing new never gets here
 
