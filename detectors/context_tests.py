@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from detectors.base import ShiftTest
+from detectors.base import ShiftTest, renamed_parameters
 from detectors.context_results import UntestedContext
 from detectors.intervals import newcombe_interval, wilson_interval
 from slicelang import compare, equals, literal_text
@@ -37,16 +37,26 @@ def exceedance_pvalue(n_reference: int, n_current: int, k: int) -> float:
     return float(min(1.0, math.exp(log_p)))
 
 
-def rarity_pvalue(k_benchmark, k_production, n_benchmark: int, n_production: int) -> np.ndarray:
-    """``P(K_bench <= k_bench)`` given ``k_bench + k_prod`` pooled rows of a context (vectorised).
+@renamed_parameters(k_benchmark="k_reference", k_production="k_current", n_benchmark="n_reference",
+                    n_production="n_current")
+def rarity_pvalue(k_reference, k_current, n_reference: int, n_current: int) -> np.ndarray:
+    """``P(K_ref <= k_reference)`` given ``k_reference + k_current`` pooled rows of a context (vectorised).
 
-    Under exchangeability of the ``n_bench + n_prod`` rows, the benchmark's share of the context's
+    Under exchangeability of the ``n_reference + n_current`` rows, the benchmark's share of the context's
     rows is hypergeometric; a small p-value says the benchmark lacks the context beyond chance.
-    With ``k_bench = 0`` it is ``C(n_prod, k) / C(N, k)``, the same shape as
+    With ``k_reference = 0`` it is ``C(n_current, k) / C(N, k)``, the same shape as
     :func:`exceedance_pvalue` (all ``k`` rows from production).
+
+    Parameters
+    ----------
+    k_reference, k_current : int or array of int
+        The context's rows in the benchmark and in production.
+    n_reference, n_current : int
+        The benchmark's and production's rows. ``k_benchmark``, ``k_production``, ``n_benchmark`` and
+        ``n_production`` are the deprecated names.
     """
-    k1, k2 = np.asarray(k_benchmark, dtype=np.int64), np.asarray(k_production, dtype=np.int64)
-    n1, n2 = int(n_benchmark), int(n_production)
+    k1, k2 = np.asarray(k_reference, dtype=np.int64), np.asarray(k_current, dtype=np.int64)
+    n1, n2 = int(n_reference), int(n_current)
     return np.clip(stats.hypergeom.cdf(k1, n1 + n2, k1 + k2, n1), 0.0, 1.0)
 
 
@@ -61,16 +71,17 @@ def _share_stats(k1: np.ndarray, n1: int, k2: np.ndarray, n2: int) -> list[dict]
 
 
 
-def untested_ranges(name: str, reference: np.ndarray, values, n_production: int, *, min_samples: int,
+@renamed_parameters(n_production="n_current")
+def untested_ranges(name: str, reference: np.ndarray, values, n_current: int, *, min_samples: int,
                     min_count: int, min_slice_size: int, floor: float) -> list[tuple[UntestedContext, ShiftTest]]:
     """Candidate untested ranges (rows beyond the benchmark's observed range) with their tests.
 
     ``reference`` is the sorted non-missing benchmark column and ``values`` the production column
-    (``n_production`` rows). A candidate needs at least ``min_count`` rows beyond an end; it is
-    reported only if its exceedance test (:func:`exceedance_pvalue`, ``kind="untested_range"``)
-    is drifted after correction.
+    (``n_current`` rows; ``n_production=`` is the deprecated name). A candidate needs at least
+    ``min_count`` rows beyond an end; it is reported only if its exceedance test
+    (:func:`exceedance_pvalue`, ``kind="untested_range"``) is drifted after correction.
     """
-    ref, n2 = reference, n_production
+    ref, n2 = reference, n_current
     if ref.size < min_samples:
         return []
     x = values.to_numpy(float)
@@ -92,19 +103,23 @@ def untested_ranges(name: str, reference: np.ndarray, values, n_production: int,
     return out
 
 
-def rarity_test(u: UntestedContext, n_benchmark: int, n_production: int, *, floor: float) -> ShiftTest:
+@renamed_parameters(n_benchmark="n_reference", n_production="n_current")
+def rarity_test(u: UntestedContext, n_reference: int, n_current: int, *, floor: float) -> ShiftTest:
     """The exact test that decides whether untested context ``u`` is claimed (``kind="untested_context"``):
-    :func:`rarity_pvalue`, effect its production share against ``floor``."""
-    p = float(rarity_pvalue(u.n_benchmark, u.n_production, n_benchmark, n_production))
-    expected = (u.n_benchmark + u.n_production) * n_benchmark / max(n_benchmark + n_production, 1)
+    :func:`rarity_pvalue`, effect its production share against ``floor``. ``n_reference`` and
+    ``n_current`` are the benchmark's and production's rows (``n_benchmark=`` and ``n_production=`` are
+    the deprecated names)."""
+    p = float(rarity_pvalue(u.n_benchmark, u.n_production, n_reference, n_current))
+    expected = (u.n_benchmark + u.n_production) * n_reference / max(n_reference + n_current, 1)
     return ShiftTest(u.name, "hypergeometric_exact", float(u.n_benchmark), p, p, u.production_share,
-                     "untested_share", floor, int(n_benchmark), int(n_production), False, kind="untested_context",
+                     "untested_share", floor, int(n_reference), int(n_current), False, kind="untested_context",
                      details={"column": u.column, "k_benchmark": int(u.n_benchmark),
                               "k_production": int(u.n_production),
                               "expected_benchmark_by_chance": float(expected), "n_values": int(u.n_values)})
 
 
-def untested_values(name: str, reference: pd.Series, counts: pd.Series, n_production: int, *, min_slice_size: int,
+@renamed_parameters(n_production="n_current")
+def untested_values(name: str, reference: pd.Series, counts: pd.Series, n_current: int, *, min_slice_size: int,
                     min_production_count: int, max_listed: int) -> list[UntestedContext]:
     """Untested category values of one column: each value with fewer than ``min_slice_size``
     benchmark rows is a candidate of its own when it has at least ``min_slice_size`` production
@@ -113,7 +128,8 @@ def untested_values(name: str, reference: pd.Series, counts: pd.Series, n_produc
     ``other_values``), so that a column with thousands of small values is one candidate, not thousands.
 
     ``reference`` and ``counts`` are the benchmark and production value counts (missing values as
-    ``"<missing>"``, which is never a context value); shares are of ``n_production`` rows.
+    ``"<missing>"``, which is never a context value); shares are of ``n_current`` rows
+    (``n_production=`` is the deprecated name).
     """
     # every value of either dataset: a pool that left out the values only the benchmark has would
     # lack benchmark rows by construction and claim a shortage under no change at all
@@ -145,7 +161,7 @@ def untested_values(name: str, reference: pd.Series, counts: pd.Series, n_produc
         shown = sorted(values[:listed], key=str)
         out.append((f"rare or new values of {name}", "pooled_values", tuple(shown),
                     int(k1[pooled].sum()), int(k2[pooled].sum()), len(values), tuple(values[listed:])))
-    return [UntestedContext(label, kind, name, value, a, b, b / n_production, wilson_interval(b, n_production),
+    return [UntestedContext(label, kind, name, value, a, b, b / n_current, wilson_interval(b, n_current),
                             int(min_slice_size), n_values=n_values, other_values=rest)
             for label, kind, value, a, b, n_values, rest in out]
 

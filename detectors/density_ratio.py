@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from detectors.base import renamed_parameters
+
 __all__ = ["density_ratio_weights", "domain_scores", "effective_size"]
 
 MAX_LEVELS = 20  # one-hot codes for the most frequent categories of a column; the rest share one code
@@ -49,15 +51,18 @@ def _design(bench: pd.DataFrame, prod: pd.DataFrame) -> tuple[np.ndarray, np.nda
     return np.column_stack(parts_b), np.column_stack(parts_p)
 
 
-def domain_scores(benchmark: pd.DataFrame, production: pd.DataFrame, *,
+@renamed_parameters(benchmark="reference", production="current")
+def domain_scores(reference: pd.DataFrame, current: pd.DataFrame, *,
                   random_state: int = 0) -> tuple[np.ndarray, np.ndarray] | None:
     """The log-odds that a row is a production row, from a classifier of benchmark against production
     rows on these columns, for every row of both sides (the fitting sample's size ratio taken out).
 
     Parameters
     ----------
-    benchmark : DataFrame of shape (n_b, k)
-    production : DataFrame of shape (n_p, k), the same columns
+    reference : DataFrame of shape (n_b, k)
+        The benchmark rows (``benchmark=`` is the deprecated name).
+    current : DataFrame of shape (n_p, k), the same columns
+        The production rows (``production=`` is the deprecated name).
     random_state : int, seeds the fitting sample
 
     Returns
@@ -67,9 +72,9 @@ def domain_scores(benchmark: pd.DataFrame, production: pd.DataFrame, *,
     """
     from sklearn.linear_model import LogisticRegression  # scikit-learn (~0.5 s to import) only when weights are fitted
 
-    if list(benchmark.columns) != list(production.columns):
-        raise ValueError("benchmark and production must have the same columns.")
-    xb, xp = _design(benchmark, production)
+    if list(reference.columns) != list(current.columns):
+        raise ValueError("reference and current must have the same columns.")
+    xb, xp = _design(reference, current)
     if xb.shape[1] == 0 or len(xb) == 0 or len(xp) == 0:
         return None
     rng = np.random.default_rng(random_state)
@@ -81,14 +86,17 @@ def domain_scores(benchmark: pd.DataFrame, production: pd.DataFrame, *,
     return model.decision_function(xb) + offset, model.decision_function(xp) + offset
 
 
-def density_ratio_weights(benchmark: pd.DataFrame, production: pd.DataFrame, *, clip: float = 20.0,
+@renamed_parameters(benchmark="reference", production="current")
+def density_ratio_weights(reference: pd.DataFrame, current: pd.DataFrame, *, clip: float = 20.0,
                           random_state: int = 0) -> np.ndarray | None:
     """Weights of the benchmark rows that give them production's distribution of these columns.
 
     Parameters
     ----------
-    benchmark : DataFrame of shape (n_b, k)
-    production : DataFrame of shape (n_p, k), the same columns
+    reference : DataFrame of shape (n_b, k)
+        The benchmark rows (``benchmark=`` is the deprecated name).
+    current : DataFrame of shape (n_p, k), the same columns
+        The production rows (``production=`` is the deprecated name).
     clip : float, largest weight as a multiple of the mean weight
     random_state : int, seeds the fitting sample
 
@@ -96,7 +104,7 @@ def density_ratio_weights(benchmark: pd.DataFrame, production: pd.DataFrame, *, 
     -------
     weights : array of shape (n_b,), mean 1, or None when the columns give nothing to fit on.
     """
-    scores = domain_scores(benchmark, production, random_state=random_state)
+    scores = domain_scores(reference, current, random_state=random_state)
     if scores is None:
         return None
     w = np.exp(np.clip(scores[0], -30, 30))

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from detectors.base import renamed_parameters
 from detectors.validation import check_alpha, check_int, check_number
 
 __all__ = ["sr_start", "sr_update", "log_mixture", "arl_threshold", "shared_start", "shared_update",
@@ -77,9 +78,9 @@ def arl_threshold(alpha: float, *, horizon: int, weight: float = 1.0) -> float:
 # -- runs compared with one benchmark sample: the benchmark's error is shared by every run --------
 #
 # Run t gives a contrast X_t (its mean minus the benchmark's) with precision w_t; the benchmark's own
-# error adds one shared term of precision ``benchmark_precision``: under no change
-# X ~ N(0, diag(1/w_t) + 11'/benchmark_precision). A shift ``m`` of the mean from run j on has the
-# exact likelihood ratio (Sherman–Morrison, K = benchmark_precision + sum_t w_t, S = sum_t w_t X_t,
+# error adds one shared term of precision ``reference_precision``: under no change
+# X ~ N(0, diag(1/w_t) + 11'/reference_precision). A shift ``m`` of the mean from run j on has the
+# exact likelihood ratio (Sherman–Morrison, K = reference_precision + sum_t w_t, S = sum_t w_t X_t,
 # S_j and W_j the same sums from run j on)
 #     log L_{j,m} = m (S_j - W_j S / K) - m^2 (W_j - W_j^2 / K) / 2,
 # a martingale in the number of runs under no change; summed over change runs j it is a
@@ -104,12 +105,15 @@ def shared_update(state: dict[str, Any], weighted_sum: float, weight: float, *ex
             "suffix": suffix[-MAX_CHANGE_RUNS:]}
 
 
-def shared_log_ratios(state: dict[str, Any], shifts: Sequence[float], benchmark_precision: float) -> np.ndarray:
-    """``log L_{j,m}`` for every kept change run ``j`` (rows) and shift ``m`` (columns)."""
+@renamed_parameters(benchmark_precision="reference_precision")
+def shared_log_ratios(state: dict[str, Any], shifts: Sequence[float], reference_precision: float) -> np.ndarray:
+    """``log L_{j,m}`` for every kept change run ``j`` (rows) and shift ``m`` (columns);
+    ``reference_precision`` is the precision of the benchmark's own estimate (``benchmark_precision=``
+    is the deprecated name)."""
     if not state["suffix"]:
         return np.empty((0, len(shifts)))
     total, weight = state["total"]
-    k = benchmark_precision + weight
+    k = reference_precision + weight
     suffix = np.asarray(state["suffix"], dtype=float)
     sj, wj = suffix[:, 0], suffix[:, 1]
     m = np.asarray(shifts, dtype=float)

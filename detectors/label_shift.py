@@ -283,19 +283,21 @@ class LabelShiftEstimator(CountsFitting):
                              interval_note=INTERVAL_NOTE)
         return result
 
-    def bootstrap_priors(self, mu: np.ndarray, n_production: int, rows: np.ndarray | None,
+    @renamed_parameters(n_production="n_current")
+    def bootstrap_priors(self, mu: np.ndarray, n_current: int, rows: np.ndarray | None,
                          rng: np.random.Generator, *, lam: float | None = None):
         """Replicates ``(joint, mu, q)`` with benchmark and production resampled (shapes ``(B, ...)``).
 
-        ``mu``, ``n_production`` and ``rows`` as returned by :meth:`production_outputs`;
-        ``lam`` the ridge (default: the fitted ``lambda_``).
+        ``mu``, ``n_current`` (production's rows, the sum of its predicted-class counts) and ``rows`` as
+        returned by :meth:`production_outputs`; ``lam`` the ridge (default: the fitted ``lambda_``).
+        ``n_production=`` is the deprecated name of ``n_current``.
         """
         lam = self.lambda_ if lam is None else lam
         B, n_b = self.n_bootstrap, self.n_benchmark_
         k_t, k_p = self.joint_.shape
         if self.kind_ == "labels":
             joint = rng.multinomial(n_b, self.joint_.ravel(), size=B).reshape(B, k_t, k_p) / n_b
-            mu = rng.multinomial(n_production, mu, size=B) / n_production
+            mu = rng.multinomial(n_current, mu, size=B) / n_current
         else:
             joint = bootstrap_soft_joint(self.joint_, self._benchmark_rows, B, rng)
             mu = bootstrap_row_means(cast(np.ndarray, rows), B, rng)  # probabilities: rows were kept

@@ -8,7 +8,7 @@ from typing import Any, Callable, Self
 
 import numpy as np
 
-from detectors.base import DetectorInputError, check_fitted
+from detectors.base import DetectorInputError, check_fitted, renamed_parameters
 from detectors.bbse_solver import solve_priors
 from detectors.label_shift_result import LabelShiftResult
 
@@ -58,20 +58,29 @@ class CountsFitting:
         self.n_benchmark_ = int(joint.sum())
         return self._fit_joint()
 
-    def estimate_counts(self, production_counts, *, joint_replicates=None,
-                        production_replicates=None) -> LabelShiftResult:
-        """:meth:`estimate` from production predicted-class counts (shape (k_pred,), ``pred_classes_``
-        order) after :meth:`fit_counts` or a hard-label :meth:`fit`.
+    @renamed_parameters(production_counts="current_counts", production_replicates="current_replicates")
+    def estimate_counts(self, current_counts, *, joint_replicates=None,
+                        current_replicates=None) -> LabelShiftResult:
+        """:meth:`estimate` from production predicted-class counts after :meth:`fit_counts` or a
+        hard-label :meth:`fit`.
 
-        With ``joint_replicates`` (B, k, k_pred) and ``production_replicates`` (B, k_pred), e.g.
-        Poisson-bootstrap counts paired by index, the intervals come from them; otherwise from
-        :meth:`bootstrap_priors`, as :meth:`estimate` does.
+        Parameters
+        ----------
+        current_counts : array of shape (k_pred,)
+            Production's predicted-class counts, ``pred_classes_`` order (``production_counts=`` is the
+            deprecated name).
+        joint_replicates : array of shape (B, k, k_pred), optional
+            Replicates of the benchmark's joint counts, e.g. Poisson-bootstrap counts.
+        current_replicates : array of shape (B, k_pred), optional
+            Replicates of ``current_counts`` paired by index with ``joint_replicates``
+            (``production_replicates=`` is the deprecated name). With both, the intervals come from
+            them; otherwise from :meth:`bootstrap_priors`, as :meth:`estimate` does.
         """
         check_fitted(self, "joint_")
         self._check_params()
-        counts = np.asarray(production_counts, dtype=np.int64)
+        counts = np.asarray(current_counts, dtype=np.int64)
         if self.kind_ != "labels" or counts.shape != (len(self.pred_classes_),) or counts.sum() == 0:
-            raise DetectorInputError(f"production_counts must be non-empty hard-label counts of shape "
+            raise DetectorInputError(f"current_counts must be non-empty hard-label counts of shape "
                                      f"({len(self.pred_classes_)},), got {counts.shape} after a {self.kind_} fit.")
         mu = counts / counts.sum()
         if joint_replicates is None:
@@ -80,5 +89,5 @@ class CountsFitting:
                                                                                 lam=lam)[2])
         with np.errstate(invalid="ignore", divide="ignore"):
             joint = np.asarray(joint_replicates, float) / np.sum(joint_replicates, axis=(-2, -1), keepdims=True)
-            mu_b = np.asarray(production_replicates, float) / np.sum(production_replicates, axis=-1, keepdims=True)
+            mu_b = np.asarray(current_replicates, float) / np.sum(current_replicates, axis=-1, keepdims=True)
         return self._estimate(mu, counts, lambda lam: solve_priors(joint, mu_b, lam))

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from detectors.base import Result
+from detectors.base import Result, renamed_parameters
 from detectors.metric_ci import delong_auc, metric_from_confusion
 from detectors.prior_effect import prior_shift_effect
 
@@ -91,18 +91,21 @@ def effective_size(w: np.ndarray) -> float:
     return total * total / float((w * w).sum()) if total > 0 else 0.0
 
 
-def share_retest(w: np.ndarray, in_benchmark: np.ndarray, in_production: np.ndarray, *, floor: float) -> Retest:
+@renamed_parameters(in_benchmark="in_reference", in_production="in_current")
+def share_retest(w: np.ndarray, in_reference: np.ndarray, in_current: np.ndarray, *, floor: float) -> Retest:
     """Production's share of some rows against the weighted benchmark's.
 
     Parameters
     ----------
     w : array of shape (n_b,), non-negative benchmark weights (0 drops a row)
-    in_benchmark : bool array of shape (n_b,)
-    in_production : bool array of shape (n_p,)
+    in_reference : bool array of shape (n_b,)
+        The benchmark rows that hold the share (``in_benchmark=`` is the deprecated name).
+    in_current : bool array of shape (n_p,)
+        The production rows that hold the share (``in_production=`` is the deprecated name).
     floor : the practical floor of the share difference
     """
     w = np.asarray(w, float)
-    mb, mp = np.asarray(in_benchmark, float), np.asarray(in_production, bool)
+    mb, mp = np.asarray(in_reference, float), np.asarray(in_current, bool)
     total, n_eff, n_p = float(w.sum()), effective_size(w), len(mp)
     if n_eff < MIN_ROWS or n_p < MIN_ROWS:
         return _insufficient("weighted_share_z", floor, n_eff, n_p)
@@ -116,15 +119,21 @@ def share_retest(w: np.ndarray, in_benchmark: np.ndarray, in_production: np.ndar
     return Retest("weighted_share_z", float(z), float(2 * stats.norm.sf(abs(z))), s_p - s_w, float(floor), n_eff, n_p)
 
 
-def category_codes(benchmark: np.ndarray, production: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Integer codes of two arrays of categories over their union (missing values are one category)."""
-    b = np.asarray(benchmark, dtype=object).astype(str)
-    p = np.asarray(production, dtype=object).astype(str)
+@renamed_parameters(benchmark="reference", production="current")
+def category_codes(reference: np.ndarray, current: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Integer codes of two arrays of categories over their union (missing values are one category).
+
+    ``reference`` and ``current`` are the benchmark's and production's categories (``benchmark=`` and
+    ``production=`` are the deprecated names); returns their codes and the number of categories.
+    """
+    b = np.asarray(reference, dtype=object).astype(str)
+    p = np.asarray(current, dtype=object).astype(str)
     _, codes = np.unique(np.concatenate([b, p]), return_inverse=True)
     return codes[:len(b)], codes[len(b):], int(codes.max()) + 1 if len(codes) else 0
 
 
-def mix_retest(w: np.ndarray, benchmark: np.ndarray, production: np.ndarray, *, floor: float,
+@renamed_parameters(benchmark="reference", production="current")
+def mix_retest(w: np.ndarray, reference: np.ndarray, current: np.ndarray, *, floor: float,
                effect: str = "cramers_v") -> Retest:
     """Production's mix of a categorical column against the weighted benchmark's.
 
@@ -135,9 +144,12 @@ def mix_retest(w: np.ndarray, benchmark: np.ndarray, production: np.ndarray, *, 
     ``effect="prior_shift"`` the class-mix effect of the label tests
     (:func:`detectors.prior_effect.prior_shift_effect`: total variation or a class's share ratio against
     their floors; 1 is the floor).
+
+    ``w`` weighs the rows of ``reference`` (the benchmark's categories, shape (n_b,)); ``current`` holds
+    production's (shape (n_p,)). ``benchmark=`` and ``production=`` are the deprecated names.
     """
     w = np.asarray(w, float)
-    cb, cp, k = category_codes(benchmark, production)
+    cb, cp, k = category_codes(reference, current)
     keep = w > 0
     n_eff, n_p = effective_size(w), len(cp)
     if n_eff < MIN_ROWS or n_p < MIN_ROWS:
@@ -169,7 +181,8 @@ def mix_retest(w: np.ndarray, benchmark: np.ndarray, production: np.ndarray, *, 
     return Retest("weighted_wald_chi2", stat, float(stats.chi2.sf(stat, dof)), v, float(floor), n_eff, n_p)
 
 
-def numeric_retest(w: np.ndarray, benchmark: np.ndarray, production: np.ndarray, *, floor: float,
+@renamed_parameters(benchmark="reference", production="current")
+def numeric_retest(w: np.ndarray, reference: np.ndarray, current: np.ndarray, *, floor: float,
                    scale: float | None = None) -> Retest:
     """Production's distribution of a numeric column against the weighted benchmark's.
 
@@ -177,8 +190,11 @@ def numeric_retest(w: np.ndarray, benchmark: np.ndarray, production: np.ndarray,
     (Stephens' small-sample correction; ties make it conservative), and the Wasserstein-1 distance
     normed by ``scale`` (default: the unweighted benchmark's standard deviation, as the covariate
     tests norm it). The effect is signed by the direction of the mean's move.
+
+    ``w`` weighs the rows of ``reference`` (the benchmark's values, shape (n_b,)); ``current`` holds
+    production's (shape (n_p,)). ``benchmark=`` and ``production=`` are the deprecated names.
     """
-    xb, xp = np.asarray(benchmark, float), np.asarray(production, float)
+    xb, xp = np.asarray(reference, float), np.asarray(current, float)
     w = np.asarray(w, float)
     keep = np.isfinite(xb) & (w > 0)
     sd = float(np.nanstd(xb)) if scale is None else float(scale)

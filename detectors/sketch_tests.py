@@ -355,4 +355,4 @@ def summary_label_shift(reference: ConfusionSummary, current: PredictionSummary 
             raise DetectorInputError(f"Benchmark has {reference.n_bootstrap} replicates, production {len(prod_reps)}.")
         joint_reps = np.asarray(reference.replicates)[:, truth][:, :, seen]
     return estimator.estimate_counts(prod_counts, joint_replicates=joint_reps,
-                                     production_replicates=None if joint_reps is None else prod_reps)
+                                     current_replicates=None if joint_reps is None else prod_reps)

@@ -145,13 +145,16 @@ class SliceEvaluator:
         self.benchmark_ = reference
         return self
 
-    def evaluate(self, slices: Mapping[str, tuple], benchmark: Outcomes, production: Outcomes, *,
+    @renamed_parameters(benchmark="reference", production="current")
+    def evaluate(self, slices: Mapping[str, tuple], reference: Outcomes, current: Outcomes, *,
                  definitions: Mapping[str, str] | None = None,
                  sources: Mapping[str, str] | None = None) -> SliceEvaluation:
-        """Deprecated: ``fit(benchmark).test(production, slices=slices, ...)``."""
-        warnings.warn("SliceEvaluator.evaluate(slices, benchmark, production) is deprecated; use "
-                      "fit(benchmark).test(production, slices=slices)", DeprecationWarning, stacklevel=2)
-        return self.fit(benchmark).test(production, slices=slices, definitions=definitions, sources=sources)
+        """Deprecated: ``fit(reference).test(current, slices=slices, ...)`` (``benchmark=`` and
+        ``production=`` are the deprecated names of ``reference`` and ``current``)."""
+        # stacklevel 3: the caller, past the renamed_parameters wrapper
+        warnings.warn("SliceEvaluator.evaluate(slices, reference, current) is deprecated; use "
+                      "fit(reference).test(current, slices=slices)", DeprecationWarning, stacklevel=3)
+        return self.fit(reference).test(current, slices=slices, definitions=definitions, sources=sources)
 
     @renamed_parameters(production="current")
     def test(self, current: Outcomes, *, slices: Mapping[str, tuple],

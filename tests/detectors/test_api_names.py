@@ -4,8 +4,13 @@ classes' verbs and the functions), the former names (``benchmark``/``production`
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import inspect
 import json
+import pkgutil
+import re
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -13,7 +18,12 @@ import pytest
 
 import detectors
 from detectors import Outcomes
+from detectors.assumptions import class_conditional_unexplained
 from detectors.base import ShiftTest, to_jsonable
+from detectors.context_tests import rarity_pvalue, rarity_test, untested_ranges, untested_values
+from detectors.density_ratio import density_ratio_weights, domain_scores
+from detectors.e_detector import shared_log_ratios, shared_start, shared_update
+from detectors.reweighted import category_codes, mix_retest, numeric_retest, share_retest
 from detectors.sketch_tests import ConfusionSummary, PredictionSummary
 from tests.detectors.api_cases import CASES, ESTIMATORS, _binary_scores, _context, _labels, _slices
 
@@ -215,3 +225,166 @@ def test_functions_refuse_bad_values_with_the_validation_message(name, call, par
     with pytest.raises(detectors.DetectorInputError) as caught:
         call()
     assert str(caught.value).startswith(f"{param} must be ") and str(caught.value).endswith(f", got {bad!r}.")
+
+
+# -- the modules' own public functions (and the classes' public methods), beyond ``detectors.__all__`` --
+
+# a parameter named for the former data names: benchmark*, production*, *_benchmark, *_production
+_FORMER_NAME = re.compile(r"^(benchmark|production)|_(benchmark|production)$")
+
+
+def _public_callables():
+    """Every public function of a ``detectors`` module and every public method of its classes
+    (the fields of dataclasses, i.e. of results, are stored JSON and keep their names)."""
+    for info in pkgutil.iter_modules(detectors.__path__):
+        module = importlib.import_module(f"detectors.{info.name}")
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if inspect.isfunction(obj):
+                yield f"{module.__name__}.{name}", obj
+            elif inspect.isclass(obj):
+                for attr, member in vars(obj).items():
+                    if attr.startswith("_") and not (attr == "__init__" and not dataclasses.is_dataclass(obj)):
+                        continue
+                    fn = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+                    if inspect.isfunction(fn):
+                        yield f"{module.__name__}.{name}.{attr}", fn
+
+
+def test_no_public_function_of_the_package_takes_benchmark_or_production_names():
+    """The modules' helpers (``domain_scores``, ``share_retest``, ``rarity_pvalue``, ...) speak the same
+    vocabulary as the exported API; the former names live on only in ``renamed_parameters``."""
+    found = {where: [p for p in inspect.signature(fn).parameters if _FORMER_NAME.search(p)]
+             for where, fn in _public_callables()}
+    assert len(found) > 100  # the walk does reach the modules
+    assert not {where: params for where, params in found.items() if params}
+
+
+def _estimator():
+    return detectors.LabelShiftEstimator(n_bootstrap=20).fit(*_labels())
+
+
+_RNG = np.random.default_rng(7)
+_FRAMES = (pd.DataFrame({"age": _RNG.normal(0, 1, 150), "site": _RNG.choice(list("ab"), 150)}),
+           pd.DataFrame({"age": _RNG.normal(0.5, 1, 120), "site": _RNG.choice(list("abb"), 120)}))
+_Y_FRAMES = (_RNG.integers(0, 2, 150), _RNG.integers(0, 2, 120))
+_W = _RNG.uniform(0.5, 1.5, 150)
+_CATS = (_RNG.choice(list("xyz"), 150), _RNG.choice(list("xyzz"), 120))
+_NUMS = (_RNG.normal(0, 1, 150), _RNG.normal(0.3, 1, 120))
+_UNTESTED = untested_values("site", pd.Series({"a": 50}), pd.Series({"a": 40, "b": 12}), 52, min_slice_size=10,
+                            min_production_count=5, max_listed=3)[0]
+_SHARED = shared_update(shared_update(shared_start(), 0.4, 2.0), 1.1, 2.0)
+_PRED_COUNTS = np.bincount(_labels(seed=1)[1], minlength=3)
+_JOINT_REPS = _RNG.poisson(_estimator().joint_counts_, size=(20, 3, 3))
+_PRED_REPS = _RNG.poisson(_PRED_COUNTS, size=(20, 3))
+_EVAL = (_slices(_context(), _context(seed=1)), Outcomes(_labels(200, 2)[1], _labels(200, 2)[0]),
+         Outcomes(_labels(200, 2, 1)[1], _labels(200, 2, 1)[0]))
+
+# where -> (the function or method, its call with the new names, the same call with the former names);
+# calls take fresh arguments (a random generator is used up by a call)
+OLD_MODULE_NAMES = {
+    "assumptions.class_conditional_unexplained": (
+        lambda: class_conditional_unexplained,
+        lambda: {"reference": _FRAMES[0], "y_reference": _Y_FRAMES[0], "current": _FRAMES[1],
+                 "y_current": _Y_FRAMES[1], "columns": ["age", "site"], "min_rows": 10},
+        lambda: {"benchmark": _FRAMES[0], "y_benchmark": _Y_FRAMES[0], "production": _FRAMES[1],
+                 "y_production": _Y_FRAMES[1], "columns": ["age", "site"], "min_rows": 10}),
+    "density_ratio.domain_scores": (
+        lambda: domain_scores,
+        lambda: {"reference": _FRAMES[0], "current": _FRAMES[1], "random_state": 0},
+        lambda: {"benchmark": _FRAMES[0], "production": _FRAMES[1], "random_state": 0}),
+    "density_ratio.density_ratio_weights": (
+        lambda: density_ratio_weights,
+        lambda: {"reference": _FRAMES[0], "current": _FRAMES[1], "clip": 5.0},
+        lambda: {"benchmark": _FRAMES[0], "production": _FRAMES[1], "clip": 5.0}),
+    "reweighted.category_codes": (
+        lambda: category_codes,
+        lambda: {"reference": _CATS[0], "current": _CATS[1]},
+        lambda: {"benchmark": _CATS[0], "production": _CATS[1]}),
+    "reweighted.mix_retest": (
+        lambda: mix_retest,
+        lambda: {"w": _W, "reference": _CATS[0], "current": _CATS[1], "floor": 0.1},
+        lambda: {"w": _W, "benchmark": _CATS[0], "production": _CATS[1], "floor": 0.1}),
+    "reweighted.numeric_retest": (
+        lambda: numeric_retest,
+        lambda: {"w": _W, "reference": _NUMS[0], "current": _NUMS[1], "floor": 0.1},
+        lambda: {"w": _W, "benchmark": _NUMS[0], "production": _NUMS[1], "floor": 0.1}),
+    "reweighted.share_retest": (
+        lambda: share_retest,
+        lambda: {"w": _W, "in_reference": _NUMS[0] > 0.5, "in_current": _NUMS[1] > 0.5, "floor": 0.05},
+        lambda: {"w": _W, "in_benchmark": _NUMS[0] > 0.5, "in_production": _NUMS[1] > 0.5, "floor": 0.05}),
+    "context_tests.rarity_pvalue": (
+        lambda: rarity_pvalue,
+        lambda: {"k_reference": [0, 3], "k_current": [12, 9], "n_reference": 500, "n_current": 400},
+        lambda: {"k_benchmark": [0, 3], "k_production": [12, 9], "n_benchmark": 500, "n_production": 400}),
+    "context_tests.rarity_test": (
+        lambda: rarity_test,
+        lambda: {"u": _UNTESTED, "n_reference": 50, "n_current": 52, "floor": 0.05},
+        lambda: {"u": _UNTESTED, "n_benchmark": 50, "n_production": 52, "floor": 0.05}),
+    "context_tests.untested_ranges": (
+        lambda: untested_ranges,
+        lambda: {"name": "age", "reference": np.sort(_NUMS[0]), "values": pd.Series(_NUMS[1] + 2.0),
+                 "n_current": 120, "min_samples": 10, "min_count": 5, "min_slice_size": 10, "floor": 0.05},
+        lambda: {"name": "age", "reference": np.sort(_NUMS[0]), "values": pd.Series(_NUMS[1] + 2.0),
+                 "n_production": 120, "min_samples": 10, "min_count": 5, "min_slice_size": 10, "floor": 0.05}),
+    "context_tests.untested_values": (
+        lambda: untested_values,
+        lambda: {"name": "site", "reference": pd.Series({"a": 50}), "counts": pd.Series({"a": 40, "b": 12}),
+                 "n_current": 52, "min_slice_size": 10, "min_production_count": 5, "max_listed": 3},
+        lambda: {"name": "site", "reference": pd.Series({"a": 50}), "counts": pd.Series({"a": 40, "b": 12}),
+                 "n_production": 52, "min_slice_size": 10, "min_production_count": 5, "max_listed": 3}),
+    "e_detector.shared_log_ratios": (
+        lambda: shared_log_ratios,
+        lambda: {"state": _SHARED, "shifts": [0.5, 1.0], "reference_precision": 40.0},
+        lambda: {"state": _SHARED, "shifts": [0.5, 1.0], "benchmark_precision": 40.0}),
+    "label_shift.LabelShiftEstimator.bootstrap_priors": (
+        lambda: _estimator().bootstrap_priors,
+        lambda: {"mu": _PRED_COUNTS / _PRED_COUNTS.sum(), "n_current": 300, "rows": None,
+                 "rng": np.random.default_rng(0)},
+        lambda: {"mu": _PRED_COUNTS / _PRED_COUNTS.sum(), "n_production": 300, "rows": None,
+                 "rng": np.random.default_rng(0)}),
+    "label_shift_counts.CountsFitting.estimate_counts": (
+        lambda: _estimator().estimate_counts,
+        lambda: {"current_counts": _PRED_COUNTS, "joint_replicates": _JOINT_REPS, "current_replicates": _PRED_REPS},
+        lambda: {"production_counts": _PRED_COUNTS, "joint_replicates": _JOINT_REPS,
+                 "production_replicates": _PRED_REPS}),
+    "slices.SliceEvaluator.evaluate": (
+        lambda: detectors.SliceEvaluator().evaluate,
+        lambda: {"slices": _EVAL[0], "reference": _EVAL[1], "current": _EVAL[2]},
+        lambda: {"slices": _EVAL[0], "benchmark": _EVAL[1], "production": _EVAL[2]}),
+}
+
+
+@pytest.mark.parametrize("where", sorted(OLD_MODULE_NAMES))
+def test_module_functions_take_the_new_names_and_warn_for_the_former(where):
+    get, new_kwargs, old_kwargs = OLD_MODULE_NAMES[where]
+    fn = get()
+    params = set(inspect.signature(fn).parameters)
+    renamed = sorted(set(old_kwargs()) - set(new_kwargs()))
+    assert set(new_kwargs()) <= params and not set(renamed) & params, (sorted(params), renamed)
+    new = fn(**new_kwargs())
+    for old_name in renamed:  # each former name on its own, the other arguments by their new names
+        new_name = fn.renamed_parameters[old_name]
+        kwargs = {k: v for k, v in new_kwargs().items() if k != new_name} | {old_name: old_kwargs()[old_name]}
+        with pytest.warns(DeprecationWarning, match=rf"\({old_name}=\.\.\.\) is deprecated; use {new_name}="):
+            assert _same(get()(**kwargs), new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = get()(**old_kwargs())
+    assert _same(old, new)
+    with pytest.raises(TypeError, match="both"):
+        get()(**{**new_kwargs(), renamed[0]: old_kwargs()[renamed[0]]})
+
+
+def test_every_module_function_that_renamed_its_data_has_a_case():
+    """Each function or method that still accepts a former data name is run through a case here, in
+    ``OLD_FUNCTION_NAMES`` (exported functions) or ``OLD_DATA_NAMES`` (the detectors' verbs)."""
+    renamed = {where.removeprefix("detectors.") for where, fn in _public_callables()
+               if any(_FORMER_NAME.search(old) for old in getattr(fn, "renamed_parameters", {}))}
+    exported = {f"{getattr(detectors, name).__module__.removeprefix('detectors.')}.{name}"
+                for name in OLD_FUNCTION_NAMES}
+    verbs = {f"{getattr(detectors, cls).__module__.removeprefix('detectors.')}.{cls}.{verb}"
+             for cls, names in OLD_DATA_NAMES.items() for verb in names}
+    assert renamed - exported - verbs == set(OLD_MODULE_NAMES) - exported - verbs
+    assert set(OLD_MODULE_NAMES) <= renamed
