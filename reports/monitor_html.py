@@ -108,8 +108,10 @@ def render_monitor_html(monitor: Any, runs: list[Any], alerts: list[Any], budget
              "notes": list((r.summary or {}).get("notes") or []),
              "severity": (r.verdict or {}).get("severity", ""), "summary": (r.verdict or {}).get("summary", "")
              or (r.error or {}).get("message", ""),
-             "worst": ", ".join(f"{w.get('name')} ({w.get('gap'):+.3f})" for w in (r.summary or {}).get(
-                 "worst_slices", []) if w.get("gap") is not None)}
+             # only slices worse than overall, in words: a signed gap listed slices better than overall as "worst"
+             "worst": ", ".join(f"{w.get('name')} ({w.get('gap'):.3f} below overall)" for w in (r.summary or {}).get(
+                 "worst_slices", []) if w.get("gap") is not None and w["gap"] > 0)
+             or ("none below overall" if (r.summary or {}).get("worst_slices") else "")}
             for r in runs][-RUN_CAP:]
     history = [{"id": a.id, "key": a.key, "kind": a.kind, "severity": a.severity, "statement": a.statement,
                 "state": a.state, "opened": _when(a.created_at), "last_seen": _when(a.last_seen),

@@ -35,3 +35,17 @@ def test_the_measured_delays_cite_the_benchmark_and_say_how_fast():
     shares = [int(p) for p in re.findall(r"(\d+) %", measured)]
     assert shares and all(0 <= p <= 100 for p in shares)
     assert re.search(r"within \d+ runs", measured) and "unchanged monitors" in measured
+
+
+def test_the_runs_table_lists_only_slices_worse_than_overall_and_says_so_in_words():
+    """A signed gap listed a slice 0.244 better than overall among the 'worst slices' as (-0.244)."""
+    run = SimpleNamespace(id="run_1", status="succeeded", started_at=None, created_at=None, n_rows=500, audit_id=None,
+                          alpha=0.00024, verdict={"severity": "none", "summary": "No change."}, error=None,
+                          summary={"worst_slices": [{"name": "adult_staff", "gap": 0.018},
+                                                    {"name": "emergency_department", "gap": -0.244}]})
+    monitor = SimpleNamespace(id="mo_1", name="m", benchmark_id="ds_1", domain="generic",
+                              schedule={"cron": "0 * * * *"}, source={"type": "directory"})
+    page = html.unescape(render_monitor_html(monitor, [run], [], budget_summary(0.05, 1)))
+    assert "adult_staff (0.018 below overall)" in page and "emergency_department" not in page
+    better = SimpleNamespace(**{**vars(run), "summary": {"worst_slices": [{"name": "b", "gap": -0.1}]}})
+    assert "none below overall" in html.unescape(render_monitor_html(monitor, [better], [], budget_summary(0.05, 1)))
