@@ -1,8 +1,6 @@
 """Audits through the API: queued in the background, result shaped as the AuditResult contract, reports, recovery."""
 from __future__ import annotations
 
-import io
-import time
 from datetime import datetime, timezone
 from html import escape
 
@@ -12,28 +10,10 @@ from fastapi.testclient import TestClient
 from domains.examples import PLANTED, make_example
 from reports.result import as_result
 from service.app import create_app
+from tests.service.audit_support import upload_frame, wait_for_audit
 
 SECTIONS = ("id", "status", "domain", "benchmark", "production", "verdict", "covariate", "label",
             "semantic", "slices", "limitations", "next_round")
-
-
-def _upload(client, frame, name, role, domain="medical"):
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
-    res = client.post("/v1/datasets", files={"file": (f"{name}.parquet", buf.getvalue())},
-                      data={"name": name, "role": role, "domain": domain})
-    assert res.status_code == 201, res.text
-    return res.json()["id"]
-
-
-def wait_for(client, audit_id, timeout=180):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        body = client.get(f"/v1/audits/{audit_id}").json()
-        if body["status"] in ("succeeded", "failed"):
-            return body
-        time.sleep(0.2)
-    raise TimeoutError(f"audit {audit_id} still {body['status']}")
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +23,11 @@ def audited(tmp_path_factory):
     settings = Settings(data_dir=tmp_path_factory.mktemp("audits") / "data")
     bench, prod = make_example("medical", n_benchmark=3000, n_production=3000, shift="planted", random_state=3)
     with TestClient(create_app(settings)) as client:
-        ids = _upload(client, bench, "bench", "benchmark"), _upload(client, prod, "prod", "production")
+        ids = upload_frame(client, bench, "bench", "benchmark"), upload_frame(client, prod, "prod", "production")
         res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "medical",
                                               "options": {"budget": 300}})
         assert res.status_code == 202 and res.json()["status"] in ("queued", "running", "succeeded")
-        result = wait_for(client, res.json()["id"])
+        result = wait_for_audit(client, res.json()["id"])
         yield client, result, ids
 
 
@@ -175,7 +155,7 @@ def test_stored_options_that_no_longer_parse_fail_the_audit_clearly(audited):
     row = runtime.audits.create(benchmark_id=ids[0], production_id=ids[1], domain="medical",
                                 options={"alpha": 0.7, "budget": 300})
     runtime.worker.submit(row.id)
-    body = wait_for(client, row.id)
+    body = wait_for_audit(client, row.id)
     assert body["status"] == "failed" and body["error"]["code"] == "stored_options_invalid", body
     assert "alpha" in body["error"]["details"]["problem"] and "submit it again" in body["error"]["message"]
 
@@ -205,7 +185,8 @@ def test_running_audit_is_failed_after_restart(tmp_path):
     settings = Settings(data_dir=tmp_path / "data")
     bench, prod = make_example("deepfake", n_benchmark=300, n_production=300, random_state=0)
     with TestClient(create_app(settings)) as client:
-        ids = _upload(client, bench, "b", "benchmark", "deepfake"), _upload(client, prod, "p", "production", "deepfake")
+        ids = (upload_frame(client, bench, "b", "benchmark", "deepfake"),
+               upload_frame(client, prod, "p", "production", "deepfake"))
         runtime = client.app.state.runtime
         row = runtime.audits.create(benchmark_id=ids[0], production_id=ids[1], domain="deepfake", options={})
         runtime.audits.mark_running(row.id)  # as if the process died right here
@@ -227,13 +208,13 @@ def test_audit_with_an_annotations_dataset(tmp_path):
     bench, prod = make_example("medical", n_benchmark=1200, n_production=1200, random_state=2)
     notes = _annotations(bench, np.random.default_rng(1))
     with TestClient(create_app(settings)) as client:
-        ids = _upload(client, bench, "b", "benchmark"), _upload(client, prod, "p", "production")
-        notes_id = _upload(client, notes, "notes", "annotations", domain="generic")
+        ids = upload_frame(client, bench, "b", "benchmark"), upload_frame(client, prod, "p", "production")
+        notes_id = upload_frame(client, notes, "notes", "annotations", domain="generic")
         wrong = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "annotations": ids[0]})
         assert wrong.status_code == 422 and wrong.json()["error"]["code"] == "invalid_dataset_role"
         res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "medical",
                                               "annotations": notes_id})
-        result = wait_for(client, res.json()["id"])
+        result = wait_for_audit(client, res.json()["id"])
     assert result["status"] == "succeeded", result.get("error")
     assert result["label_quality"]["n_items"] == 600
     assert any(lim["kind"] == "label_quality" for lim in result["limitations"])
@@ -246,9 +227,10 @@ def test_audit_round_trip_on_each_database(database_url, tmp_path):
     settings = Settings(data_dir=tmp_path / "data", database_url=database_url)
     bench, prod = make_example("deepfake", n_benchmark=800, n_production=800, shift="planted", random_state=1)
     with TestClient(create_app(settings)) as client:
-        ids = _upload(client, bench, "b", "benchmark", "deepfake"), _upload(client, prod, "p", "production", "deepfake")
+        ids = (upload_frame(client, bench, "b", "benchmark", "deepfake"),
+               upload_frame(client, prod, "p", "production", "deepfake"))
         res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "deepfake"})
-        result = wait_for(client, res.json()["id"])
+        result = wait_for_audit(client, res.json()["id"])
         assert result["status"] == "succeeded", result.get("error")
         assert client.get(f"/v1/audits/{result['id']}/report").status_code == 200
         assert [a["id"] for a in client.get("/v1/audits").json()["items"]] == [result["id"]]

@@ -30,7 +30,7 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.settings import Settings
 from tests.imagecontext.images import encode, lfw_upscaled, photos
-from tests.service.audits.test_audits_api import wait_for
+from tests.service.audit_support import wait_for_audit
 
 pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
@@ -109,7 +109,7 @@ def test_api_zip_upload_audit_finds_dim_illumination(zips, tmp_path):
                                               "domain": "facial_expression",
                                               "options": {"report_thumbnails": True}})
         assert res.status_code == 202, res.text
-        result = wait_for(client, res.json()["id"], timeout=300)
+        result = wait_for_audit(client, res.json()["id"], timeout=300)
         html = client.get(f"/v1/audits/{res.json()['id']}/report").text
     assert result["status"] == "succeeded", result.get("error")
     first = _check_top_limitation(result)

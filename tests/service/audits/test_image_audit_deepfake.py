@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from service.settings import Settings
 from tests.imagecontext.images import encode
-from tests.service.audits.test_audits_api import wait_for
+from tests.service.audit_support import wait_for_audit
 from tests.service.audits.test_image_audit import _images
 
 HEAVY, LIGHT = 25, 92
@@ -61,7 +61,7 @@ def result(tmp_path_factory):
             ids.append(res.json()["id"])
         res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "deepfake"})
         assert res.status_code == 202, res.text
-        out = wait_for(client, res.json()["id"], timeout=300)
+        out = wait_for_audit(client, res.json()["id"], timeout=300)
     assert out["status"] == "succeeded", out.get("error")
     return out
 

@@ -30,7 +30,7 @@ from service.app import create_app
 from service.settings import Settings
 from tests.imagecontext.dermatology import darker_skin, lesion_frame, skin_patches
 from tests.imagecontext.images import encode
-from tests.service.audits.test_audits_api import wait_for
+from tests.service.audit_support import wait_for_audit
 
 N_IMAGES = 240
 
@@ -120,7 +120,7 @@ def test_api_audit_blames_darker_skin_with_thumbnails_and_the_skin_note(zips, tm
                                               "options": {"report_thumbnails": True,
                                                           "report_thumbnails_medical": True}})
         assert res.status_code == 202, res.text
-        result = wait_for(client, res.json()["id"], timeout=400)
+        result = wait_for_audit(client, res.json()["id"], timeout=400)
         html = client.get(f"/v1/audits/{res.json()['id']}/report").text
         markdown = client.get(f"/v1/audits/{res.json()['id']}/report.md").text
     assert result["status"] == "succeeded", result.get("error")

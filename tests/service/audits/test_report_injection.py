@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from tests.service.audits.test_audits_api import wait_for
+from tests.service.audit_support import wait_for_audit
 
 pytestmark = pytest.mark.slow  # every test here takes seconds: make test-fast skips them
 
@@ -41,7 +41,7 @@ def test_hostile_names_and_values_are_escaped(settings):
             assert res.status_code == 201, res.text
             ids.append(res.json()["id"])
         audit = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1]}).json()
-        result = wait_for(client, audit["id"])
+        result = wait_for_audit(client, audit["id"])
         assert result["status"] == "succeeded", result.get("error")
         assert SCRIPT_COLUMN in {f["name"] for f in result["covariate"]["features"]}
         html = client.get(f"/v1/audits/{audit['id']}/report").text.lower()

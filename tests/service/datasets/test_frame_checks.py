@@ -20,7 +20,7 @@ from domains import load_pack_yaml
 from service.app import create_app
 from service.cli import main
 from service.datasets import frame_checks
-from tests.service.audits.test_audits_api import wait_for
+from tests.service.audit_support import wait_for_audit
 
 PACK_YAML = """
 name: covid_ages
@@ -93,7 +93,7 @@ def test_cli_and_api_accept_the_same_real_files_and_name_the_out_of_range_row(co
         warnings = res.json()["validation"]["warnings"]
         assert [(w["column"], w["rows"], w["n_rows"]) for w in warnings] == [("age", [old_id], 1)]
         res = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "covid_ages"})
-        api = wait_for(client, res.json()["id"], timeout=300)
+        api = wait_for_audit(client, res.json()["id"], timeout=300)
     assert api["status"] == "succeeded", api.get("error")
     assert _quality_notes(api) == _quality_notes(cli)
 

@@ -107,13 +107,13 @@ def test_delete_keeps_the_files_and_changed_files_are_refused(client, root):
 
 
 def test_audit_on_registered_datasets(client, root):
-    from tests.service.audits.test_audits_api import wait_for
+    from tests.service.audit_support import wait_for_audit
 
     bench = register(client, root / "bench").json()["id"]
     prod = register(client, f"{root}/prod/*.parquet", name="prod", role="production").json()["id"]
     res = client.post("/v1/audits", json={"benchmark": bench, "production": prod, "domain": "generic",
                                           "options": {"budget": 100, "discovery": False}})
     assert res.status_code == 202, res.text
-    result = wait_for(client, res.json()["id"])
+    result = wait_for_audit(client, res.json()["id"])
     assert result["status"] == "succeeded", result.get("error")
     assert result["verdict"]["shift_detected"] is True

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 
 import pandas as pd
 import pytest
@@ -16,27 +15,9 @@ from fastapi.testclient import TestClient
 
 from domains.examples import PLANTED, make_example
 from service.app import create_app
+from tests.service.audit_support import upload_frame, wait_for_audit
 
 PLANT = PLANTED["medical"]
-
-
-def _upload(client, frame, name, role="benchmark", domain="medical"):
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
-    data = {"name": name, "role": role} | ({"domain": domain} if domain else {})
-    res = client.post("/v1/datasets", files={"file": (f"{name}.parquet", buf.getvalue())}, data=data)
-    assert res.status_code == 201, res.text
-    return res.json()["id"]
-
-
-def _wait(client, audit_id, timeout=180):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        body = client.get(f"/v1/audits/{audit_id}").json()
-        if body["status"] in ("succeeded", "failed"):
-            return body
-        time.sleep(0.2)
-    raise TimeoutError(audit_id)
 
 
 def _untested(result) -> set[tuple[str, str]]:
@@ -52,16 +33,16 @@ def journey(tmp_path_factory):
     bench, prod = make_example("medical", n_benchmark=1500, n_production=1500, random_state=5)
     _, fresh = make_example("medical", n_benchmark=10, n_production=1500, random_state=11)
     with TestClient(create_app(settings)) as client:
-        ids = {"bench": _upload(client, bench, "bench"), "prod": _upload(client, prod, "prod", "production")}
+        ids = {"bench": upload_frame(client, bench, "bench"), "prod": upload_frame(client, prod, "prod", "production")}
         res = client.post("/v1/audits", json={"benchmark": ids["bench"], "production": ids["prod"],
                                               "domain": "medical", "options": {"budget": 300}})
-        first = _wait(client, res.json()["id"])
+        first = wait_for_audit(client, res.json()["id"])
         assert first["status"] == "succeeded", first.get("error")
         top = first["next_round"]["allocations"][0]
         from domains.expressions import evaluate
         collected = fresh[evaluate(top["definition"], fresh).to_numpy()].head(max(top["n_to_label"], 40))
         collected = collected.assign(id=[f"r2_{i}" for i in range(len(collected))])
-        ids["round2"] = _upload(client, collected.reset_index(drop=True), "round2")
+        ids["round2"] = upload_frame(client, collected.reset_index(drop=True), "round2")
         r1 = client.post("/v1/benchmarks/derm/rounds", json={"dataset": ids["bench"], "model": "v1"})
         r2 = client.post("/v1/benchmarks/derm/rounds", json={"dataset": ids["round2"], "plan": first["id"],
                                                             "model": "v2"})
@@ -69,7 +50,7 @@ def journey(tmp_path_factory):
         again = client.post("/v1/audits", json={"benchmark_series": "derm", "production": ids["prod"],
                                                 "options": {"budget": 300}})
         assert again.status_code == 202, again.text
-        second = _wait(client, again.json()["id"])
+        second = wait_for_audit(client, again.json()["id"])
         yield {"client": client, "ids": ids, "first": first, "second": second, "top": top, "r1": r1, "r2": r2,
                "series": series, "n_collected": len(collected)}
 
@@ -151,10 +132,10 @@ def test_registration_errors(journey):
     unknown = client.post("/v1/benchmarks/derm/rounds", json={"dataset": "ds_nope"})
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
     bare = pd.DataFrame({"id": ["a", "b"], "clinical_site": ["site_a", "site_b"], "label": ["benign", "malignant"]})
-    res = client.post("/v1/benchmarks/derm/rounds", json={"dataset": _upload(client, bare, "nopred", domain=None)})
+    res = client.post("/v1/benchmarks/derm/rounds", json={"dataset": upload_frame(client, bare, "nopred", domain=None)})
     assert res.status_code == 422 and res.json()["error"]["code"] == "round_not_labelled"
     alien = pd.DataFrame({"id": ["a", "b"], "label": ["cat", "dog"], "prediction": ["cat", "cat"]})
-    res = client.post("/v1/benchmarks/derm/rounds", json={"dataset": _upload(client, alien, "alien", domain=None)})
+    res = client.post("/v1/benchmarks/derm/rounds", json={"dataset": upload_frame(client, alien, "alien", domain=None)})
     assert res.status_code == 422 and res.json()["error"]["code"] == "round_contradicts_domain"
     again = client.post("/v1/benchmarks/derm/rounds", json={"dataset": journey["ids"]["round2"]})
     assert again.status_code == 409

@@ -20,8 +20,8 @@ from PIL import Image
 
 from service.app import create_app
 from service.settings import Settings
+from tests.service.audit_support import wait_for_audit
 from tests.service.audits.engine.parts import write_partitions
-from tests.service.audits.test_audits_api import wait_for
 from tests.service.audits.test_image_audit import labelled_images
 
 pytest.importorskip("distributed")
@@ -73,7 +73,7 @@ def audit(client, bench, prod, **options):
     res = client.post("/v1/audits", json={"benchmark": bench, "production": prod, "domain": "facial_expression",
                                           "options": {"engine": "dask", **options}})
     assert res.status_code == 202, res.text
-    return res.json()["id"], wait_for(client, res.json()["id"], timeout=600)
+    return res.json()["id"], wait_for_audit(client, res.json()["id"], timeout=600)
 
 
 @pytest.mark.slow
@@ -200,5 +200,5 @@ def test_pandas_engine_refuses_to_audit_image_paths_it_would_not_derive(client, 
     bench = register(client, root / "bench" / "table", "bench", "benchmark")["id"]
     prod = register(client, root / "prod" / "table", "prod", "production")["id"]
     res = client.post("/v1/audits", json={"benchmark": bench, "production": prod, "domain": "facial_expression"})
-    result = wait_for(client, res.json()["id"], timeout=120)
+    result = wait_for_audit(client, res.json()["id"], timeout=120)
     assert result["status"] == "failed" and result["error"]["code"] == "images_need_dask"
