@@ -84,11 +84,8 @@ def test_the_plan_gives_the_population_one_budget(cli_result):
     assert len(on_65) == 1 and on_65[0]["key"] == 'untested_context:age_group == "65+"'
 
 
-@pytest.mark.slow
-def test_the_api_gives_the_same_limitations_and_verdict(crash_files, cli_result, client):
-    """Uploaded without a domain (as the README's example does): roles are resolved at audit time."""
-    r = client.post("/v1/domains", content=PACK.read_bytes(), headers={"Content-Type": "application/yaml"})
-    assert r.status_code in (200, 201), r.text
+def _upload_pair(client, crash_files) -> list[str]:
+    """The benchmark and production CSVs uploaded without a domain: their dataset ids."""
     ids = []
     for path, role in ((crash_files[0], "benchmark"), (crash_files[1], "production")):
         with open(path, "rb") as fh:
@@ -96,6 +93,15 @@ def test_the_api_gives_the_same_limitations_and_verdict(crash_files, cli_result,
                             data={"name": path.stem, "role": role})
         assert r.status_code == 201, r.text
         ids.append(r.json()["id"])
+    return ids
+
+
+@pytest.mark.slow
+def test_the_api_gives_the_same_limitations_and_verdict(crash_files, cli_result, client):
+    """Uploaded without a domain (as the README's example does): roles are resolved at audit time."""
+    r = client.post("/v1/domains", content=PACK.read_bytes(), headers={"Content-Type": "application/yaml"})
+    assert r.status_code in (200, 201), r.text
+    ids = _upload_pair(client, crash_files)
     r = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "crash_fatality"})
     assert r.status_code == 202, r.text
     audit_id = r.json()["id"]
@@ -127,13 +133,7 @@ def test_the_dask_engine_gives_the_same_conclusions(crash_files, cli_result, das
     with TestClient(create_app(settings)) as client:
         assert client.post("/v1/domains", content=PACK.read_bytes(),
                            headers={"Content-Type": "application/yaml"}).status_code in (200, 201)
-        ids = []
-        for path, role in ((crash_files[0], "benchmark"), (crash_files[1], "production")):
-            with open(path, "rb") as fh:
-                r = client.post("/v1/datasets", files={"file": (path.name, fh, "text/csv")},
-                                data={"name": path.stem, "role": role})
-            assert r.status_code == 201, r.text
-            ids.append(r.json()["id"])
+        ids = _upload_pair(client, crash_files)
         r = client.post("/v1/audits", json={"benchmark": ids[0], "production": ids[1], "domain": "crash_fatality",
                                              "options": {"engine": "dask"}})
         assert r.status_code == 202, r.text
